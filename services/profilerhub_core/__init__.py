@@ -1,0 +1,1 @@
+"""Shared server-side foundations: settings, database, storage, security, errors."""

@@ -1,0 +1,1 @@
+"""The control-plane API: domains, users, tokens, permissions, apps, jobs, audit, proxy."""

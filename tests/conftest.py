@@ -1,0 +1,52 @@
+"""Session-wide fixtures: real services the suite runs against.
+
+PostgreSQL and Redis are found or started by ``infra/testservices.py``; what was used or
+started is printed at the top and bottom of the run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT / "infra"))
+
+import testservices  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """SQLAlchemy URL of a real PostgreSQL database (found or started)."""
+    return testservices.ensure_postgres()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """URL of a real Redis server (found or started)."""
+    return testservices.ensure_redis()
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared beside the checkout (traces, oracle); CI lays it there too."""
+    if not SHARED.is_dir():
+        pytest.fail(f"{SHARED} is missing: the tests read sample traces from ../shared beside the clone")
+    return SHARED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_services() -> Iterator[None]:
+    yield
+    testservices.stop_all()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if testservices.REPORT:
+        terminalreporter.section("test services")
+        for line in testservices.REPORT:
+            terminalreporter.write_line(line)

@@ -1,0 +1,1 @@
+"""Celery workers: app lifecycle, trace ingest, rules; spawners."""
