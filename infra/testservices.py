@@ -138,6 +138,37 @@ def _start_private_postgres() -> str:
     return f"postgresql+psycopg://postgres@127.0.0.1:{port}/test"
 
 
+def _admin_dsn(url: str) -> tuple[str, str]:
+    """(psycopg DSN of the server's ``postgres`` database, database name in ``url``)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    admin = parsed.set(drivername="postgresql", database="postgres")
+    return admin.render_as_string(hide_password=False), str(parsed.database)
+
+
+def create_database(url: str) -> str:
+    """Create a uniquely named database on the server of ``url``; return its URL."""
+    import uuid
+
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    admin, _ = _admin_dsn(url)
+    name = f"phtest_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url: str) -> None:
+    import psycopg
+
+    admin, name = _admin_dsn(url)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 # --------------------------------------------------------------------------- Redis
 
 

@@ -25,6 +25,17 @@ def postgres_url() -> str:
     return testservices.ensure_postgres()
 
 
+@pytest.fixture
+def fresh_postgres_url(postgres_url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database of its own, dropped afterwards.
+
+    Several test runs may share one server, so nothing uses the ``test`` database directly.
+    """
+    url = testservices.create_database(postgres_url)
+    yield url
+    testservices.drop_database(url)
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """URL of a real Redis server (found or started)."""

@@ -1,0 +1,19 @@
+"""The suite's own service plumbing works against the real servers."""
+
+from __future__ import annotations
+
+import psycopg
+import redis
+
+
+def test_fresh_postgres_database_is_empty_and_private(fresh_postgres_url: str) -> None:
+    dsn = fresh_postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn) as conn:
+        tables = conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema='public'").fetchone()
+        name = conn.execute("SELECT current_database()").fetchone()
+    assert tables == (0,)
+    assert name is not None and name[0].startswith("phtest_")
+
+
+def test_redis_answers(redis_url: str) -> None:
+    assert redis.Redis.from_url(redis_url).ping() is True
