@@ -121,7 +121,7 @@ def _start_private_postgres() -> str:
         capture_output=True,
     )
     subprocess.run(
-        [*run_as, pg_ctl, "-D", data, "-l", f"{data}/log", "-w", "-o",
+        [*run_as, pg_ctl, "start", "-D", data, "-l", f"{data}/log", "-w", "-o",
          f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"],
         check=True,
         capture_output=True,
