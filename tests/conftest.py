@@ -43,6 +43,46 @@ def redis_url() -> str:
 
 
 @pytest.fixture(scope="session")
+def s3_server() -> Iterator[dict[str, str]]:
+    """moto's S3 API served over real HTTP on a free port.
+
+    Yields ``{"endpoint_url", "region", "access_key", "secret_key"}``; the credentials are dummies
+    that moto accepts. Note: moto does not check presigned-URL signatures.
+    """
+    from moto.server import ThreadedMotoServer
+
+    port = testservices.free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield {
+            "endpoint_url": f"http://127.0.0.1:{port}",
+            "region": "us-east-1",
+            "access_key": "testing",
+            "secret_key": "testing",
+        }
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new, empty bucket on the moto server; AWS_* variables point boto3 at it."""
+    import uuid
+
+    import boto3
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server["access_key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server["secret_key"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", s3_server["region"])
+    name = f"phtest-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_server["endpoint_url"], region_name=s3_server["region"]).create_bucket(
+        Bucket=name
+    )
+    return name
+
+
+@pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """../shared beside the checkout (traces, oracle); CI lays it there too."""
     if not SHARED.is_dir():

@@ -17,3 +17,11 @@ def test_fresh_postgres_database_is_empty_and_private(fresh_postgres_url: str) -
 
 def test_redis_answers(redis_url: str) -> None:
     assert redis.Redis.from_url(redis_url).ping() is True
+
+
+def test_s3_bucket_round_trips_over_http(s3_server: dict[str, str], s3_bucket: str) -> None:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3_server["endpoint_url"], region_name=s3_server["region"])
+    client.put_object(Bucket=s3_bucket, Key="a/b.txt", Body=b"hello")
+    assert client.get_object(Bucket=s3_bucket, Key="a/b.txt")["Body"].read() == b"hello"
