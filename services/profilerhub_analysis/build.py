@@ -1,0 +1,420 @@
+"""Turn decoded trace events into an ``EventStore`` (columns, interning, lanes, launch join).
+
+Every step works on whole columns: attribute extraction runs through ``map``/``attrgetter`` in C,
+the rest is numpy/pyarrow. The only Python loops run over metadata (``M``) events, distinct
+categories and lanes, and the rare ``C`` counter events.
+"""
+
+from __future__ import annotations
+
+from itertools import compress
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from profilerhub_analysis.reader import Decoded, Event, decode, decode_counters, read_bytes
+from profilerhub_analysis.store import (
+    COUNTER_SCHEMA,
+    EVENT_SCHEMA,
+    GPU_LANE_KINDS,
+    GPU_OP_KINDS,
+    LANE_SCHEMA,
+    EventStore,
+    Kind,
+    TraceMeta,
+)
+
+#: Category spellings (lower-cased) of Kineto traces, current and 2021-era.
+CATEGORY_KINDS: dict[str, Kind] = {
+    "cpu_op": Kind.CPU_OP,
+    "operator": Kind.CPU_OP,
+    "user_annotation": Kind.USER_ANNOTATION,
+    "gpu_user_annotation": Kind.GPU_USER_ANNOTATION,
+    "cuda_runtime": Kind.RUNTIME,
+    "runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.DRIVER,
+    "driver": Kind.DRIVER,
+    "kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET,
+    "memset": Kind.MEMSET,
+    "python_function": Kind.PYTHON_FUNCTION,
+    "python": Kind.PYTHON_FUNCTION,
+    "cuda_sync": Kind.CUDA_SYNC,
+    "trace": Kind.TRACE_SPAN,
+}
+
+# Beyond these |ts| or dur (µs) a value cannot be a real timestamp or duration (int64 ns overflow
+# starts at 9.2e15 µs; no profile lasts 100 days).
+_MAX_ABS_TS_US = 9.0e15
+_MAX_DUR_US = 8.64e12
+
+_LANE_CPU, _LANE_GPU, _LANE_OTHER = 0, 1, 2
+_LANE_KIND_NAMES = ("cpu_thread", "gpu_stream", "other")
+
+
+def category_kind(cat: str) -> Kind:
+    """The ``Kind`` of a category string (case-insensitive; ``xpu_runtime`` etc. are runtimes)."""
+    low = cat.lower()
+    kind = CATEGORY_KINDS.get(low)
+    if kind is not None:
+        return kind
+    if low.endswith("_runtime"):
+        return Kind.RUNTIME
+    if low.endswith("_driver"):
+        return Kind.DRIVER
+    return Kind.OTHER
+
+
+def load_trace(path: str | Path, max_bytes: int | None = None) -> EventStore:
+    """Read one trace file (``.json`` or ``.json.gz``) into an ``EventStore``.
+
+    Raises ``TraceError`` (with a one-line message) for unreadable or oversized input.
+    """
+    p = Path(path)
+    data = read_bytes(p, max_bytes)
+    return parse_trace(data, source=p.name)
+
+
+def parse_trace(data: bytes, source: str = "trace") -> EventStore:
+    """Build an ``EventStore`` from the bytes of a (decompressed) trace document."""
+    decoded = decode(data, source)
+    return build_store(decoded, data, source)
+
+
+def _values(items: list[Any], attr: str) -> list[Any]:
+    return list(map(attrgetter(attr), items))
+
+
+class _Interner(dict[str, int]):
+    def __missing__(self, key: str) -> int:
+        value = self[key] = len(self)
+        return value
+
+
+def _intern(values: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Strings -> (int32 ids in first-seen order, distinct strings). Dict lookups run in C."""
+    table = _Interner()
+    ids = np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+    return ids, list(table)
+
+
+def _is(ids: np.ndarray, names: list[str], wanted: str) -> np.ndarray:
+    """Mask of ``ids`` equal to the id of ``wanted`` (all False when it never occurs)."""
+    if wanted not in names:
+        return np.zeros(len(ids), dtype=bool)
+    return ids == names.index(wanted)
+
+
+def _to_ns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """µs (int or float array) -> (int64 ns, valid mask). Integer µs stay exact."""
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64) * 1000, np.ones(len(values), dtype=bool)
+    v = values.astype(np.float64)
+    valid = np.isfinite(v) & (np.abs(v) < _MAX_ABS_TS_US)
+    v = np.where(valid, v, 0.0)
+    whole = np.floor(v)
+    ns = whole.astype(np.int64) * 1000 + np.rint((v - whole) * 1000.0).astype(np.int64)
+    return ns, valid
+
+
+def _number_array(items: list[Any]) -> np.ndarray:
+    arr = np.array(items)
+    if arr.dtype.kind not in "iuf":
+        # ints too big for int64, or something odd: go through float and let validation decide
+        arr = np.array([x if isinstance(x, int | float) else np.nan for x in items], dtype=np.float64)
+    return arr
+
+
+def _ids_and_labels(values: list[int | str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """pid/tid values (ints, or labels like "Spans") -> (int64 ids, is_label mask, labels).
+
+    Labels get negative ids ``-(1 + index into labels)`` so they stay distinct from real ids.
+    """
+    n = len(values)
+    is_label = np.fromiter(map(str.__instancecheck__, values), dtype=bool, count=n)
+    if not is_label.any():
+        return np.array(values, dtype=np.int64), is_label, []
+    obj = np.array(values, dtype=object)
+    labels_arr = pa.array(obj[is_label].tolist(), pa.string()).dictionary_encode()
+    ids = np.empty(n, dtype=np.int64)
+    ids[~is_label] = obj[~is_label].astype(np.int64)
+    ids[is_label] = -1 - labels_arr.indices.to_numpy().astype(np.int64)
+    return ids, is_label, labels_arr.dictionary.to_pylist()
+
+
+def _stream_values(values: list[int | str]) -> np.ndarray:
+    is_label = np.fromiter(map(str.__instancecheck__, values), dtype=bool, count=len(values))
+    if not is_label.any():
+        return np.array(values, dtype=np.int64)
+    out = np.full(len(values), -1, dtype=np.int64)
+    obj = np.array(values, dtype=object)
+    out[~is_label] = obj[~is_label].astype(np.int64)
+    for i in np.flatnonzero(is_label):  # ROCm writes "0x0": only its few distinct spellings
+        try:
+            out[i] = int(str(obj[i]), 0)
+        except ValueError:
+            out[i] = -1
+    return out
+
+
+def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trace") -> EventStore:
+    """Columns, lanes and the launch join for the decoded events of one document."""
+    evs = decoded.events
+    skipped = dict(decoded.skipped)
+    ph_ids, ph_names = _intern(_values(evs, "ph"))
+    ph_counts = np.bincount(ph_ids, minlength=len(ph_names)).tolist()
+    phases = dict(zip(ph_names, ph_counts, strict=True))
+    xs: list[Event] = list(compress(evs, _is(ph_ids, ph_names, "X")))
+    m = len(xs)
+
+    cat_ids, cat_names = _intern(_values(xs, "cat"))
+    cat_lut = np.array([category_kind(c) for c in cat_names] or [0], dtype=np.int8)
+    kind = cat_lut[cat_ids]
+
+    ts_raw = _number_array(_values(xs, "ts"))
+    dur_raw = _number_array(_values(xs, "dur"))
+    ts_ns, ts_ok = _to_ns(ts_raw)
+    dur_ns, dur_ok = _to_ns(dur_raw)
+    dur_ok &= dur_ns >= 0
+    if dur_raw.dtype.kind == "f":
+        dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
+    ts_type = "int" if ts_raw.dtype.kind in "iu" and dur_raw.dtype.kind in "iu" else "float"
+
+    pid, pid_label, pid_labels = _ids_and_labels(_values(xs, "pid"))
+    tid, tid_label, tid_labels = _ids_and_labels(_values(xs, "tid"))
+    args = _values(xs, "args")
+    correlation = np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m)
+    nbytes = np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m)
+    arg_device = np.fromiter(map(attrgetter("device"), args), dtype=np.int64, count=m)
+    stream = _stream_values(_values(args, "stream"))
+    name_id, name_list = _intern(_values(xs, "name"))
+
+    valid = ts_ok & dur_ok
+    if not valid.all():
+        skipped["X event with a missing or invalid ts"] = int((~ts_ok).sum())
+        bad_dur = int((ts_ok & ~dur_ok).sum())
+        if bad_dur:
+            skipped["X event with a missing, negative or absurd dur"] = bad_dur
+        skipped = {k: v for k, v in skipped.items() if v}
+
+    gpu_lane = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8)) & ~pid_label
+    other_lane = pid_label | tid_label | (kind == Kind.TRACE_SPAN)
+    lane_cls = np.where(other_lane, _LANE_OTHER, np.where(gpu_lane, _LANE_GPU, _LANE_CPU)).astype(np.int64)
+    device = np.where(gpu_lane, np.where(pid >= 0, pid, arg_device), -1).astype(np.int32)
+
+    keep = np.flatnonzero(valid)
+    cols = {
+        "ts_ns": ts_ns[keep],
+        "dur_ns": dur_ns[keep],
+        "name_id": name_id[keep],
+        "kind": kind[keep],
+        "correlation": correlation[keep],
+        "bytes": nbytes[keep],
+        "stream": stream[keep],
+        "device": device[keep],
+    }
+    meta_events = list(compress(evs, _is(ph_ids, ph_names, "M")))
+    lanes, lane_id = _build_lanes(
+        lane_cls[keep], pid[keep], tid[keep], pid_labels, tid_labels, cols["device"], meta_events
+    )
+    order = _lane_time_order(lane_id, cols["ts_ns"])
+    cols = {k: v[order] for k, v in cols.items()}
+    cols["lane_id"] = lane_id[order].astype(np.int32)
+    lane_kind_codes = np.array([_LANE_KIND_NAMES.index(k) for k in lanes.column("kind").to_pylist()] or [0])
+    cols["launch"] = launch_join(cols["kind"], cols["correlation"], lane_kind_codes[cols["lane_id"]])
+
+    events = pa.table({f.name: pa.array(cols[f.name], f.type) for f in EVENT_SCHEMA}, schema=EVENT_SCHEMA)
+    doc = decoded.doc
+    dist = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
+    rank = dist.get("rank") if dist else None
+    meta = TraceMeta(
+        source=source,
+        events_total=decoded.events_total,
+        phases=phases,
+        skipped=skipped,
+        base_time_ns=doc.baseTimeNanoseconds,
+        ts_type=ts_type,
+        device_properties=doc.deviceProperties if isinstance(doc.deviceProperties, list) else [],
+        distributed_info=dist,
+        rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+        schema_version=doc.schemaVersion,
+        trace_name=doc.traceName if isinstance(doc.traceName, str) else None,
+    )
+    instants = list(compress(evs, _is(ph_ids, ph_names, "i") | _is(ph_ids, ph_names, "I")))
+    counters = _build_counters(instants, data if phases.get("C") else None)
+    names = pa.array(name_list, pa.string())
+    return EventStore(events=events, names=names, lanes=lanes, counters=counters, meta=meta)
+
+
+def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
+    """Permutation sorting by (lane_id, ts_ns), stable; one int64 sort when the span allows."""
+    if not len(ts_ns):
+        return np.zeros(0, dtype=np.int64)
+    rel = ts_ns - ts_ns.min()
+    span_bits = int(rel.max()).bit_length()
+    lane_bits = int(lane_id.max()).bit_length() if len(lane_id) else 0
+    if span_bits + lane_bits <= 62:
+        return np.argsort((lane_id.astype(np.int64) << span_bits) | rel, kind="stable")
+    return np.lexsort((ts_ns, lane_id))
+
+
+def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray) -> np.ndarray:
+    """For each GPU op, the row of the CPU-side event with the same correlation id, else -1.
+
+    CPU side = any event on a CPU lane that is neither a GPU op nor ``cuda_sync`` (runtime and
+    driver launch calls whatever their name: cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch,
+    hipExtModuleLaunchKernel, ...). When several CPU events share an id the earliest row wins.
+    """
+    out = np.full(len(kind), -1, dtype=np.int64)
+    gpu_op = np.isin(kind, np.array(GPU_OP_KINDS, dtype=np.int8))
+    gpu_rows = np.flatnonzero(gpu_op & (correlation >= 0))
+    cpu_rows = np.flatnonzero(
+        (lane_kind == _LANE_CPU) & ~gpu_op & (kind != Kind.CUDA_SYNC) & (correlation >= 0)
+    )
+    if not len(gpu_rows) or not len(cpu_rows):
+        return out
+    order = np.argsort(correlation[cpu_rows], kind="stable")
+    sorted_corr = correlation[cpu_rows][order]
+    wanted = correlation[gpu_rows]
+    pos = np.minimum(np.searchsorted(sorted_corr, wanted), len(sorted_corr) - 1)
+    hit = sorted_corr[pos] == wanted
+    out[gpu_rows[hit]] = cpu_rows[order][pos[hit]]
+    return out
+
+
+def _build_lanes(
+    lane_cls: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    pid_labels: list[str],
+    tid_labels: list[str],
+    device: np.ndarray,
+    meta_events: list[Event],
+) -> tuple[pa.Table, np.ndarray]:
+    """Distinct (lane class, pid, tid) -> lanes table in display order, and each event's lane id."""
+    # one int64 key per (class, pid, tid): 1-D unique is far faster than unique(axis=0)
+    pids, pid_idx = np.unique(pid, return_inverse=True)
+    tids, tid_idx = np.unique(tid, return_inverse=True)
+    key = (lane_cls * len(pids) + pid_idx.reshape(-1)) * max(len(tids), 1) + tid_idx.reshape(-1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    uniq = np.stack([lane_cls[first], pid[first], tid[first]], axis=1).reshape(-1, 3)
+
+    proc_name: dict[int, str] = {}
+    proc_sort: dict[int, int] = {}
+    thread_name: dict[tuple[int, int], str] = {}
+    thread_sort: dict[tuple[int, int], int] = {}
+    for e in meta_events:  # one per process/thread, not per event
+        if not isinstance(e.pid, int) or not isinstance(e.tid, int):
+            continue
+        a = e.args
+        if e.name == "process_name" and a.name:
+            proc_name[e.pid] = a.name
+        elif e.name == "process_labels" and a.labels:
+            proc_name.setdefault(e.pid, a.labels)
+        elif e.name == "process_sort_index" and a.sort_index is not None:
+            proc_sort[e.pid] = a.sort_index
+        elif e.name == "thread_name" and a.name:
+            thread_name[(e.pid, e.tid)] = a.name.strip()
+        elif e.name == "thread_sort_index" and a.sort_index is not None:
+            thread_sort[(e.pid, e.tid)] = a.sort_index
+
+    rows: list[tuple[Any, ...]] = []
+    for (cls, p, t), idx in zip(uniq.tolist(), first.tolist(), strict=True):
+        if cls == _LANE_GPU:
+            dev = int(device[idx])
+            label = f"GPU {dev} stream {t}"
+        elif cls == _LANE_OTHER:
+            dev = -1
+            pl = pid_labels[-1 - p] if p < 0 else str(p)
+            tl = tid_labels[-1 - t] if t < 0 else str(t)
+            label = f"{pl} / {tl}"
+        else:
+            dev = -1
+            label = thread_name.get((p, t)) or f"thread {t}"
+            if p in proc_name:
+                label = f"{proc_name[p]} ({p}) {label}"
+        sort_key = (
+            cls,
+            proc_sort.get(p, p),
+            p,
+            thread_sort.get((p, t), t),
+            t,
+        )
+        rows.append((sort_key, _LANE_KIND_NAMES[cls], p if p >= 0 else -1, t if t >= 0 else -1, dev, label))
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
+    remap = np.empty(len(rows), dtype=np.int64)
+    remap[np.array(order, dtype=np.int64)] = np.arange(len(rows))
+    ordered = [rows[i] for i in order]
+    lanes = pa.table(
+        {
+            "kind": pa.array([r[1] for r in ordered], pa.string()),
+            "pid": pa.array([r[2] for r in ordered], pa.int64()),
+            "tid": pa.array([r[3] for r in ordered], pa.int64()),
+            "device": pa.array([r[4] for r in ordered], pa.int32()),
+            "name": pa.array([r[5] for r in ordered], pa.string()),
+            "sort": pa.array(list(range(len(ordered))), pa.int64()),
+        },
+        schema=LANE_SCHEMA,
+    )
+    lane_id = remap[inverse] if len(inverse) else np.zeros(0, dtype=np.int64)
+    return lanes, lane_id
+
+
+def _build_counters(instants: list[Event], data: bytes | None) -> pa.Table:
+    names: list[str] = []
+    ts_parts: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+
+    inst_ids, inst_names = _intern(_values(instants, "name"))
+    mem = list(compress(instants, _is(inst_ids, inst_names, "[memory]")))
+    if mem:
+        ts, ok = _to_ns(_number_array(_values(mem, "ts")))
+        margs = _values(mem, "args")
+        dev_type = np.fromiter(map(attrgetter("device_type"), margs), np.int64, len(mem))
+        dev_id = np.fromiter(map(attrgetter("device_id"), margs), np.int64, len(mem))
+        for key, label in (("total_allocated", "allocated"), ("total_reserved", "reserved")):
+            vals = np.array(_values(margs, key), dtype=np.float64)
+            for dt, di in sorted(set(zip(dev_type.tolist(), dev_id.tolist(), strict=True))):
+                sel = ok & (dev_type == dt) & (dev_id == di) & np.isfinite(vals)
+                if sel.any():
+                    where = "CPU" if dt == 0 else f"GPU {di}"
+                    names.append(f"{where} memory {label} (bytes)")
+                    ts_parts.append(ts[sel])
+                    values.append(vals[sel])
+
+    if data is not None:
+        series: dict[str, tuple[list[float], list[float]]] = {}
+        for ce in decode_counters(data):
+            for key, val in (ce.args or {}).items():
+                if isinstance(val, int | float) and not isinstance(val, bool) and ce.ts == ce.ts:
+                    label = ce.name if key in (ce.name, "value") else f"{ce.name} {key}"
+                    tsl, vl = series.setdefault(label, ([], []))
+                    tsl.append(float(ce.ts))
+                    vl.append(float(val))
+        for label, (tsl, vl) in series.items():
+            ts, ok = _to_ns(np.array(tsl, dtype=np.float64))
+            names.append(label)
+            ts_parts.append(ts[ok])
+            values.append(np.array(vl)[ok])
+
+    if not names:
+        return COUNTER_SCHEMA.empty_table()
+    name_col = np.repeat(np.array(names, dtype=object), [len(t) for t in ts_parts])
+    table = pa.table(
+        {
+            "name": pa.array(name_col.tolist(), pa.string()),
+            "ts_ns": pa.array(np.concatenate(ts_parts), pa.int64()),
+            "value": pa.array(np.concatenate(values), pa.float64()),
+        },
+        schema=COUNTER_SCHEMA,
+    )
+    return table.sort_by([("name", "ascending"), ("ts_ns", "ascending")])
+
+
+__all__ = ["CATEGORY_KINDS", "build_store", "category_kind", "launch_join", "load_trace", "parse_trace"]
