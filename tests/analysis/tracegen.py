@@ -54,16 +54,12 @@ def memcpy(
     dur: float,
     correlation: int | None = None,
     nbytes: int | None = None,
-    device: int = 0,
-    stream: int = 7,
     cat: str = "gpu_memcpy",
+    **where: Any,
 ) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if nbytes is not None:
-        args["bytes"] = nbytes
-    return kernel(
-        f"Memcpy {direction} (Device -> Device)", ts, dur, correlation, device, stream, cat=cat, **args
-    )
+    """A copy named like Kineto's (``Memcpy HtoD (Device -> Device)``); ``where``: device, stream."""
+    extra = {} if nbytes is None else {"bytes": nbytes}
+    return kernel(f"Memcpy {direction} (Device -> Device)", ts, dur, correlation, cat=cat, **where, **extra)
 
 
 def memset(
@@ -71,14 +67,10 @@ def memset(
     dur: float,
     correlation: int | None = None,
     nbytes: int | None = None,
-    device: int = 0,
-    stream: int = 7,
     cat: str = "gpu_memset",
+    **where: Any,
 ) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if nbytes is not None:
-        args["bytes"] = nbytes
-    return kernel("Memset (Device)", ts, dur, correlation, device, stream, cat=cat, **args)
+    return memcpy("", ts, dur, correlation, nbytes, cat, **where) | {"name": "Memset (Device)"}
 
 
 def annotation(name: str, ts: float, dur: float, cat: str = "user_annotation") -> dict[str, Any]:
