@@ -131,6 +131,22 @@ def _number_array(items: list[Any]) -> np.ndarray:
     return arr
 
 
+def _lane_keys(
+    gpu: np.ndarray, pids: list[int | str], tids: list[int | str]
+) -> tuple[np.ndarray, list[tuple[bool, int | str, int | str]]]:
+    """Per event, the index of its distinct (is GPU work, pid, tid) key, and those keys."""
+    pid_ids, pid_values = _intern(pids)
+    tid_ids, tid_values = _intern(tids)
+    code = (gpu.astype(np.int64) * len(pid_values) + pid_ids) * len(tid_values) + tid_ids
+    uniq, inverse = np.unique(code, return_inverse=True)
+    keys = []
+    for c in uniq.tolist():  # once per lane
+        rest, t = divmod(c, len(tid_values))
+        g, p = divmod(rest, len(pid_values))
+        keys.append((bool(g), pid_values[p], tid_values[t]))
+    return inverse.reshape(-1).astype(np.int64), keys
+
+
 def _label_number(label: str) -> int:
     """The last number in a label ("stream 7" -> 7, "0x1" -> 1), else -1."""
     try:
@@ -140,7 +156,9 @@ def _label_number(label: str) -> int:
         return int(digits[-1]) if digits else -1
 
 
-def _as_int(value: int | str) -> int:
+def _as_int(value: int | str | None) -> int:
+    if value is None:
+        return -1
     return value if isinstance(value, int) else _label_number(value)
 
 
@@ -155,7 +173,7 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     m = len(xs)
 
     cat_ids, cat_names = _intern(_values(xs, "cat"))
-    cat_lut = np.array([category_kind(c) for c in cat_names] or [0], dtype=np.int8)
+    cat_lut = np.array([int(category_kind(c)) for c in cat_names] or [0], dtype=np.int8)
     kind = cat_lut[cat_ids]
 
     ts_raw = _number_array(_values(xs, "ts"))
@@ -173,8 +191,7 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     stream_ids, stream_values = _intern(_values(args, "stream"))
     stream = np.array([_as_int(v) for v in stream_values] or [-1], dtype=np.int64)[stream_ids]
     gpu_lane = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8))
-    lane_keys = zip(gpu_lane.tolist(), _values(xs, "pid"), _values(xs, "tid"), strict=True)
-    raw_lane, raw_keys = _intern(list(lane_keys))
+    raw_lane, raw_keys = _lane_keys(gpu_lane, _values(xs, "pid"), _values(xs, "tid"))
     name_id, name_list = _intern(_values(xs, "name"))
 
     valid = ts_ok & dur_ok

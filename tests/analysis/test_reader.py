@@ -232,3 +232,21 @@ def test_ns_conversion_is_vectorised_and_exact_on_real_float_trace(shared_dir: P
     k = np.flatnonzero(store.col("kind") == Kind.KERNEL)
     assert store.col("ts_ns")[k].tolist() == [2_413_669_097_444_592]
     assert store.col("dur_ns")[k].tolist() == [1_760]
+
+
+def test_json_that_is_not_an_object_or_array_is_a_format_error() -> None:
+    with pytest.raises(TraceFormatError, match="not a trace document"):
+        parse_trace(b"42")
+
+
+def test_empty_trace_analyses_to_empty_results() -> None:
+    from profilerhub_analysis.report import analyze_store
+
+    report = analyze_store(parse_trace(b'{"traceEvents": []}'))
+    assert report["events"] == 0 and report["kernels"] == [] and report["temporal"] == []
+    assert report["launch_latency"]["count"] == 0 and report["steps"] == []
+
+
+def test_null_args_and_null_stream_are_read_as_absent() -> None:
+    store = store_of([kernel("k", 1, 2) | {"args": None}, kernel("j", 3, 1) | {"args": {"stream": None}}])
+    assert len(store) == 2 and store.meta.skipped == {}
