@@ -1,7 +1,7 @@
 """Turn decoded trace events into an ``EventStore`` (columns, interning, lanes, launch join).
 
 Every step works on whole columns: attribute extraction runs through ``map``/``attrgetter`` in C,
-the rest is numpy/pyarrow. The only Python loops run over metadata (``M``) events, distinct
+the rest is numpy. The only Python loops run over metadata (``M``) events, distinct
 categories and lanes, and the rare ``C`` counter events.
 """
 
@@ -14,18 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from profilerhub_analysis.reader import Decoded, Event, decode, decode_counters, read_bytes
 from profilerhub_analysis.store import (
-    COUNTER_SCHEMA,
-    EVENT_SCHEMA,
+    COUNTER_COLUMNS,
     GPU_LANE_KINDS,
     GPU_OP_KINDS,
-    LANE_SCHEMA,
+    Columns,
     EventStore,
     Kind,
     TraceMeta,
+    empty_columns,
 )
 
 #: Category spellings (lower-cased) of Kineto traces, current and 2021-era.
@@ -219,10 +218,9 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     order = _lane_time_order(lane_id, cols["ts_ns"])
     cols = {k: v[order] for k, v in cols.items()}
     cols["lane_id"] = lane_id[order].astype(np.int32)
-    lane_kind_codes = np.array([_LANE_KIND_NAMES.index(k) for k in lanes.column("kind").to_pylist()] or [0])
+    lane_kind_codes = np.array([_LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0])
     cols["launch"] = launch_join(cols["kind"], cols["correlation"], lane_kind_codes[cols["lane_id"]])
 
-    events = pa.table({f.name: pa.array(cols[f.name], f.type) for f in EVENT_SCHEMA}, schema=EVENT_SCHEMA)
     doc = decoded.doc
     dist = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
     rank = dist.get("rank") if dist else None
@@ -241,8 +239,7 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     )
     instants = list(compress(evs, _is(ph_ids, ph_names, "i") | _is(ph_ids, ph_names, "I")))
     counters = _build_counters(instants, data if phases.get("C") else None)
-    names = pa.array(name_list, pa.string())
-    return EventStore(events=events, names=names, lanes=lanes, counters=counters, meta=meta)
+    return EventStore(columns=cols, names=name_list, lanes=lanes, counters=counters, meta=meta)
 
 
 def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
@@ -287,7 +284,7 @@ def _build_lanes(
     keep: np.ndarray,
     args: list[Any],
     meta_events: list[Event],
-) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+) -> tuple[Columns, np.ndarray, np.ndarray]:
     """Lanes from the distinct (is GPU work, pid, tid) keys, in display order.
 
     Returns the lanes table and, per raw key, its lane id and device (-1 for CPU lanes). GPU
@@ -345,21 +342,18 @@ def _build_lanes(
     lane_of_raw = np.full(len(raw_keys), -1, dtype=np.int64)
     for lane, row in enumerate(rows):
         lane_of_raw[row[1]] = lane
-    lanes = pa.table(
-        {
-            "kind": pa.array([r[2] for r in rows], pa.string()),
-            "pid": pa.array([r[3] for r in rows], pa.int64()),
-            "tid": pa.array([r[4] for r in rows], pa.int64()),
-            "device": pa.array([r[5] for r in rows], pa.int32()),
-            "name": pa.array([r[6] for r in rows], pa.string()),
-            "sort": pa.array(list(range(len(rows))), pa.int64()),
-        },
-        schema=LANE_SCHEMA,
-    )
+    lanes: Columns = {
+        "kind": np.array([r[2] for r in rows], dtype=object),
+        "pid": np.array([r[3] for r in rows], dtype=np.int64),
+        "tid": np.array([r[4] for r in rows], dtype=np.int64),
+        "device": np.array([r[5] for r in rows], dtype=np.int32),
+        "name": np.array([r[6] for r in rows], dtype=object),
+        "sort": np.arange(len(rows), dtype=np.int64),
+    }
     return lanes, lane_of_raw, devices
 
 
-def _build_counters(instants: list[Event], data: bytes | None) -> pa.Table:
+def _build_counters(instants: list[Event], data: bytes | None) -> Columns:
     names: list[str] = []
     ts_parts: list[np.ndarray] = []
     values: list[np.ndarray] = []
@@ -397,17 +391,11 @@ def _build_counters(instants: list[Event], data: bytes | None) -> pa.Table:
             values.append(np.array(vl)[ok])
 
     if not names:
-        return COUNTER_SCHEMA.empty_table()
+        return empty_columns(COUNTER_COLUMNS)
     name_col = np.repeat(np.array(names, dtype=object), [len(t) for t in ts_parts])
-    table = pa.table(
-        {
-            "name": pa.array(name_col.tolist(), pa.string()),
-            "ts_ns": pa.array(np.concatenate(ts_parts), pa.int64()),
-            "value": pa.array(np.concatenate(values), pa.float64()),
-        },
-        schema=COUNTER_SCHEMA,
-    )
-    return table.sort_by([("name", "ascending"), ("ts_ns", "ascending")])
+    ts_col = np.concatenate(ts_parts).astype(np.int64)
+    order = np.lexsort((ts_col, np.repeat(np.argsort(np.argsort(names)), [len(t) for t in ts_parts])))
+    return {"name": name_col[order], "ts_ns": ts_col[order], "value": np.concatenate(values)[order]}
 
 
 __all__ = ["CATEGORY_KINDS", "build_store", "category_kind", "launch_join", "load_trace", "parse_trace"]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from profilerhub_analysis.build import load_trace
-from profilerhub_analysis.store import EVENT_SCHEMA, EventStore, Kind
+from profilerhub_analysis.store import EVENT_COLUMNS, EventStore, Kind, arrow_schema
 
-from .tracegen import CPU_PID, CPU_TID, event, kernel, runtime, store_of
+from .tracegen import CPU_PID, CPU_TID, encode, event, kernel, runtime, store_of
 
 
 def _sample() -> EventStore:
@@ -29,7 +31,7 @@ def _sample() -> EventStore:
 
 
 def test_event_columns_follow_the_schema() -> None:
-    assert _sample().events.schema.equals(EVENT_SCHEMA)
+    assert _sample().events.schema.equals(arrow_schema(EVENT_COLUMNS))
 
 
 def test_events_are_sorted_by_lane_then_start() -> None:
@@ -150,3 +152,15 @@ def test_real_trace_joins_every_graph_kernel_to_its_launch(shared_dir: Path) -> 
     api = names[store.col("name_id")[launch[launch >= 0]]]
     assert (api == "cudaGraphLaunch").sum() > 0
     assert (launch >= 0).sum() == 6875
+
+
+def test_analysing_a_trace_never_imports_pyarrow(tmp_path: Path) -> None:
+    # the CLI and workers that only analyse skip pyarrow's import time and ~50 MiB of memory
+    trace = tmp_path / "t.json"
+    trace.write_bytes(encode([runtime("cudaLaunchKernel", 1, 1, 1), kernel("k", 3, 1, 1)]))
+    code = (
+        "import sys; from profilerhub_analysis.report import analyze_file; "
+        f"analyze_file({str(trace)!r}); print('pyarrow' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
