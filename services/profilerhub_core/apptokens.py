@@ -15,7 +15,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -23,9 +23,13 @@ from joserfc.jwk import OKPKey
 
 from profilerhub_core.errors import Unauthorized
 
+if TYPE_CHECKING:
+    from profilerhub_core.settings import Settings
+
 ALGORITHM = "Ed25519"
 ISSUER = "profilerhub-hub"
 DEFAULT_TTL_SECONDS = 60
+KEY_FILE = "app-token-key.pem"
 _LEEWAY_SECONDS = 5
 
 
@@ -60,6 +64,13 @@ def load_signing_key(pem: str) -> OKPKey:
     if not key.is_private:
         raise ValueError("the app-token signing key must be a private Ed25519 key")
     return key
+
+
+def hub_signing_key(settings: Settings) -> OKPKey:
+    """The hub's key: ``PROFILERHUB_APP_TOKEN_PRIVATE_KEY`` if set, else ``<home>/app-token-key.pem``."""
+    if settings.app_token_private_key is not None:
+        return load_signing_key(settings.app_token_private_key.get_secret_value())
+    return load_or_create_signing_key(settings.home / KEY_FILE)
 
 
 def public_key_pem(key: OKPKey) -> str:
@@ -110,6 +121,7 @@ def verify_app_token(public_key: OKPKey, token: str, app_id: str, owner: str) ->
 __all__ = [
     "DEFAULT_TTL_SECONDS",
     "generate_signing_key",
+    "hub_signing_key",
     "issue_app_token",
     "load_or_create_signing_key",
     "load_public_key",
