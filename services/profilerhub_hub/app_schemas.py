@@ -33,9 +33,16 @@ class AppRead(BaseModel):
     @classmethod
     def of(cls, app: App, domain: str, user: str) -> AppRead:
         return cls(
-            app_id=app.id, domain=domain, user=user, app_type=app.app_type, app_name=app.app_name,
-            status=app.status, failure_reason=app.failure_reason, url=app_path(app.id),
-            created_at=app.created_at, status_changed_at=app.status_changed_at,
+            app_id=app.id,
+            domain=domain,
+            user=user,
+            app_type=app.app_type,
+            app_name=app.app_name,
+            status=app.status,
+            failure_reason=app.failure_reason,
+            url=app_path(app.id),
+            created_at=app.created_at,
+            status_changed_at=app.status_changed_at,
             last_activity_at=app.last_activity_at,
         )
 
@@ -43,7 +50,9 @@ class AppRead(BaseModel):
 class PresignedUrlCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    expires_in_seconds: StrictInt = Field(300, ge=5, le=300, description="How long the URL may be used (once).")
+    expires_in_seconds: StrictInt = Field(
+        300, ge=5, le=300, description="How long the URL may be used (once)."
+    )
 
 
 class PresignedUrlRead(BaseModel):

@@ -47,8 +47,18 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _LOGIN_SCOPE, _SESSION_SCOPE = "app-login", "app-session"
 # Not forwarded upstream: connection-level headers, and the hub's own credentials.
 _DROP_REQUEST = frozenset(
-    {"host", "authorization", "cookie", "connection", "keep-alive", "te", "upgrade", "proxy-authorization",
-     "proxy-connection", "trailer"}
+    {
+        "host",
+        "authorization",
+        "cookie",
+        "connection",
+        "keep-alive",
+        "te",
+        "upgrade",
+        "proxy-authorization",
+        "proxy-connection",
+        "trailer",
+    }
 )
 _DROP_RESPONSE = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "trailer"})
 
@@ -60,7 +70,9 @@ def _not_found(app_id: str) -> NotFound:
 def app_login_url(settings: Settings, app_id: str, user_id: str, ttl: int) -> str:
     """A one-time URL, valid ``ttl`` seconds, that gives a browser the app's session cookie."""
     expires = int(time.time()) + ttl
-    token = encode_page_token(settings.signing_key(), _LOGIN_SCOPE, [app_id, user_id, expires, secrets.token_hex(12)])
+    token = encode_page_token(
+        settings.signing_key(), _LOGIN_SCOPE, [app_id, user_id, expires, secrets.token_hex(12)]
+    )
     return f"{settings.public_url}/apps/{app_id}/{LOGIN_PATH}?token={quote(token)}"
 
 
@@ -142,8 +154,9 @@ class AppProxy:
             if app is None or app.user_id != user_id or app.status == AppStatus.Deleted:
                 raise _not_found(app_id)
         lifetime = int(self.settings.app_session_hours * 3600)
-        value = encode_page_token(self.settings.signing_key(), _SESSION_SCOPE,
-                                  [app_id, user_id, int(time.time()) + lifetime])
+        value = encode_page_token(
+            self.settings.signing_key(), _SESSION_SCOPE, [app_id, user_id, int(time.time()) + lifetime]
+        )
         return value, lifetime
 
     def _first_use(self, nonce: str, expires: int) -> bool:
@@ -181,7 +194,9 @@ def _check_same_origin(request: Request, settings: Settings) -> None:
     source = request.headers.get("origin") or request.headers.get("referer")
     allowed = {urlsplit(settings.public_url).netloc, request.headers.get("host", "")}
     if not source or urlsplit(source).netloc not in allowed:
-        raise AccessDenied("Cross-site request refused: state-changing requests must come from the hub's pages")
+        raise AccessDenied(
+            "Cross-site request refused: state-changing requests must come from the hub's pages"
+        )
 
 
 def _bearer(request: Request) -> str | None:
@@ -204,7 +219,12 @@ async def app_login(request: Request, app_id: str, token: Annotated[str, Query(m
     value, lifetime = await run_in_threadpool(proxy.login, app_id, token)
     response = RedirectResponse(f"/apps/{quote(app_id)}/", status_code=303)
     response.set_cookie(
-        SESSION_COOKIE, value, max_age=lifetime, path=f"/apps/{app_id}/", httponly=True, samesite="lax",
+        SESSION_COOKIE,
+        value,
+        max_age=lifetime,
+        path=f"/apps/{app_id}/",
+        httponly=True,
+        samesite="lax",
         secure=proxy.settings.public_url.startswith("https://"),
     )
     return response
@@ -213,7 +233,9 @@ async def app_login(request: Request, app_id: str, token: Annotated[str, Query(m
 @router.api_route("/apps/{app_id}/{path:path}", methods=METHODS)
 async def app_proxy(request: Request, app_id: str, path: str) -> Response:
     proxy: AppProxy = request.app.state.app_proxy
-    opened = await run_in_threadpool(proxy.open, app_id, _bearer(request), request.cookies.get(SESSION_COOKIE))
+    opened = await run_in_threadpool(
+        proxy.open, app_id, _bearer(request), request.cookies.get(SESSION_COOKIE)
+    )
     if opened.via_cookie and request.method not in _SAFE_METHODS:
         _check_same_origin(request, proxy.settings)
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]

@@ -36,12 +36,16 @@ class TaskSender:
 
     def send(self, task_name: str, app_id: str) -> None:
         if not self._settings.redis_url:
-            log.warning("no PROFILERHUB_REDIS_URL: %s for app %s waits for a worker's reconciler", task_name, app_id)
+            log.warning(
+                "no PROFILERHUB_REDIS_URL: %s for app %s waits for a worker's reconciler", task_name, app_id
+            )
             return
         try:
             self._app().send_task(
-                task_name, args=[app_id],
-                retry=True, retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
+                task_name,
+                args=[app_id],
+                retry=True,
+                retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
             )
         except Exception as exc:  # the row is committed; the reconciler re-sends it
             log.warning("could not enqueue %s for app %s (%s); the reconciler will", task_name, app_id, exc)

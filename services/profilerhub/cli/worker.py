@@ -48,9 +48,21 @@ def worker(
     threads = concurrency or settings.worker_concurrency
     # Threads: app tasks mostly wait (for a process to answer), and each holds its own session.
     celery.worker_main(
-        ["worker", "--pool", "threads", "--concurrency", str(threads), "--queues", settings.celery_queue,
-         "--loglevel", loglevel, "--hostname", f"profilerhub-{os.getpid()}@%h", "--without-mingle",
-         "--without-gossip"]
+        [
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            str(threads),
+            "--queues",
+            settings.celery_queue,
+            "--loglevel",
+            loglevel,
+            "--hostname",
+            f"profilerhub-{os.getpid()}@%h",
+            "--without-mingle",
+            "--without-gossip",
+        ]
     )
 
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from profilerhub_core.db.models import App, AppStatus, Domain, utcnow
-from profilerhub_core.records.audit import record_audit
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
+
+from profilerhub_core.db.models import App, AppStatus, Domain, utcnow
+from profilerhub_core.records.audit import record_audit
 
 TRANSITIONS: dict[AppStatus, frozenset[AppStatus]] = {
     AppStatus.Pending: frozenset({AppStatus.InService, AppStatus.Failed}),

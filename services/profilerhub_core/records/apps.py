@@ -10,14 +10,14 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
-from profilerhub_core.domain_settings import DomainSettings
-from profilerhub_core.records.audit import record_audit
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, LimitExceeded, NotFound
 from profilerhub_core.records.app_states import DELETABLE, transition
+from profilerhub_core.records.audit import record_audit
 
 LIVE = sa.and_(App.status != AppStatus.Deleted)
 
