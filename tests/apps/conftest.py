@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from apps_helpers import create
+
+from profilerhub_worker import lifecycle
 
 
 @pytest.fixture
@@ -92,3 +95,16 @@ def stop_every_instance(config: Any) -> None:
         spawner = LocalProcessSpawner(AppSpec(app_id, "", "", "", "", ""), config)
         spawner.load_state(state)
         spawner.stop()
+
+
+@pytest.fixture
+def alice(seed: Any) -> str:
+    return seed.user_token("d1", "alice")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def running(apps_client: Any, seed: Any, alice: str, worker_ctx: Any) -> str:
+    """Alice's app, spawned and InService; returns its id."""
+    app_id = create(apps_client, alice).json()["app_id"]
+    assert lifecycle.spawn(worker_ctx, app_id) == "started"
+    return app_id  # type: ignore[no-any-return]

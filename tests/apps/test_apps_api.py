@@ -6,63 +6,17 @@ The through-a-real-worker versions live in tests/e2e.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from apps_helpers import APPS, ONE, backdate, create, delete, describe, status_of
 
 from hubfixtures import auth
-from profilerhub_core.db.models import App, AppStatus, AuditEvent, utcnow
+from profilerhub_core.db.models import App, AppStatus, AuditEvent
 from profilerhub_core.records.app_states import IllegalTransition, transition
 from profilerhub_worker import lifecycle
 from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
-
-APPS = "/api/v1/domains/{domain}/users/{user}/apps"
-ONE = APPS + "/DetailedProfiler/{name}"
-
-
-def create(client: Any, token: str, domain: str = "d1", user: str = "alice", name: str = "default") -> Any:
-    return client.post(
-        APPS.format(domain=domain, user=user),
-        json={"app_type": "DetailedProfiler", "app_name": name},
-        headers=auth(token),
-    )
-
-
-def describe(client: Any, token: str, domain: str = "d1", user: str = "alice", name: str = "default") -> Any:
-    return client.get(ONE.format(domain=domain, user=user, name=name), headers=auth(token))
-
-
-def delete(client: Any, token: str, domain: str = "d1", user: str = "alice", name: str = "default") -> Any:
-    return client.delete(ONE.format(domain=domain, user=user, name=name), headers=auth(token))
-
-
-def status_of(seed: Any, app_id: str) -> AppStatus:
-    with seed.session() as session:
-        return session.get(App, app_id).status  # type: ignore[no-any-return]
-
-
-def backdate(seed: Any, app_id: str, column: str, seconds: float) -> None:
-    """Set an app's timestamp ``column`` to ``seconds`` ago, as if that much time had passed."""
-    with seed.session() as session:
-        session.execute(
-            sa.update(App).where(App.id == app_id).values({column: utcnow() - timedelta(seconds=seconds)})
-        )
-        session.commit()
-
-
-@pytest.fixture
-def alice(seed: Any) -> str:
-    return seed.user_token("d1", "alice")  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def running(apps_client: Any, seed: Any, alice: str, worker_ctx: Any) -> str:
-    """Alice's app, spawned and InService; returns its id."""
-    app_id = create(apps_client, alice).json()["app_id"]
-    assert lifecycle.spawn(worker_ctx, app_id) == "started"
-    return app_id  # type: ignore[no-any-return]
 
 
 def test_create_app_answers_pending_at_once_and_enqueues_the_id_after_commit(
