@@ -109,6 +109,48 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="Log level of the hub (debug, info, warning, error).")
     access_log: bool = Field(default=True, description="Log one line per HTTP request.")
 
+    # -- apps: spawner, workers, proxy (issue 3) --
+    spawner: str = Field(
+        default="local",
+        description="How apps run: 'local' (a process on the worker's machine) or 'module:Class' "
+        "of a Spawner subclass.",
+    )
+    app_start_timeout: float = Field(default=30.0, gt=0, description="Seconds for an app instance to start.")
+    app_http_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds from an app starting to its health endpoint answering."
+    )
+    app_stop_grace: float = Field(
+        default=5.0, ge=0, description="Seconds between SIGTERM and SIGKILL when an app is stopped."
+    )
+    app_token_private_key: SecretStr | None = Field(
+        default=None,
+        description="PEM of the Ed25519 key that signs app tokens; every hub and worker must share it. "
+        "Unset: generated once into <home>/app-token-key.pem (mode 0600).",
+    )
+    app_token_ttl: int = Field(
+        default=60, ge=5, description="Seconds the token minted for each proxied request is valid."
+    )
+    app_session_hours: float = Field(
+        default=12.0, gt=0, description="Hours an app's browser session cookie (from a presigned URL) lasts."
+    )
+    activity_write_seconds: float = Field(
+        default=30.0, ge=0, description="An app's last_activity_at is written at most this often per app."
+    )
+    celery_queue: str = Field(
+        default="profilerhub-apps",
+        pattern=r"^[A-Za-z0-9_.-]{1,100}$",
+        description="Queue (and Redis key prefix) of the app tasks; each installation sharing a Redis "
+        "needs its own.",
+    )
+    worker_concurrency: int = Field(
+        default=16, ge=1, description="App tasks one worker runs at once (threads)."
+    )
+    reconcile_seconds: float = Field(default=15.0, gt=0, description="How often the reconciler runs.")
+    app_poll_seconds: float = Field(
+        default=1.0, gt=0, description="How often running apps are polled (a dead app becomes Failed)."
+    )
+    cull_seconds: float = Field(default=60.0, gt=0, description="How often idle apps are looked for.")
+
     @model_validator(mode="after")
     def _fill_derived(self) -> Settings:
         self.home = self.home.expanduser().resolve()
