@@ -39,7 +39,9 @@ class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: ResourceName
-    metric_definitions: list[MetricDefinition] = Field(default_factory=list, max_length=MAX_METRIC_DEFINITIONS)
+    metric_definitions: list[MetricDefinition] = Field(
+        default_factory=list, max_length=MAX_METRIC_DEFINITIONS
+    )
 
 
 class UploadInfo(BaseModel):
@@ -96,7 +98,9 @@ class UploadGrantCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(min_length=1, max_length=900, description="Relative path in the job's raw layout.")
-    size: StrictInt | None = Field(None, ge=0, description="Bytes the file will have (checked against limits).")
+    size: StrictInt | None = Field(
+        None, ge=0, description="Bytes the file will have (checked against limits)."
+    )
 
 
 class UploadGrant(BaseModel):

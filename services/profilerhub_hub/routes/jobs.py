@@ -156,7 +156,12 @@ def complete_job(
     job = _job(session, target, job_id)
     if jobs.mark_complete(session, job):
         commit_audited(
-            session, target.caller, Action.CompleteJob, target_type="Job", target=job.id, domain=target.domain.name
+            session,
+            target.caller,
+            Action.CompleteJob,
+            target_type="Job",
+            target=job.id,
+            domain=target.domain.name,
         )
     if job.status is JobStatus.InProgress:
         _enqueue(request, INGEST_JOB, job.id)

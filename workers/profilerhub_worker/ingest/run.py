@@ -139,7 +139,12 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
                 session.commit()
                 return None
             moved = transition(
-                session, job_id, JobStatus.Processing, JobStatus.Processing, claimed_at=job.updated_at, now=now
+                session,
+                job_id,
+                JobStatus.Processing,
+                JobStatus.Processing,
+                claimed_at=job.updated_at,
+                now=now,
             )
         else:
             return None
@@ -172,13 +177,17 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         start = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
     try:
         ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
-        summary = build_summary(ctx, place, start, lambda folder, es: _put_store(ctx.store, place, folder, es))
+        summary = build_summary(
+            ctx, place, start, lambda folder, es: _put_store(ctx.store, place, folder, es)
+        )
         body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         ctx.store.put(place.processed_key(SUMMARY), body)
     except BadUpload as bad:
         log.info("job %s failed: %s", job_id, bad.message)
         ctx.store.delete_prefix(place.processed_prefix)
-        return "Failed" if _finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=bad.message) else "lost"
+        return (
+            "Failed" if _finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=bad.message) else "lost"
+        )
     except (Unavailable, OperationalError, OSError) as exc:
         raise IngestInterrupted(stamp.isoformat(), exc) from exc
     compact = _plain(sm.compact(summary))
@@ -239,8 +248,11 @@ def build_summary(
             if kind == "other":
                 continue
             if info.size > ctx.max_file_bytes:
-                raise BadUpload(f"raw/{rel}: {info.size} bytes is over the per-file limit of {ctx.max_file_bytes}")
-            local = Path(tmp) / f"{n}-{rel.rsplit('/', 1)[-1]}"
+                raise BadUpload(
+                    f"raw/{rel}: {info.size} bytes is over the per-file limit of {ctx.max_file_bytes}"
+                )
+            local = Path(tmp) / str(n) / rel.rsplit("/", 1)[-1]  # the reader's messages name the file
+            local.parent.mkdir()
             _fetch(ctx.store, info.key, local)
             try:
                 if kind == "trace":
@@ -286,7 +298,17 @@ def _job_doc(data: bytes) -> dict[str, Any]:
 
 
 def _job_section(job: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
-    keep = ("host", "pid", "rank", "world_size", "sdk_version", "python", "torch_version", "start_ns", "end_ns")
+    keep = (
+        "host",
+        "pid",
+        "rank",
+        "world_size",
+        "sdk_version",
+        "python",
+        "torch_version",
+        "start_ns",
+        "end_ns",
+    )
     out = {"name": job["name"], "metric_definitions": job["metric_definitions"]}
     out.update({k: doc.get(k) for k in keep if k in doc})
     start, end = doc.get("start_ns"), doc.get("end_ns")

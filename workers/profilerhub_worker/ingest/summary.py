@@ -176,7 +176,9 @@ def _numeric_columns(samples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]
                 for gpu in value:
                     if isinstance(gpu, dict):
                         idx = gpu.get("index", 0)
-                        row.update({f"gpu{idx}.{k}": float(x) for k, x in gpu.items() if k != "index" and _is_num(x)})
+                        row.update(
+                            {f"gpu{idx}.{k}": float(x) for k, x in gpu.items() if k != "index" and _is_num(x)}
+                        )
         keys.update(dict.fromkeys(row))
         flat.append(row)
     return {k: np.array([r.get(k, np.nan) for r in flat], dtype=np.float64) for k in keys}
@@ -256,7 +258,8 @@ def compact(summary: dict[str, Any]) -> dict[str, Any]:
     out["system"] = {
         "samples": system.get("samples", 0),
         "metrics": {
-            name: {k: v for k, v in m.items() if k != "series"} for name, m in system.get("metrics", {}).items()
+            name: {k: v for k, v in m.items() if k != "series"}
+            for name, m in system.get("metrics", {}).items()
         },
     }
     out["traces"] = [
