@@ -22,6 +22,9 @@ from profilerhub_core.storage import ObjectStore, layout, open_store
 
 SUMMARY = "summary.json"
 """``processed/summary.json``: the full summary ingest writes (the row keeps a compact copy)."""
+STATUS = "status.json"
+"""``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
+ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
 
 
 def open_job_store(settings: Settings) -> ObjectStore:
@@ -72,4 +75,4 @@ def raw_bytes(store: ObjectStore, place: JobPlace, *, besides: str | None = None
     return sum(info.size for info in store.list(place.raw_prefix) if info.key != besides)
 
 
-__all__ = ["SUMMARY", "JobPlace", "open_job_store", "place_of", "raw_bytes"]
+__all__ = ["STATUS", "SUMMARY", "JobPlace", "open_job_store", "place_of", "raw_bytes"]

@@ -7,9 +7,16 @@ import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from profilerhub_core.jobstorage import JobPlace
+from profilerhub_core.records import domains, jobs, users
+from profilerhub_core.storage import LocalStore
+from profilerhub_worker.ingest.run import IngestContext
 
 
 @dataclass
@@ -138,3 +145,40 @@ def sdk_files(steps: int = 5, t0: int = 1_000_000_000_000) -> dict[str, bytes]:
         "system/000001.jsonl.gz": jsonl_gz(system),
         "_SUCCESS": b"{}",
     }
+
+
+@pytest.fixture
+def ctx(jobs_hub: Any, jobs_seed: Any, tmp_path: Path) -> IngestContext:
+    """An ingest context on the hub's database and a local store; ``ctx.sent`` records enqueues."""
+    jobs_seed.user("d1", "alice")
+    sent: list[tuple[str, str]] = []
+    context = IngestContext(
+        sessions=jobs_hub.state.sessions,
+        store=LocalStore(tmp_path / "store"),
+        max_file_bytes=4 << 20,
+        max_trace_bytes=64 << 20,
+        stale_after=timedelta(minutes=5),
+        max_attempts=2,
+        enqueue=lambda name, job_id: sent.append((name, job_id)),
+    )
+    context.sent = sent  # type: ignore[attr-defined]
+    return context
+
+
+def make_job(
+    ctx: IngestContext, files: dict[str, bytes], *, complete: bool = True, user: str = "alice"
+) -> tuple[str, JobPlace]:
+    """A job of d1/alice with ``files`` under raw/, completed like the hub's complete route does."""
+    with ctx.sessions() as session:
+        domain = domains.require_domain(session, "d1")
+        owner = users.get_user(session, domain, user)
+        assert owner is not None
+        job = jobs.create_job(session, domain, owner, "demo")
+        if complete:
+            jobs.mark_complete(session, job)
+        session.commit()
+        job_id = job.id
+    place = JobPlace("d1", user, job_id)
+    for name, data in files.items():
+        ctx.store.put(place.raw_key(name), data)
+    return job_id, place

@@ -12,51 +12,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from conftest import sdk_files
+from conftest import make_job, sdk_files
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
-from profilerhub_core.jobstorage import JobPlace
-from profilerhub_core.records import domains, jobs, users
-from profilerhub_core.storage import LocalStore
 from profilerhub_worker.ingest import INGEST_JOB
 from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 
 CPU_TRACE = "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz"
 GPU_TRACE = "traces/hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
-
-
-@pytest.fixture
-def ctx(jobs_hub: Any, jobs_seed: Any, tmp_path: Path) -> IngestContext:
-    jobs_seed.user("d1", "alice")
-    sent: list[tuple[str, str]] = []
-    context = IngestContext(
-        sessions=jobs_hub.state.sessions,
-        store=LocalStore(tmp_path / "store"),
-        max_file_bytes=4 << 20,
-        max_trace_bytes=64 << 20,
-        stale_after=timedelta(minutes=5),
-        max_attempts=2,
-        enqueue=lambda name, job_id: sent.append((name, job_id)),
-    )
-    context.sent = sent  # type: ignore[attr-defined]
-    return context
-
-
-def make_job(ctx: IngestContext, files: dict[str, bytes], *, complete: bool = True) -> tuple[str, JobPlace]:
-    """A job of d1/alice with ``files`` under raw/, completed like the hub's complete route does."""
-    with ctx.sessions() as session:
-        domain = domains.require_domain(session, "d1")
-        user = users.get_user(session, domain, "alice")
-        assert user is not None
-        job = jobs.create_job(session, domain, user, "demo")
-        if complete:
-            jobs.mark_complete(session, job)
-        session.commit()
-        job_id = job.id
-    place = JobPlace("d1", "alice", job_id)
-    for name, data in files.items():
-        ctx.store.put(place.raw_key(name), data)
-    return job_id, place
 
 
 def job_row(ctx: IngestContext, job_id: str) -> Job:
@@ -166,7 +129,11 @@ def test_a_bad_raw_file_fails_its_job_with_a_reason_and_nothing_else(
     bad = job_row(ctx, bad_id)
     assert bad.status is JobStatus.Failed and bad.failure_reason is not None
     assert bad.failure_reason.startswith(reason), bad.failure_reason
-    assert list(ctx.store.list(bad_place.processed_prefix)) == []
+    status = json.loads(ctx.store.get(bad_place.processed_key("status.json")))
+    assert status["status"] == "Failed" and status["failure_reason"] == bad.failure_reason
+    assert [i.key for i in ctx.store.list(bad_place.processed_prefix)] == [
+        bad_place.processed_key("status.json")
+    ]
     assert len(list(ctx.store.list(bad_place.raw_prefix))) == len(sdk_files()) + (name not in sdk_files())
 
 

@@ -41,7 +41,7 @@ from profilerhub_analysis.reader import max_trace_bytes, read_bytes
 from profilerhub_analysis.store import EventStore
 from profilerhub_core.db.models import AuditEvent, Job, JobStatus, utcnow
 from profilerhub_core.errors import InvalidInput, NotFound, Unavailable
-from profilerhub_core.jobstorage import SUMMARY, JobPlace, place_of
+from profilerhub_core.jobstorage import STATUS, SUMMARY, JobPlace, place_of
 from profilerhub_core.records.job_states import transition
 from profilerhub_core.storage import ObjectStore, layout
 from profilerhub_worker.ingest import INGEST_JOB
@@ -182,16 +182,32 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         )
         body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         ctx.store.put(place.processed_key(SUMMARY), body)
+        _put_status(ctx.store, place, start["name"], JobStatus.Ready)
     except BadUpload as bad:
         log.info("job %s failed: %s", job_id, bad.message)
-        ctx.store.delete_prefix(place.processed_prefix)
-        return (
-            "Failed" if _finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=bad.message) else "lost"
-        )
+        try:
+            ctx.store.delete_prefix(place.processed_prefix)
+            _put_status(ctx.store, place, start["name"], JobStatus.Failed, bad.message)
+        except (Unavailable, OSError) as exc:
+            raise IngestInterrupted(stamp.isoformat(), exc) from exc
+        failed = _finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=bad.message)
+        return "Failed" if failed else "lost"
     except (Unavailable, OperationalError, OSError) as exc:
         raise IngestInterrupted(stamp.isoformat(), exc) from exc
     compact = _plain(sm.compact(summary))
     return "Ready" if _finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact) else "lost"
+
+
+def _put_status(store: ObjectStore, place: JobPlace, name: str, status: JobStatus, reason: str = "") -> None:
+    """``processed/status.json``: the outcome, for readers of storage alone (the profiler app)."""
+    doc = {
+        "job_id": place.job_id,
+        "name": name,
+        "status": status.value,
+        "failure_reason": reason or None,
+        "finished_at": utcnow().isoformat(),
+    }
+    store.put(place.processed_key(STATUS), orjson.dumps(doc))
 
 
 def _plain(value: Any) -> Any:
