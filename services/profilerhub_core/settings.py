@@ -93,7 +93,9 @@ class Settings(BaseSettings):
         description="An ingest running longer is taken as dead: the job is ingested again (or Failed "
         "after job_ingest_max_attempts).",
     )
-    job_ingest_max_attempts: int = Field(default=3, ge=1, description="Ingest attempts before a job is Failed.")
+    job_ingest_max_attempts: int = Field(
+        default=3, ge=1, description="Ingest attempts before a job is Failed."
+    )
     default_page_size: int = Field(
         default=50, ge=1, description="Items per page when a list request gives no limit."
     )

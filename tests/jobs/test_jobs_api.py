@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs_helpers import sdk_files
 
-from conftest import sdk_files
 from hubfixtures import auth
 from profilerhub_worker.ingest import INGEST_JOB
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from jobs_helpers import make_job, sdk_files
 
-from conftest import make_job, sdk_files
 from profilerhub_app.main import create_app
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token, public_key_pem

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from jobs_helpers import make_job, sdk_files
 
-from conftest import make_job, sdk_files
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
 from profilerhub_worker.ingest import INGEST_JOB
