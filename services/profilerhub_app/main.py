@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import load_public_key, verify_app_token
 from profilerhub_core.errors import Unauthorized
@@ -79,6 +80,8 @@ def create_app(settings: AppServiceSettings) -> FastAPI:
         """Answers what it received; lets tests check that any method and body pass the proxy."""
         body = await request.body()
         return {"method": request.method, "size": len(body), "query": str(request.url.query)}
+
+    app.include_router(job_routes.router, prefix=f"{base}api")  # the owner's jobs (issue 5)
 
     @app.exception_handler(404)
     async def not_found(request: Request, exc: Exception) -> JSONResponse:

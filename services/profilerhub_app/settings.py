@@ -22,6 +22,10 @@ class AppServiceSettings(BaseSettings):
     type: str = Field(default="DetailedProfiler", description="The app type.")
     public_key: str = Field(description="PEM of the hub's Ed25519 public key that signs app tokens.")
     hub_url: str = Field(default="", description="The hub's base URL, for links back to it.")
+    storage_url: str = Field(
+        default="", description="The hub's storage URL; the app reads only its owner's folder."
+    )
+    s3_endpoint_url: str = Field(default="", description="Endpoint of an S3-compatible store, if not AWS.")
     host: str = Field(default="127.0.0.1", description="Interface to listen on.")
     port: int = Field(default=0, description="Port to listen on; 0 picks a free one.")
     port_file: str = Field(

@@ -76,6 +76,26 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest JSON request body the API accepts; larger gets 413.",
     )
+    # -- jobs: uploads and ingest (issue 5) --
+    job_max_file_bytes: int = Field(
+        default=512 * 1024 * 1024, ge=1, description="Largest raw file a job may upload; larger gets 413."
+    )
+    job_max_total_bytes: int = Field(
+        default=4 * 1024 * 1024 * 1024, ge=1, description="Largest total of one job's raw files."
+    )
+    job_presigned_uploads: bool = Field(
+        default=True,
+        description="On S3 storage, let the SDK upload straight to presigned URLs (false: through the hub).",
+    )
+    job_ingest_timeout_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        description="An ingest running longer is taken as dead: the job is ingested again (or Failed "
+        "after job_ingest_max_attempts).",
+    )
+    job_ingest_max_attempts: int = Field(
+        default=3, ge=1, description="Ingest attempts before a job is Failed."
+    )
     default_page_size: int = Field(
         default=50, ge=1, description="Items per page when a list request gives no limit."
     )

@@ -24,7 +24,10 @@ from profilerhub_hub.routes.health import router as health_router
 API_PREFIX = "/api/v1"
 
 # Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
-BODY_LIMIT_OVERRIDES: dict[str, int | None] = {"/apps/": None}
+BODY_LIMIT_OVERRIDES: dict[str, int | None] = {
+    "/apps/": None,
+    r"^/api/v1/domains/[^/]+/users/[^/]+/jobs/[^/]+/files/": None,
+}
 
 
 def create_app(settings: Settings, *, engine: Engine | None = None, check_schema: bool = True) -> FastAPI:

@@ -10,6 +10,7 @@ values the database refuses (400) and an unreachable database (503). Anything el
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -155,7 +156,8 @@ class BodyLimitMiddleware:
     """Refuse request bodies over ``limit`` bytes with 413, before they are read into memory.
 
     ``overrides`` maps path prefixes to their own limit (``None`` = unlimited, for streaming
-    uploads and the app proxy); the longest matching prefix wins.
+    uploads and the app proxy); the longest matching prefix wins. A key starting with ``^`` is a
+    regular expression matched against the path (job file uploads: ``^/api/v1/.+/files/``).
     """
 
     def __init__(self, app: ASGIApp, limit: int, overrides: Mapping[str, int | None] | None = None) -> None:
@@ -165,7 +167,7 @@ class BodyLimitMiddleware:
 
     def _limit_for(self, path: str) -> int | None:
         for prefix, limit in self.overrides:
-            if path.startswith(prefix):
+            if path.startswith(prefix) or (prefix.startswith("^") and re.match(prefix, path)):
                 return limit
         return self.limit
 

@@ -24,7 +24,7 @@ RECONCILE_APPS = "profilerhub.apps.reconcile"
 POLL_APPS = "profilerhub.apps.poll"
 CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
 
-TASK_MODULES = ["profilerhub_worker.tasks.apps"]
+TASK_MODULES = ["profilerhub_worker.tasks.apps", "profilerhub_worker.tasks.ingest"]
 
 
 def make_celery(
@@ -64,6 +64,7 @@ def make_celery(
                 "options": {"expires": reconcile_every},
             },
             "poll-apps": {"task": POLL_APPS, "schedule": poll_every, "options": {"expires": poll_every}},
+            "reconcile-jobs": {"task": "profilerhub.jobs.reconcile", "schedule": reconcile_every},
             "cull-idle-apps": {
                 "task": CULL_IDLE_APPS,
                 "schedule": cull_every,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import redis
@@ -15,6 +16,15 @@ if TYPE_CHECKING:
     from celery import Celery
 
     from profilerhub_core.settings import Settings
+
+
+# S3 credentials an app needs to read its owner's jobs (boto3's usual variables).
+STORAGE_CREDENTIALS_ENV = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+)
 
 
 def spawner_config(settings: Settings) -> SpawnerConfig:
@@ -34,6 +44,9 @@ def build_context(settings: Settings, celery: Celery) -> WorkerContext:
     app_env = {
         "PROFILERHUB_APP_PUBLIC_KEY": public_key_pem(hub_signing_key(settings)),
         "PROFILERHUB_APP_HUB_URL": settings.public_url,
+        "PROFILERHUB_APP_STORAGE_URL": settings.storage_url,  # the app reads its owner's jobs (issue 5)
+        "PROFILERHUB_APP_S3_ENDPOINT_URL": settings.s3_endpoint_url or "",
+        **{k: os.environ[k] for k in STORAGE_CREDENTIALS_ENV if k in os.environ},
     }
     return WorkerContext(
         sessions=session_factory(engine),
@@ -60,6 +73,7 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
         poll_every=settings.app_poll_seconds,
         cull_every=settings.cull_seconds,
     )
+    celery.profilerhub_settings = settings  # type: ignore[attr-defined]  # for the ingest tasks
     if with_context:
         celery.profilerhub_context = build_context(settings, celery)  # type: ignore[attr-defined]
     return celery
