@@ -35,25 +35,16 @@ def hub(
     engine = make_engine(settings)
     require_migrated(engine)
     bootstrap_and_announce(settings, engine)
-    options = {
-        "host": settings.host,
-        "port": settings.port,
-        "log_level": settings.log_level,
-        "access_log": settings.access_log,
-        "server_header": False,
-    }
+    config = {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
+              "access_log": settings.access_log, "server_header": False}  # fmt: skip
     if settings.effective_hub_workers > 1:
         engine.dispose()
-        uvicorn.run(
-            "profilerhub_hub.app:app_from_env",
-            factory=True,
-            workers=settings.effective_hub_workers,
-            **options,
-        )  # type: ignore[arg-type]
+        factory = "profilerhub_hub.app:app_from_env"
+        uvicorn.run(factory, factory=True, workers=settings.effective_hub_workers, **config)  # type: ignore[arg-type]
         return
     from profilerhub_hub.app import create_app
 
-    uvicorn.run(create_app(settings, engine=engine), **options)  # type: ignore[arg-type]
+    uvicorn.run(create_app(settings, engine=engine), **config)  # type: ignore[arg-type]
 
 
 def register(app: typer.Typer) -> None:
