@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 MiB = 1024 * 1024
 Action = Callable[[int, bytes], object]
@@ -71,7 +72,7 @@ def main() -> None:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    creds = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    creds: dict[str, Any] = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
     bucket = f"bench-{uuid.uuid4().hex[:8]}"
     raw = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **creds)
     raw.create_bucket(Bucket=bucket)
