@@ -11,7 +11,9 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO, Literal
 
@@ -68,7 +70,8 @@ class S3Store(ObjectStore):
     ``endpoint_url`` points at an S3-compatible service (MinIO, Ceph RGW); leave it unset for AWS.
     ``addressing_style`` defaults to path-style (``endpoint/bucket/key``) with an endpoint and to
     virtual-hosted (``bucket.s3.region.amazonaws.com``) on AWS. ``put_stream`` switches to a
-    multipart upload once an object reaches ``part_size`` bytes (at least 5 MiB).
+    multipart upload once an object reaches ``part_size`` bytes (at least 5 MiB), sending up to
+    ``upload_concurrency`` parts at once.
 
     ``client`` shares an existing boto3 S3 client (and its connection pool) between stores; the
     connection arguments are then ignored and ``close()`` leaves that client open.
@@ -93,6 +96,7 @@ class S3Store(ObjectStore):
         read_timeout: float = 60.0,
         max_pool_connections: int = 32,
         list_page_size: int = 1000,
+        upload_concurrency: int = 4,
         client: Any = None,
     ) -> None:
         self.bucket = validate_bucket(bucket)
@@ -101,7 +105,10 @@ class S3Store(ObjectStore):
             raise InvalidInput(f"part_size must be at least {MIN_PART_SIZE} bytes (S3's minimum part)")
         if not 1 <= list_page_size <= 1000:
             raise InvalidInput("list_page_size must be between 1 and 1000")
+        if upload_concurrency < 1:
+            raise InvalidInput("upload_concurrency must be at least 1")
         self.part_size = part_size
+        self.upload_concurrency = upload_concurrency
         self.list_page_size = list_page_size
         if client is not None:
             self._client: Any = client
@@ -206,7 +213,17 @@ class S3Store(ObjectStore):
         buffer = bytearray()
         size = 0
         upload: MultipartUpload | None = None
+        pool: ThreadPoolExecutor | None = None
+        in_flight: deque[Future[UploadedPart]] = deque()
         parts: list[UploadedPart] = []
+
+        def send(target: MultipartUpload, workers: ThreadPoolExecutor, data: bytes) -> None:
+            # At most upload_concurrency parts in flight, so memory stays near (concurrency+1) parts.
+            number = len(parts) + len(in_flight) + 1
+            if len(in_flight) >= self.upload_concurrency:
+                parts.append(in_flight.popleft().result())
+            in_flight.append(workers.submit(self.upload_part, target, number, data))
+
         try:
             for chunk in chunks:
                 size += len(chunk)
@@ -214,23 +231,29 @@ class S3Store(ObjectStore):
                     raise too_large(key, max_bytes)
                 buffer += chunk
                 while len(buffer) >= self.part_size:
-                    if upload is None:
+                    if upload is None or pool is None:
                         upload = self.create_multipart_upload(key)
-                    part = bytes(buffer[: self.part_size])
+                        pool = ThreadPoolExecutor(self.upload_concurrency, thread_name_prefix="s3-part")
+                    send(upload, pool, bytes(buffer[: self.part_size]))
                     del buffer[: self.part_size]
-                    parts.append(self.upload_part(upload, len(parts) + 1, part))
-            if upload is None:
+            if upload is None or pool is None:
                 with self._errors(key):
                     self._client.put_object(Bucket=self.bucket, Key=full, Body=bytes(buffer))
-            else:
-                if buffer:
-                    parts.append(self.upload_part(upload, len(parts) + 1, bytes(buffer)))
-                self.complete_multipart_upload(upload, parts)
+                return size
+            if buffer:
+                send(upload, pool, bytes(buffer))
+            parts.extend(future.result() for future in in_flight)
+            self.complete_multipart_upload(upload, parts)
         except BaseException:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)  # no part may land after the abort
             if upload is not None:
                 with suppress(Exception):
                     self.abort_multipart_upload(upload)
             raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
         return size
 
     def get(self, key: str) -> bytes:

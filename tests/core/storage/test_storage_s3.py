@@ -93,6 +93,14 @@ def test_put_stream_above_the_part_size_is_a_multipart_upload(
     assert "-" not in etag
 
 
+def test_parallel_part_uploads_keep_the_parts_in_order(s3_client: Any, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, "p", client=s3_client, part_size=MIN_PART_SIZE, upload_concurrency=2)
+    data = os.urandom(3 * MIN_PART_SIZE + 99)
+    step = 1 << 20
+    assert store.put_stream("ordered", (data[i : i + step] for i in range(0, len(data), step))) == len(data)
+    assert store.get("ordered") == data
+
+
 def test_failed_streams_leave_no_pending_multipart_upload(
     s3_store: S3Store, s3_client: Any, s3_bucket: str
 ) -> None:

@@ -76,3 +76,21 @@ def test_s3_url_without_a_prefix_uses_the_whole_bucket() -> None:
 def test_bad_storage_urls_say_what_is_accepted(url: str, says: str) -> None:
     with pytest.raises(InvalidInput, match=says):
         open_store(url)
+
+
+def test_local_storage_does_not_load_boto3(tmp_path: Path) -> None:
+    """The SDK writes to local directories too; boto3 costs ~0.2 s to import, so only S3 loads it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from profilerhub_core.storage import open_store; "
+        "open_store(sys.argv[1]).put('k', b'x'); "
+        "print('boto3' in sys.modules, 'botocore' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, tmp_path.as_uri()], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+    assert (tmp_path / "k").read_bytes() == b"x"
