@@ -155,6 +155,10 @@ def _label_number(label: str) -> int:
         return int(digits[-1]) if digits else -1
 
 
+def _is_int_like(value: int | str) -> bool:
+    return isinstance(value, int) or value.strip().lstrip("-").isdigit()
+
+
 def _as_int(value: int | str | None) -> int:
     if value is None:
         return -1
@@ -257,7 +261,7 @@ def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
 def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray) -> np.ndarray:
     """For each GPU op, the row of the CPU-side event with the same correlation id, else -1.
 
-    CPU side = any event on a CPU lane that is neither a GPU op nor ``cuda_sync`` (runtime and
+    CPU side = any event off the GPU lanes that is neither a GPU op nor ``cuda_sync`` (runtime and
     driver launch calls whatever their name: cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch,
     hipExtModuleLaunchKernel, ...). When several CPU events share an id the earliest row wins.
     """
@@ -265,7 +269,7 @@ def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray
     gpu_op = np.isin(kind, np.array(GPU_OP_KINDS, dtype=np.int8))
     gpu_rows = np.flatnonzero(gpu_op & (correlation >= 0))
     cpu_rows = np.flatnonzero(
-        (lane_kind == _LANE_CPU) & ~gpu_op & (kind != Kind.CUDA_SYNC) & (correlation >= 0)
+        (lane_kind != _LANE_GPU) & ~gpu_op & (kind != Kind.CUDA_SYNC) & (correlation >= 0)
     )
     if not len(gpu_rows) or not len(cpu_rows):
         return out
@@ -320,7 +324,8 @@ def _build_lanes(
     for i, (is_gpu, raw_pid, raw_tid) in enumerate(raw_keys):  # once per lane
         if not used[i]:
             continue
-        labelled = not isinstance(raw_pid, int) or not isinstance(raw_tid, int)
+        # numeric strings ("12345", as some older traces write thread ids) are plain ids
+        labelled = not _is_int_like(raw_pid) or not _is_int_like(raw_tid)
         p, t = _as_int(raw_pid), _as_int(raw_tid)
         if is_gpu:
             cls = _LANE_GPU

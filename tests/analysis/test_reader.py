@@ -250,3 +250,18 @@ def test_empty_trace_analyses_to_empty_results() -> None:
 def test_null_args_and_null_stream_are_read_as_absent() -> None:
     store = store_of([kernel("k", 1, 2) | {"args": None}, kernel("j", 3, 1) | {"args": {"stream": None}}])
     assert len(store) == 2 and store.meta.skipped == {}
+
+
+def test_numeric_string_thread_ids_are_cpu_threads_and_still_join_launches() -> None:
+    store = store_of(
+        [
+            runtime("cudaLaunchKernel", 1, 2, 5) | {"pid": "4242", "tid": "77"},
+            kernel("k", 6, 1, 5, cat="Kernel") | {"tid": "stream 7"},
+        ]
+    )
+    lanes = store.lanes.to_pylist()
+    assert [(ln["kind"], ln["pid"], ln["tid"]) for ln in lanes] == [
+        ("cpu_thread", 4242, 77),
+        ("gpu_stream", 0, 7),
+    ]
+    assert int((store.col("launch") >= 0).sum()) == 1
