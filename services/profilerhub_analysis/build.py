@@ -7,6 +7,7 @@ categories and lanes, and the rare ``C`` counter events.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
@@ -14,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis.events import PHASE_OF, Complete, Counter, Instant, Metadata, TraceEvent
 from profilerhub_analysis.lanes import LANE_GPU, LANE_KIND_NAMES, as_int, build_lanes
-from profilerhub_analysis.reader import Decoded, Event, decode, decode_counters, read_bytes
+from profilerhub_analysis.reader import Decoded, decode, read_bytes
 from profilerhub_analysis.store import (
     COUNTER_COLUMNS,
     GPU_LANE_KINDS,
@@ -73,14 +75,14 @@ def load_trace(path: str | Path, max_bytes: int | None = None) -> EventStore:
     Raises ``TraceError`` (with a one-line message) for unreadable or oversized input.
     """
     p = Path(path)
-    data = read_bytes(p, max_bytes)
-    return parse_trace(data, source=p.name)
+    return parse_trace(read_bytes(p, max_bytes), source=p.name)
 
 
 def parse_trace(data: bytes, source: str = "trace") -> EventStore:
     """Build an ``EventStore`` from the bytes of a (decompressed) trace document."""
     decoded = decode(data, source)
-    return build_store(decoded, data, source)
+    del data  # the typed events hold copies; only batched decoding still needs the buffer
+    return build_store(decoded, source)
 
 
 def _values(items: list[Any], attr: str) -> list[Any]:
@@ -131,32 +133,39 @@ class _Columns:
     """Columns extracted batch by batch, with interning tables shared across batches."""
 
     def __init__(self) -> None:
-        self.tables = {key: _Interner() for key in ("ph", "cat", "name", "pid", "tid", "stream")}
+        self.tables = {key: _Interner() for key in ("type", "cat", "name", "pid", "tid", "stream")}
         self.phases: dict[str, int] = {}
         self.parts: dict[str, list[np.ndarray]] = {}
-        self.meta_events: list[Event] = []
-        self.memory_events: list[Event] = []
+        self.meta_events: list[Metadata] = []
+        self.memory_events: list[Instant] = []
+        self.counter_events: list[Counter] = []
         self.all_int = True
 
-    def _ids(self, table: str, items: list[Any], attr: str) -> np.ndarray:
-        lookup = self.tables[table].__getitem__
-        return np.fromiter(map(lookup, map(attrgetter(attr), items)), dtype=np.int32, count=len(items))
+    def _ids(self, table: str, values: Iterable[Any], count: int) -> np.ndarray:
+        return np.fromiter(map(self.tables[table].__getitem__, values), dtype=np.int32, count=count)
 
     def _put(self, **columns: np.ndarray) -> None:
         for key, value in columns.items():
             self.parts.setdefault(key, []).append(value)
 
-    def add(self, evs: list[Event]) -> None:
-        ph_ids = self._ids("ph", evs, "ph")
-        ph_names = list(self.tables["ph"])
-        for name, n in zip(ph_names, np.bincount(ph_ids, minlength=len(ph_names)).tolist(), strict=True):
-            self.phases[name] = self.phases.get(name, 0) + n
-        self.meta_events += compress(evs, _is(ph_ids, ph_names, "M"))
-        instants = list(compress(evs, _is(ph_ids, ph_names, "i") | _is(ph_ids, ph_names, "I")))
+    def _of_type(self, evs: list[TraceEvent], type_ids: np.ndarray, *types: type) -> list[Any]:
+        table = self.tables["type"]
+        mask = np.isin(type_ids, np.array([table[t] for t in types if t in table] or [-1]))
+        return list(compress(evs, mask)) if mask.any() else []
+
+    def add(self, evs: list[TraceEvent]) -> None:
+        type_ids = self._ids("type", map(type, evs), len(evs))
+        types = list(self.tables["type"])
+        for cls, n in zip(types, np.bincount(type_ids, minlength=len(types)).tolist(), strict=True):
+            if n:
+                self.phases[PHASE_OF[cls]] = self.phases.get(PHASE_OF[cls], 0) + n
+        self.meta_events += self._of_type(evs, type_ids, Metadata)
+        self.counter_events += self._of_type(evs, type_ids, Counter)
+        instants = self._of_type(evs, type_ids, *(t for t in types if issubclass(t, Instant)))
         if instants:
             inst_ids, inst_names = _intern(_values(instants, "name"))
             self.memory_events += compress(instants, _is(inst_ids, inst_names, "[memory]"))
-        xs: list[Event] = list(compress(evs, _is(ph_ids, ph_names, "X")))
+        xs: list[Complete] = self._of_type(evs, type_ids, Complete)
         m = len(xs)
         ts_raw = _number_array(_values(xs, "ts"))
         dur_raw = _number_array(_values(xs, "dur"))
@@ -168,11 +177,11 @@ class _Columns:
             dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
         args = _values(xs, "args")
         self._put(
-            cat_id=self._ids("cat", xs, "cat"),
-            name_id=self._ids("name", xs, "name"),
-            pid_id=self._ids("pid", xs, "pid"),
-            tid_id=self._ids("tid", xs, "tid"),
-            stream_id=self._ids("stream", args, "stream"),
+            cat_id=self._ids("cat", map(attrgetter("cat"), xs), m),
+            name_id=self._ids("name", map(attrgetter("name"), xs), m),
+            pid_id=self._ids("pid", map(attrgetter("pid"), xs), m),
+            tid_id=self._ids("tid", map(attrgetter("tid"), xs), m),
+            stream_id=self._ids("stream", map(attrgetter("stream"), args), m),
             ts_ns=ts_ns,
             dur_ns=dur_ns,
             ts_ok=ts_ok,
@@ -187,7 +196,7 @@ class _Columns:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trace") -> EventStore:
+def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
     """Columns, lanes and the launch join for the decoded events of one document."""
     acc = _Columns()
     for batch in decoded.batches():
@@ -255,7 +264,7 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
         schema_version=doc.schemaVersion,
         trace_name=doc.traceName if isinstance(doc.traceName, str) else None,
     )
-    counters = _build_counters(acc.memory_events, data if acc.phases.get("C") else None)
+    counters = _build_counters(acc.memory_events, acc.counter_events)
     return EventStore(columns=cols, names=list(acc.tables["name"]), lanes=lanes, counters=counters, meta=meta)
 
 
@@ -295,8 +304,8 @@ def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray
     return out
 
 
-def _build_counters(mem: list[Event], data: bytes | None) -> Columns:
-    """Counter series from PyTorch's ``[memory]`` instants and (second pass over ``data``) C events."""
+def _build_counters(mem: list[Instant], counter_events: list[Counter]) -> Columns:
+    """Counter series from PyTorch's ``[memory]`` instants and from ``C`` events."""
     names: list[str] = []
     ts_parts: list[np.ndarray] = []
     values: list[np.ndarray] = []
@@ -316,9 +325,9 @@ def _build_counters(mem: list[Event], data: bytes | None) -> Columns:
                     ts_parts.append(ts[sel])
                     values.append(vals[sel])
 
-    if data is not None:
+    if counter_events:
         series: dict[str, tuple[list[float], list[float]]] = {}
-        for ce in decode_counters(data):
+        for ce in counter_events:
             for key, val in (ce.args or {}).items():
                 if isinstance(val, int | float) and not isinstance(val, bool) and ce.ts == ce.ts:
                     label = ce.name if key in (ce.name, "value") else f"{ce.name} {key}"

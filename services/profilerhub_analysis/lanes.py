@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.reader import Event
+from profilerhub_analysis.events import Metadata
 from profilerhub_analysis.store import Columns
 
 LANE_CPU, LANE_GPU, LANE_OTHER = 0, 1, 2
@@ -38,7 +38,7 @@ def build_lanes(
     raw_lane: np.ndarray,
     keep: np.ndarray,
     arg_device: np.ndarray,
-    meta_events: list[Event],
+    meta_events: list[Metadata],
 ) -> tuple[Columns, np.ndarray, np.ndarray]:
     """Lanes from the distinct (is GPU work, pid, tid) keys, in display order.
 

@@ -11,7 +11,6 @@ limit, so an oversized or gzip-bomb upload costs at most that much memory.
 
 from __future__ import annotations
 
-import math
 import os
 import zlib
 from collections.abc import Iterator
@@ -21,10 +20,10 @@ from typing import Any
 import msgspec
 
 from profilerhub_analysis.errors import TraceFormatError, TraceTooLarge
+from profilerhub_analysis.events import KNOWN_PHASES, AnyEvent, TraceEvent, UnknownPhase
 
 DEFAULT_MAX_BYTES = 4 << 30
 _CHUNK = 64 << 20
-NAN = math.nan
 
 
 def max_trace_bytes() -> int:
@@ -36,40 +35,10 @@ def max_trace_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
-class Args(msgspec.Struct, frozen=True, gc=False):
-    """The ``args`` keys the store uses; everything else is skipped by the decoder."""
-
-    correlation: int = -1
-    stream: int | str | None = -1
-    device: int = -1
-    bytes: int = -1
-    name: str | None = None
-    sort_index: int | None = None
-    labels: str | None = None
-    total_allocated: int | float | None = msgspec.field(name="Total Allocated", default=None)
-    total_reserved: int | float | None = msgspec.field(name="Total Reserved", default=None)
-    device_id: int = msgspec.field(name="Device Id", default=-1)
-    device_type: int = msgspec.field(name="Device Type", default=-1)
-
-
-_NO_ARGS = Args()
-
-
-class Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    pid: int | str = -1
-    tid: int | str = -1
-    ts: int | float = NAN
-    dur: int | float = NAN
-    args: Args = _NO_ARGS
-
-
 class TraceDoc(msgspec.Struct):
     """The top-level object of a Kineto trace (only what the store keeps)."""
 
-    traceEvents: list[Event] | None = None  # noqa: N815 - the JSON key
+    traceEvents: list[AnyEvent] | None = None  # noqa: N815 - the JSON key
     deviceProperties: Any = None  # noqa: N815
     distributedInfo: Any = None  # noqa: N815
     baseTimeNanoseconds: int | None = None  # noqa: N815
@@ -86,23 +55,7 @@ class _LooseDoc(msgspec.Struct):
     traceName: Any = None  # noqa: N815
 
 
-class CounterEvent(msgspec.Struct, gc=False):
-    """Second, rarer pass for ``ph: "C"`` events, whose ``args`` keys are series names."""
-
-    ph: str = ""
-    name: str = ""
-    ts: int | float = NAN
-    args: dict[str, Any] | None = None
-
-
-_DOC_DECODER = msgspec.json.Decoder(TraceDoc | list[Event])
-
-
-class _CounterDoc(msgspec.Struct):
-    traceEvents: list[CounterEvent] | None = None  # noqa: N815
-
-
-_COUNTER_DOC_DECODER = msgspec.json.Decoder(_CounterDoc | list[CounterEvent])
+_DOC_DECODER = msgspec.json.Decoder(TraceDoc | list[AnyEvent])
 
 
 def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
@@ -177,7 +130,7 @@ class _RawDoc(msgspec.Struct):
 
 
 _RAW_DECODER = msgspec.json.Decoder(_RawDoc | list[msgspec.Raw])
-_EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+_EVENTS_DECODER = msgspec.json.Decoder(list[AnyEvent])
 
 
 class Decoded:
@@ -189,7 +142,7 @@ class Decoded:
         doc: TraceDoc,
         events_total: int,
         skipped: dict[str, int],
-        events: list[Event] | None = None,
+        events: list[TraceEvent] | None = None,
         raw_events: list[msgspec.Raw] | None = None,
         batch_size: int | None = None,
     ) -> None:
@@ -200,7 +153,7 @@ class Decoded:
         self._raw = raw_events
         self._batch_size = batch_size or BATCH_EVENTS
 
-    def batches(self) -> Iterator[list[Event]]:
+    def batches(self) -> Iterator[list[TraceEvent]]:
         """The events in file order, in batches; lenient decoding may add to ``skipped``."""
         if self._raw is None:
             yield self._events or []
@@ -256,15 +209,19 @@ def _decode_in_batches(data: bytes) -> Decoded | None:
     return Decoded(doc=doc, events_total=len(raw), skipped={}, raw_events=raw)
 
 
-def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[Event]:
+def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[TraceEvent]:
     """Events one by one (slow path, only for documents the typed decoder refused)."""
-    events: list[Event] = []
+    events: list[TraceEvent] = []
     bad = 0
     for raw in raw_events:
-        if isinstance(raw, dict) and raw.get("args", 0) is None:
-            raw = {k: v for k, v in raw.items() if k != "args"}  # "args": null means no args
+        if isinstance(raw, dict):
+            if raw.get("args", 0) is None:
+                raw = {k: v for k, v in raw.items() if k != "args"}  # "args": null means no args
+            if raw.get("ph") not in KNOWN_PHASES:
+                events.append(UnknownPhase())
+                continue
         try:
-            events.append(msgspec.convert(raw, Event, strict=False))
+            events.append(msgspec.convert(raw, AnyEvent, strict=False))
         except msgspec.ValidationError:
             bad += 1
     if bad:
@@ -272,7 +229,7 @@ def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[E
     return events
 
 
-def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> TraceDoc | list[Event]:
+def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> TraceDoc | list[TraceEvent]:
     try:
         loose = msgspec.json.decode(data, type=_LooseDoc | list[Any])
     except msgspec.ValidationError as exc:  # (a subclass of DecodeError)
@@ -295,24 +252,11 @@ def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> Trac
     return TraceDoc(traceEvents=events, **header)
 
 
-def decode_counters(data: bytes) -> list[CounterEvent]:
-    """The ``ph: "C"`` events of a document, with their free-form ``args`` (a second pass)."""
-    try:
-        parsed = _COUNTER_DOC_DECODER.decode(data)
-    except msgspec.MsgspecError:
-        return []
-    events = parsed if isinstance(parsed, list) else (parsed.traceEvents or [])
-    return [e for e in events if e.ph == "C"]
-
-
 __all__ = [
     "DEFAULT_MAX_BYTES",
-    "CounterEvent",
     "Decoded",
-    "Event",
     "TraceDoc",
     "decode",
-    "decode_counters",
     "max_trace_bytes",
     "read_bytes",
 ]

@@ -284,3 +284,10 @@ def test_large_documents_are_decoded_in_batches_with_the_same_result(monkeypatch
     assert batched.name_list == whole.name_list
     assert batched.meta == whole.meta
     assert batched.meta.skipped == {"malformed event": 1} and batched.meta.rank == 2
+
+
+def test_events_of_unknown_or_missing_phase_are_counted_not_dropped() -> None:
+    store = store_of([kernel("k", 1, 1), {"ph": "Z", "name": "future phase"}, {"name": "no phase at all"}])
+    assert store.meta.events_total == 3
+    assert store.meta.phases == {"X": 1, "?": 2}
+    assert store.meta.skipped == {}
