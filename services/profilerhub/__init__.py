@@ -1,11 +1,22 @@
 """ProfilerHub's training-side SDK.
 
-``import profilerhub as ph`` must stay cheap (no server dependencies, no torch import) because
-it is imported by training scripts.  The public API is re-exported here.
+    import profilerhub as ph
+    ph.init(job="resnet50-bs64")              # hub from PROFILERHUB_URL / PROFILERHUB_TOKEN
+    for i, batch in enumerate(loader):
+        with ph.step(i):
+            with ph.annotate("forward"):
+                loss = model(batch)
+        ph.log_metric("train:loss", loss.item(), step=i)
+    ph.finish()                               # also runs at exit
+
+``import profilerhub`` stays cheap: standard library only (no torch, no httpx, no boto3, no server
+dependency); each of those is imported when a run needs it.  See ``docs/sdk.md``.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from ._api import annotate, current_run, finish, init, log_metric, step  # noqa: E402
+
+__all__ = ["__version__", "annotate", "current_run", "finish", "init", "log_metric", "step"]

@@ -1,0 +1,273 @@
+"""The public functions: ``init``, ``step``, ``annotate``, ``log_metric``, ``finish``.
+
+One run per process is current at a time.  When there is none (before ``init``, after
+``finish``, in a forked child), ``step``/``annotate``/``log_metric`` do nothing, so instrumented
+code runs unchanged without the SDK configured.  None of them raises into the training loop;
+``init`` raises ``ValueError`` for invalid arguments only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._clock import now_ns
+from ._log import log_once, logger, reset_log_once
+from ._torch import torch_hooks
+
+if TYPE_CHECKING:
+    from ._run import Run
+    from .sinks import Sink
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_current: Run | None = None
+_init_lock = threading.Lock()
+_tls = threading.local()
+
+
+def current_run() -> Run | None:
+    """The run ``init`` started in this process, if it is still recording."""
+    return _current
+
+
+def init(
+    job: str | None = None,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    torch_profiler: Mapping[str, Any] | bool | None = None,
+    sample_interval_s: float = 0.1,
+    chunk_interval_s: float = 5.0,
+    metric_definitions: Sequence[Mapping[str, str]] | None = None,
+    capture_output: bool = True,
+    hub_url: str | None = None,
+    token: str | None = None,
+    flush_timeout_s: float = 10.0,
+    max_pending_bytes: int = 256 << 20,
+    _sink: Sink | None = None,
+) -> Run:
+    """Start profiling this process as the job ``job``.
+
+    ``output``: ``None`` uploads to the hub at ``$PROFILERHUB_URL`` with ``$PROFILERHUB_TOKEN``
+    (without a hub URL it writes to ``./profilerhub-traces``); a directory writes there
+    (``<output>/<job>/``); ``s3://bucket/prefix`` writes objects under ``prefix/<job>/``.
+    ``torch_profiler``: ``{"wait", "warmup", "active", "repeat", "skip_first"}`` (a
+    ``torch.profiler.schedule`` counted in ``ph.step`` calls) plus ``record_shapes``,
+    ``profile_memory``, ``with_stack``, ``with_flops``, ``with_modules``; ``True`` for
+    ``{"wait": 1, "warmup": 1, "active": 3}``.  ``sample_interval_s``: system-metrics period
+    (0.1-60 s).  ``chunk_interval_s``: how often buffered records are written out.
+    ``metric_definitions``: SageMaker-style ``[{"Name", "Regex"}]`` (at most 40) matched against
+    lines the script prints.  ``flush_timeout_s``: how long ``finish`` (and exit) may wait for
+    uploads.  A run already started is finished first.
+    """
+    global _current
+    from ._config import build_config
+    from ._run import Run
+
+    cfg = build_config(
+        job=job,
+        output=output,
+        torch_profiler=torch_profiler,
+        sample_interval_s=sample_interval_s,
+        chunk_interval_s=chunk_interval_s,
+        metric_definitions=metric_definitions,
+        capture_output=capture_output,
+        hub_url=hub_url,
+        token=token,
+        flush_timeout_s=flush_timeout_s,
+        max_pending_bytes=max_pending_bytes,
+    )
+    with _init_lock:
+        if _current is not None:
+            logger.warning(
+                "profilerhub: init() while job %s is running; finishing it first", _current.cfg.job
+            )
+            _current.finish()
+        reset_log_once()
+        if output is None and cfg.sink == "local":
+            logger.warning(
+                "profilerhub: PROFILERHUB_URL is not set; writing job %s to %s (upload it later with "
+                "`profilerhub upload`)",
+                cfg.job,
+                cfg.location,
+            )
+        run = Run(cfg, sink=_sink)
+        run.start()
+        _current = run
+        # Registered here, after the script's imports (torch), so it runs before their exit hooks.
+        atexit.unregister(_finish_at_exit)
+        atexit.register(_finish_at_exit)
+    return run
+
+
+def finish(timeout: float | None = None) -> dict[str, Any]:
+    """Stop the current run and flush its files (at most ``timeout`` seconds, default the run's
+    ``flush_timeout_s``).  Returns a summary with where the files went and what was dropped."""
+    global _current
+    run = _current
+    if run is None:
+        return {}
+    summary = run.finish(timeout)
+    if _current is run:
+        _current = None
+    return summary
+
+
+def log_metric(name: str, value: float, step: int | None = None) -> None:
+    """Record a training metric (``step`` defaults to the current ``ph.step``)."""
+    run = _current
+    if run is not None and run.enabled:
+        try:
+            run.log_metric(name, value, step)
+        except Exception as exc:
+            log_once("log_metric", logging.WARNING, "profilerhub: log_metric failed (%s)", exc)
+
+
+class annotate:  # noqa: N801 - used like a function: ph.annotate("forward")
+    """A named range of code, as a context manager or a decorator; nestable, thread-safe.
+
+    Recorded with the SDK clock, the thread and the nesting depth; mirrored into a running
+    torch profiler (``record_function``) and as an NVTX range on CUDA.
+    """
+
+    __slots__ = ("name", "_start", "_depth", "_token", "_run")
+
+    def __init__(self, name: str) -> None:
+        self.name = str(name)
+        self._run: Run | None = None
+
+    def __enter__(self) -> annotate:
+        run = self._run = _live_run()
+        if run is None:
+            return self
+        self._depth = _enter_depth(run)
+        hooks = torch_hooks()
+        try:
+            self._token = hooks.enter(self.name) if hooks is not None else None
+        except Exception as exc:
+            self._token = None
+            log_once("torch-enter", logging.WARNING, "profilerhub: torch range failed (%s)", exc)
+        self._start = now_ns()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        run = self._run
+        if run is None:
+            return
+        end = now_ns()
+        hooks = torch_hooks()
+        if hooks is not None:
+            try:
+                hooks.exit(self._token)
+            except Exception as exc_:
+                log_once("torch-exit", logging.WARNING, "profilerhub: torch range failed (%s)", exc_)
+        _record(run, "annotation", self.name, self._start, end, self._depth, run.current_step)
+
+    def __call__(self, func: F) -> F:
+        import inspect  # here, not at the top: it costs ~15 ms of import time
+
+        name = self.name
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                with annotate(name):
+                    return await func(*args, **kwargs)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with annotate(name):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class step:  # noqa: N801 - used like a function: with ph.step(i)
+    """One training step: ``with ph.step(i): ...`` (``i`` defaults to the previous step + 1).
+
+    Sets the step number that annotations and metrics get, records the step's range, and advances
+    the torch profiler's schedule when the step ends.
+    """
+
+    __slots__ = ("number", "_start", "_depth", "_run", "_nvtx")
+
+    def __init__(self, number: int | None = None) -> None:
+        self.number = number
+        self._run: Run | None = None
+
+    def __enter__(self) -> step:
+        run = self._run = _live_run()
+        if run is None:
+            return self
+        if self.number is None:
+            self.number = 0 if run.current_step is None else run.current_step + 1
+        run.current_step = self.number
+        self._depth = _enter_depth(run)
+        hooks = torch_hooks()
+        self._nvtx = hooks is not None and hooks.push_nvtx(f"step_{self.number}")
+        self._start = now_ns()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        run = self._run
+        if run is None:
+            return
+        _record(run, "step", f"step_{self.number}", self._start, now_ns(), self._depth, self.number)
+        if self._nvtx:
+            hooks = torch_hooks()
+            if hooks is not None:
+                hooks.pop_nvtx()
+        if run.torch_profiler is not None:
+            try:
+                run.torch_profiler.step()
+            except Exception as exc_:
+                log_once("torch-step", logging.WARNING, "profilerhub: torch profiler step failed (%s)", exc_)
+
+
+def _live_run() -> Run | None:
+    run = _current
+    return run if run is not None and run.enabled else None
+
+
+def _record(run: Run, kind: str, name: str, start: int, end: int, depth: int, step: int | None) -> None:
+    """Append a finished range and restore this thread's depth to what it was before it."""
+    _tls.depth = depth
+    run.annotations.append((kind, name, start, end, _tls.tid, depth, step))
+
+
+def _enter_depth(run: Run) -> int:
+    """This thread's nesting depth before entering; registers the thread's name once."""
+    try:
+        depth: int = _tls.depth
+    except AttributeError:
+        depth = 0
+        _tls.tid = threading.get_native_id()
+    if _tls.tid not in run.thread_names:
+        run.thread_names[_tls.tid] = threading.current_thread().name
+    _tls.depth = depth + 1
+    return depth
+
+
+def _finish_at_exit() -> None:
+    run = _current
+    if run is not None and run.pid == os.getpid():
+        finish()
+
+
+def _after_fork_in_child() -> None:
+    global _current, _init_lock, _tls
+    if _current is not None:
+        _current.disable_in_forked_child()
+    _current = None
+    _init_lock = threading.Lock()
+    _tls = threading.local()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

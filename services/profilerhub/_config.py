@@ -1,0 +1,215 @@
+"""Validation of :func:`profilerhub.init`'s arguments into one frozen :class:`Config`.
+
+Bad arguments are programming errors and raise :class:`ValueError` from ``init`` (before the
+training loop starts); everything that can go wrong later is logged, never raised.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: SageMaker's limits for metric definitions (CreateTrainingJob ``MetricDefinitions``).
+MAX_METRIC_DEFINITIONS = 40
+MAX_METRIC_NAME = 255
+MAX_METRIC_REGEX = 500
+
+MIN_SAMPLE_INTERVAL_S = 0.1
+MAX_SAMPLE_INTERVAL_S = 60.0
+
+#: The hub's resource-name rule (also SageMaker's training-job name rule).
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+TORCH_SCHEDULE_KEYS = {"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0}
+TORCH_FLAG_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
+DEFAULT_TORCH_PROFILER = {"wait": 1, "warmup": 1, "active": 3}
+
+DEFAULT_LOCAL_OUTPUT = "./profilerhub-traces"
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    """One ``{"Name", "Regex"}`` pair; the regex's first group is the value."""
+
+    name: str
+    regex: re.Pattern[str]
+
+    def as_dict(self) -> dict[str, str]:
+        return {"Name": self.name, "Regex": self.regex.pattern}
+
+
+@dataclass(frozen=True)
+class TorchProfilerConfig:
+    """``torch.profiler.schedule`` arguments and ``torch.profiler.profile`` flags."""
+
+    wait: int
+    warmup: int
+    active: int
+    repeat: int
+    skip_first: int
+    flags: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a run needs, validated."""
+
+    job: str
+    sink: Literal["local", "s3", "hub"]
+    #: local: a directory; s3: ``s3://bucket/prefix``; hub: the hub's base URL.
+    location: str
+    token: str | None
+    torch_profiler: TorchProfilerConfig | None
+    sample_interval_s: float
+    chunk_interval_s: float
+    metric_definitions: tuple[MetricDefinition, ...]
+    capture_output: bool
+    flush_timeout_s: float
+    max_pending_bytes: int
+
+
+def default_job_name() -> str:
+    """``$PROFILERHUB_JOB``, else ``<script name>-<UTC time>`` made into a valid name."""
+    env = os.environ.get("PROFILERHUB_JOB")
+    if env:
+        return env
+    stem = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
+    stem = re.sub(r"[^a-zA-Z0-9]+", "-", stem).strip("-")[:40] or "job"
+    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+
+
+def validate_job_name(job: str) -> str:
+    if not isinstance(job, str) or not JOB_NAME_RE.match(job):
+        raise ValueError(
+            f"job name {job!r} is invalid: use 1-63 letters, digits and hyphens, "
+            "starting with a letter or digit (e.g. 'resnet50-bs64')"
+        )
+    return job
+
+
+def parse_metric_definitions(defs: Sequence[Mapping[str, str]] | None) -> tuple[MetricDefinition, ...]:
+    """Check SageMaker-style ``[{"Name": ..., "Regex": ...}]`` and compile the regexes."""
+    if defs is None:
+        return ()
+    if isinstance(defs, (str, bytes, Mapping)) or not isinstance(defs, Sequence):
+        raise ValueError('metric_definitions must be a list of {"Name": ..., "Regex": ...} dicts')
+    if len(defs) > MAX_METRIC_DEFINITIONS:
+        raise ValueError(f"metric_definitions has {len(defs)} entries; at most {MAX_METRIC_DEFINITIONS}")
+    out: list[MetricDefinition] = []
+    seen: set[str] = set()
+    for i, d in enumerate(defs):
+        if not isinstance(d, Mapping) or set(d) != {"Name", "Regex"}:
+            raise ValueError(f'metric_definitions[{i}] must have exactly the keys "Name" and "Regex"')
+        name, regex = d["Name"], d["Regex"]
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_METRIC_NAME:
+            raise ValueError(f"metric_definitions[{i}].Name must be 1-{MAX_METRIC_NAME} characters")
+        if name in seen:
+            raise ValueError(f"metric_definitions[{i}].Name {name!r} is defined twice")
+        if not isinstance(regex, str) or not 1 <= len(regex) <= MAX_METRIC_REGEX:
+            raise ValueError(f"metric_definitions[{i}].Regex must be 1-{MAX_METRIC_REGEX} characters")
+        try:
+            compiled = re.compile(regex)
+        except re.error as exc:
+            raise ValueError(f"metric_definitions[{i}].Regex {regex!r} does not compile: {exc}") from exc
+        if compiled.groups < 1:
+            raise ValueError(
+                f"metric_definitions[{i}].Regex {regex!r} needs a capturing group for the value, "
+                "e.g. 'loss=([0-9.]+)'"
+            )
+        seen.add(name)
+        out.append(MetricDefinition(name, compiled))
+    return tuple(out)
+
+
+def parse_torch_profiler(spec: Mapping[str, Any] | bool | None) -> TorchProfilerConfig | None:
+    if spec is None or spec is False:
+        return None
+    if spec is True:
+        spec = DEFAULT_TORCH_PROFILER
+    if not isinstance(spec, Mapping):
+        raise ValueError('torch_profiler must be a dict like {"wait": 5, "warmup": 2, "active": 10}')
+    unknown = set(spec) - set(TORCH_SCHEDULE_KEYS) - set(TORCH_FLAG_KEYS)
+    if unknown:
+        allowed = ", ".join([*TORCH_SCHEDULE_KEYS, *TORCH_FLAG_KEYS])
+        raise ValueError(f"torch_profiler has unknown keys {sorted(unknown)}; allowed: {allowed}")
+    sched: dict[str, int] = {}
+    for key, default in TORCH_SCHEDULE_KEYS.items():
+        value = spec.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"torch_profiler[{key!r}] must be a non-negative integer")
+        sched[key] = value
+    if sched["active"] < 1:
+        raise ValueError("torch_profiler['active'] must be at least 1")
+    flags = {k: bool(spec[k]) for k in TORCH_FLAG_KEYS if k in spec}
+    return TorchProfilerConfig(flags=flags, **sched)
+
+
+def parse_output(output: str | os.PathLike[str] | None, hub_url: str | None) -> tuple[str, str]:
+    """Return ``(sink, location)`` for ``output`` (None: the hub, else a local dir or s3 URL)."""
+    if output is None:
+        if hub_url:
+            if not hub_url.startswith(("http://", "https://")):
+                raise ValueError(f"hub URL {hub_url!r} must start with http:// or https://")
+            return "hub", hub_url.rstrip("/")
+        return "local", DEFAULT_LOCAL_OUTPUT
+    text = os.fspath(output)
+    if text.startswith("s3://"):
+        bucket = text[5:].split("/", 1)[0]
+        if not bucket:
+            raise ValueError(f"output {text!r} names no bucket; use s3://bucket/prefix")
+        return "s3", text.rstrip("/")
+    if text.startswith("file://"):
+        text = text[7:]
+    if "://" in text:
+        raise ValueError(f"output {text!r}: use a directory, s3://bucket/prefix, or None for the hub")
+    return "local", text
+
+
+def build_config(
+    *,
+    job: str | None,
+    output: str | os.PathLike[str] | None,
+    torch_profiler: Mapping[str, Any] | bool | None,
+    sample_interval_s: float,
+    chunk_interval_s: float,
+    metric_definitions: Sequence[Mapping[str, str]] | None,
+    capture_output: bool,
+    hub_url: str | None,
+    token: str | None,
+    flush_timeout_s: float,
+    max_pending_bytes: int,
+) -> Config:
+    """Validate ``init``'s arguments (raising ValueError) and resolve environment defaults."""
+    if not isinstance(sample_interval_s, (int, float)) or not (
+        MIN_SAMPLE_INTERVAL_S <= sample_interval_s <= MAX_SAMPLE_INTERVAL_S
+    ):
+        raise ValueError(
+            f"sample_interval_s must be between {MIN_SAMPLE_INTERVAL_S} and {MAX_SAMPLE_INTERVAL_S} seconds"
+        )
+    if not isinstance(chunk_interval_s, (int, float)) or not 0.05 <= chunk_interval_s <= 600:
+        raise ValueError("chunk_interval_s must be between 0.05 and 600 seconds")
+    if not isinstance(flush_timeout_s, (int, float)) or flush_timeout_s < 0:
+        raise ValueError("flush_timeout_s must be a non-negative number of seconds")
+    if max_pending_bytes < 1 << 20:
+        raise ValueError("max_pending_bytes must be at least 1 MiB")
+    hub_url = hub_url or os.environ.get("PROFILERHUB_URL") or None
+    token = token or os.environ.get("PROFILERHUB_TOKEN") or None
+    sink, location = parse_output(output, hub_url)
+    return Config(
+        job=validate_job_name(job if job is not None else default_job_name()),
+        sink=sink,  # type: ignore[arg-type]
+        location=location,
+        token=token,
+        torch_profiler=parse_torch_profiler(torch_profiler),
+        sample_interval_s=float(sample_interval_s),
+        chunk_interval_s=float(chunk_interval_s),
+        metric_definitions=parse_metric_definitions(metric_definitions),
+        capture_output=bool(capture_output),
+        flush_timeout_s=float(flush_timeout_s),
+        max_pending_bytes=int(max_pending_bytes),
+    )

@@ -1,0 +1,348 @@
+"""A run: what ``ph.init`` starts and ``ph.finish`` ends.
+
+It owns the record buffers (lock-free ``deque`` appends from any thread), the collector thread
+(samples system metrics and cuts the buffers into chunk files every ``chunk_interval_s``), the
+stdout/stderr tees, the optional torch profiler and the upload queue to the sink.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import logging
+import math
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from . import __version__
+from ._clock import clock_info, now_ns
+from ._config import Config
+from ._log import log_once, logger
+from ._stdio import TeeStream
+from ._uploader import Uploader
+from .sinks import Sink, make_sink
+
+FORMAT = "profilerhub-raw/1"
+CHUNK_KINDS = ("system", "annotations", "metrics")
+
+#: An annotation or step as recorded: (kind, name, start_ns, end_ns, thread id, depth, step).
+AnnotationRecord = tuple[str, str, int, int, int, int, "int | None"]
+
+
+def _jsonl_gz(records: list[dict[str, Any]]) -> bytes:
+    text = "\n".join(json.dumps(r, separators=(",", ":")) for r in records) + "\n"
+    return gzip.compress(text.encode(), compresslevel=5)
+
+
+class Run:
+    """One profiled run of a training script, writing to one sink."""
+
+    def __init__(self, cfg: Config, sink: Sink | None = None) -> None:
+        self.cfg = cfg
+        self.pid = os.getpid()
+        self.enabled = True
+        self.finished = False
+        self.start_ns = now_ns()
+        self.start_clock = clock_info()
+        self.current_step: int | None = None
+        self.annotations: collections.deque[AnnotationRecord] = collections.deque()
+        self.metrics: collections.deque[dict[str, Any]] = collections.deque()
+        self.system: collections.deque[dict[str, Any]] = collections.deque()
+        self.thread_names: dict[int, str] = {}
+        self.invalid_metrics = 0
+        self.chunks = dict.fromkeys(CHUNK_KINDS, 0)
+        self.torch_traces = 0
+        self.sink = sink or make_sink(
+            cfg.sink, cfg.location, cfg.job, cfg.token, [d.as_dict() for d in cfg.metric_definitions] or None
+        )
+        self.uploader = Uploader(self.sink, max_pending_bytes=cfg.max_pending_bytes)
+        self.torch_profiler: Any = None
+        self._tees: list[TeeStream] = []
+        self._stop = threading.Event()
+        self._collector: threading.Thread | None = None
+        self._finish_lock = threading.Lock()
+        self._summary: dict[str, Any] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.uploader.start()
+        self.uploader.submit("job.json", self._job_json(status="InProgress"))
+        self._collector = threading.Thread(target=self._collect, name="profilerhub-collector", daemon=True)
+        self._collector.start()
+        if self.cfg.capture_output and self.cfg.metric_definitions:
+            self._install_tees()
+        if self.cfg.torch_profiler is not None:
+            self._start_torch_profiler()
+
+    def _start_torch_profiler(self) -> None:
+        try:
+            from ._torchprof import TorchProfiler
+
+            self.torch_profiler = TorchProfiler(self.cfg.torch_profiler, self._emit_torch_trace)  # type: ignore[arg-type]
+            self.torch_profiler.start()
+        except ImportError:
+            log_once(
+                "no-torch", logging.WARNING, "profilerhub: torch_profiler= given but torch is not installed"
+            )
+            self.torch_profiler = None
+        except Exception as exc:
+            log_once(
+                "torch-start", logging.WARNING, "profilerhub: could not start the torch profiler (%s)", exc
+            )
+            self.torch_profiler = None
+
+    def _emit_torch_trace(self, path: str, data: bytes) -> None:
+        self.torch_traces += 1
+        self.uploader.submit(path, data)
+
+    def _install_tees(self) -> None:
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is None:
+                continue
+            tee = TeeStream(stream, name, self.cfg.metric_definitions, self._on_output_metric)
+            setattr(sys, name, tee)
+            self._tees.append(tee)
+
+    def _remove_tees(self) -> None:
+        for tee in self._tees:
+            tee.active = False
+            name = "stdout" if tee._source == "stdout" else "stderr"
+            if getattr(sys, name) is tee:
+                setattr(sys, name, tee.wrapped)
+        self._tees = []
+
+    def disable_in_forked_child(self) -> None:
+        """Called in a forked child: record nothing, upload nothing, leave the parent's job alone."""
+        self.enabled = False
+        self.finished = True
+        for tee in self._tees:
+            tee.active = False
+
+    def finish(self, timeout: float | None = None) -> dict[str, Any]:
+        """Stop recording, flush everything within ``timeout`` seconds, complete the job.
+
+        Returns a summary (location, files written, dropped counts); never raises.
+        """
+        with self._finish_lock:
+            if self._summary is not None:
+                return self._summary
+            if os.getpid() != self.pid:
+                return {"job": self.cfg.job, "skipped": "forked child"}
+            try:
+                self._summary = self._finish(self.cfg.flush_timeout_s if timeout is None else timeout)
+            except Exception as exc:  # finish runs at exit too: never raise from it
+                logger.exception("profilerhub: error while finishing the run: %s", exc)
+                self._summary = {"job": self.cfg.job, "error": str(exc)}
+            return self._summary
+
+    def _finish(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        self.enabled = False
+        self.finished = True
+        self._remove_tees()
+        if self.torch_profiler is not None:
+            try:
+                self.torch_profiler.stop()
+            except Exception as exc:
+                log_once(
+                    "torch-stop", logging.WARNING, "profilerhub: could not stop the torch profiler (%s)", exc
+                )
+        self._stop.set()
+        if self._collector is not None:
+            self._collector.join(timeout=max(1.0, min(5.0, timeout)))
+        end_ns = now_ns()
+        # Give the data 80% of the time; the closing files (job.json, _SUCCESS, complete) the rest.
+        if not self.uploader.drain(max(0.0, deadline - time.monotonic()) * 0.8):
+            self.uploader.abandon_pending()
+        self.uploader.submit("job.json", self._job_json(status="Completed", end_ns=end_ns))
+        self.uploader.submit("_SUCCESS", json.dumps({"job": self.cfg.job, "end_ns": end_ns}).encode())
+        self.uploader.submit_call(self.sink.complete)
+        self.uploader.close(max(0.0, deadline - time.monotonic()))
+        dropped = self.uploader.dropped
+        summary = {
+            "job": self.cfg.job,
+            "location": self.sink.location,
+            "sink": self.sink.kind,
+            "uploaded_files": self.uploader.uploaded_files,
+            "uploaded_bytes": self.uploader.uploaded_bytes,
+            "dropped_files": dict(dropped.files),
+            "dropped_bytes": dropped.bytes,
+            "invalid_metrics": self.invalid_metrics,
+            "completed": self.uploader.opened and not self.uploader.dead and dropped.total() == 0,
+        }
+        if dropped.total():
+            logger.warning(
+                "profilerhub: job %s finished; %d file(s) (%d bytes) could not be written to %s: %s",
+                self.cfg.job,
+                dropped.total(),
+                dropped.bytes,
+                self.sink.location,
+                dict(dropped.files),
+            )
+        else:
+            logger.info(
+                "profilerhub: job %s finished; %d file(s) in %s",
+                self.cfg.job,
+                self.uploader.uploaded_files,
+                self.sink.location,
+            )
+        return summary
+
+    # -- records ------------------------------------------------------------------------------
+
+    def log_metric(self, name: str, value: Any, step: int | None, source: str = "log_metric") -> None:
+        if not isinstance(name, str) or not 1 <= len(name) <= 255:
+            self._invalid_metric(f"metric name must be a 1-255 character string, got {name!r}")
+            return
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self._invalid_metric(f"metric {name!r}: value {value!r} is not a number")
+            return
+        rec: dict[str, Any] = {
+            "name": name,
+            "value": number if math.isfinite(number) else None,
+            "step": self.current_step if step is None else int(step),
+            "ts_ns": now_ns(),
+            "source": source,
+        }
+        if rec["value"] is None:
+            rec["nonfinite"] = str(number)  # "nan", "inf", "-inf": JSON has no such numbers
+        self.metrics.append(rec)
+
+    def _invalid_metric(self, why: str) -> None:
+        self.invalid_metrics += 1
+        log_once(
+            "invalid-metric", logging.WARNING, "profilerhub: %s (ignored; further ones are counted)", why
+        )
+
+    def _on_output_metric(self, name: str, text: str, source: str) -> None:
+        if self.enabled:
+            self.log_metric(name, text, None, source)
+
+    # -- the collector thread -----------------------------------------------------------------
+
+    def _collect(self) -> None:
+        sampler = None
+        try:
+            from ._system import SystemSampler
+
+            sampler = SystemSampler()
+        except Exception as exc:
+            log_once("sampler", logging.WARNING, "profilerhub: no system metrics (%s)", exc)
+        interval, chunk_every = self.cfg.sample_interval_s, self.cfg.chunk_interval_s
+        now = time.monotonic()
+        next_sample, next_chunk = now + interval, now + chunk_every
+        while not self._stop.wait(max(0.0, min(next_sample, next_chunk) - time.monotonic())):
+            now = time.monotonic()
+            if sampler is not None and now >= next_sample:
+                self._sample(sampler)
+                next_sample = max(next_sample + interval, now + interval / 2)
+            if now >= next_chunk:
+                self.flush_chunks()
+                next_chunk = now + chunk_every
+        if sampler is not None:
+            self._sample(sampler)
+            sampler.close()
+        self.flush_chunks()
+
+    def _sample(self, sampler: Any) -> None:
+        try:
+            self.system.append(sampler.sample())
+        except Exception as exc:
+            log_once("sample", logging.WARNING, "profilerhub: a system-metrics sample failed (%s)", exc)
+
+    def flush_chunks(self) -> None:
+        """Cut every buffer into its next chunk file (``<kind>/<seq>.jsonl.gz``) and queue it."""
+        for kind in CHUNK_KINDS:
+            records = self._drain(kind)
+            if records:
+                self.chunks[kind] += 1
+                self.uploader.submit(f"{kind}/{self.chunks[kind]:06d}.jsonl.gz", _jsonl_gz(records))
+
+    def _drain(self, kind: str) -> list[dict[str, Any]]:
+        buf: collections.deque[Any] = getattr(self, kind)
+        out: list[Any] = []
+        for _ in range(len(buf)):  # popleft is atomic; appends from other threads go on meanwhile
+            out.append(buf.popleft())
+        if kind == "annotations":
+            names = self.thread_names
+            return [
+                {
+                    "kind": k,
+                    "name": n,
+                    "start_ns": s,
+                    "end_ns": e,
+                    "thread": t,
+                    "thread_name": names.get(t),
+                    "depth": d,
+                    "step": st,
+                }
+                for (k, n, s, e, t, d, st) in out
+            ]
+        return out
+
+    # -- job.json -----------------------------------------------------------------------------
+
+    def _job_json(self, *, status: str, end_ns: int | None = None) -> bytes:
+        cfg = self.cfg
+        tp = cfg.torch_profiler
+        torch = sys.modules.get("torch")
+        doc: dict[str, Any] = {
+            "format": FORMAT,
+            "job": cfg.job,
+            "status": status,
+            "host": socket.gethostname(),
+            "pid": self.pid,
+            "rank": _int_env("RANK"),
+            "world_size": _int_env("WORLD_SIZE"),
+            "sdk_version": __version__,
+            "python": platform.python_version(),
+            "torch_version": getattr(torch, "__version__", None),
+            "argv": list(sys.argv),
+            "start_ns": self.start_ns,
+            "end_ns": end_ns,
+            "clock": {
+                **self.start_clock,
+                "realtime_minus_monotonic_ns_at_end": clock_info()["realtime_minus_monotonic_ns"]
+                if end_ns
+                else None,
+            },
+            "sample_interval_s": cfg.sample_interval_s,
+            "chunk_interval_s": cfg.chunk_interval_s,
+            "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
+            "torch_profiler": None
+            if tp is None
+            else {
+                "wait": tp.wait,
+                "warmup": tp.warmup,
+                "active": tp.active,
+                "repeat": tp.repeat,
+                "skip_first": tp.skip_first,
+                **tp.flags,
+                "activities": getattr(self.torch_profiler, "activities", None),
+            },
+            "files": {**self.chunks, "torch": self.torch_traces},
+            "dropped": {
+                "files": dict(self.uploader.dropped.files),
+                "bytes": self.uploader.dropped.bytes,
+                "invalid_metrics": self.invalid_metrics,
+            },
+            "destination": self.sink.info(),
+        }
+        return json.dumps(doc, indent=1).encode()
+
+
+def _int_env(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None

@@ -1,0 +1,125 @@
+"""System metrics: CPU, memory, disk and network I/O through psutil; GPUs through NVML.
+
+:meth:`SystemSampler.sample` returns one record (see ``docs/sdk.md`` for the fields).  Rates are
+computed from the counters' difference since the previous sample.  A source that fails (no NVML,
+a psutil call refused inside a container) is logged once and left out from then on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import Any
+
+from ._clock import now_ns
+from ._log import log_once
+
+
+class SystemSampler:
+    """Stateful sampler; create it in the thread that samples (psutil keeps per-call state)."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self._proc = psutil.Process(os.getpid())
+        self._nvml: Any = None
+        self._gpus: list[Any] = []
+        self._prev_ns = now_ns()
+        self._prev_disk = self._disk()
+        self._prev_net = self._net()
+        # The first cpu_percent call only primes the counters.
+        psutil.cpu_percent(percpu=True)
+        self._proc.cpu_percent()
+        self._init_nvml()
+
+    def _disk(self) -> Any:
+        try:
+            return self._psutil.disk_io_counters(perdisk=False)
+        except Exception:  # missing /proc/diskstats in some containers
+            return None
+
+    def _net(self) -> Any:
+        try:
+            return self._psutil.net_io_counters(pernic=False)
+        except Exception:
+            return None
+
+    def _init_nvml(self) -> None:
+        try:
+            import pynvml  # nvidia-ml-py
+        except ImportError:
+            return
+        try:
+            pynvml.nvmlInit()
+            self._gpus = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            self._nvml = pynvml
+        except Exception as exc:  # no driver, no GPU
+            log_once("nvml-init", logging.INFO, "profilerhub: NVML unavailable, no GPU metrics (%s)", exc)
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            with contextlib.suppress(Exception):
+                self._nvml.nvmlShutdown()
+            self._nvml = None
+
+    def sample(self) -> dict[str, Any]:
+        ps = self._psutil
+        ts = now_ns()
+        dt = max((ts - self._prev_ns) / 1e9, 1e-6)
+        per_core = ps.cpu_percent(percpu=True)
+        vm = ps.virtual_memory()
+        rec: dict[str, Any] = {
+            "ts_ns": ts,
+            "cpu_percent": round(sum(per_core) / max(len(per_core), 1), 2),
+            "cpu_percent_per_core": per_core,
+            "mem_used_bytes": vm.total - vm.available,
+            "mem_total_bytes": vm.total,
+            "mem_percent": vm.percent,
+        }
+        try:
+            with self._proc.oneshot():
+                rec["proc_cpu_percent"] = self._proc.cpu_percent()
+                rec["proc_rss_bytes"] = self._proc.memory_info().rss
+        except Exception as exc:
+            log_once("proc-metrics", logging.INFO, "profilerhub: no process metrics (%s)", exc)
+        disk = self._disk()
+        if disk is not None and self._prev_disk is not None:
+            rec["disk_read_bytes_per_s"] = round((disk.read_bytes - self._prev_disk.read_bytes) / dt, 1)
+            rec["disk_write_bytes_per_s"] = round((disk.write_bytes - self._prev_disk.write_bytes) / dt, 1)
+        net = self._net()
+        if net is not None and self._prev_net is not None:
+            rec["net_recv_bytes_per_s"] = round((net.bytes_recv - self._prev_net.bytes_recv) / dt, 1)
+            rec["net_sent_bytes_per_s"] = round((net.bytes_sent - self._prev_net.bytes_sent) / dt, 1)
+        self._prev_ns, self._prev_disk, self._prev_net = ts, disk, net
+        if self._nvml is not None:
+            rec["gpus"] = self._sample_gpus()
+        return rec
+
+    def _sample_gpus(self) -> list[dict[str, Any]]:
+        nv = self._nvml
+        out: list[dict[str, Any]] = []
+        for index, handle in enumerate(self._gpus):
+            gpu: dict[str, Any] = {"index": index}
+            try:
+                util = nv.nvmlDeviceGetUtilizationRates(handle)
+                mem = nv.nvmlDeviceGetMemoryInfo(handle)
+                gpu.update(
+                    util_percent=util.gpu,
+                    mem_util_percent=util.memory,
+                    mem_used_bytes=mem.used,
+                    mem_total_bytes=mem.total,
+                )
+                gpu["power_w"] = nv.nvmlDeviceGetPowerUsage(handle) / 1000.0
+                gpu["temperature_c"] = nv.nvmlDeviceGetTemperature(handle, nv.NVML_TEMPERATURE_GPU)
+            except Exception as exc:  # e.g. power readings not supported on this board
+                log_once(
+                    f"nvml-{index}",
+                    logging.INFO,
+                    "profilerhub: GPU %d: some metrics unavailable (%s)",
+                    index,
+                    exc,
+                )
+            out.append(gpu)
+        return out

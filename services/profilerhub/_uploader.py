@@ -1,0 +1,232 @@
+"""The bounded background upload queue between a run and its sink.
+
+One daemon thread takes files in order and hands them to the sink.  Nothing here raises into the
+caller: ``submit`` never blocks (a full queue drops the file and counts it), sink errors are
+logged once per kind, transient ones are retried with backoff (the file stays at the head of the
+queue, so order is kept and a hub that comes back gets everything that was buffered), and
+``close`` gives up at its deadline, counting what was left as dropped.
+
+Fork safety: the thread does not exist in a forked child, and the run that owns this queue
+disables itself there (``profilerhub._api``), so a DataLoader worker never uploads anything.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ._log import log_once, logger
+from .sinks.base import Sink, SinkError
+
+_BACKOFF_START_S = 0.2
+_BACKOFF_MAX_S = 5.0
+
+#: A queue entry: a file ``(path, data)``, or a call (``complete``) that runs after every file before it.
+_Item = tuple[str, bytes] | Callable[[], None]
+
+
+@dataclass
+class DropCounts:
+    """Files (by top-level folder: ``system``, ``annotations``, ``torch`` ...) and bytes given up."""
+
+    files: dict[str, int] = field(default_factory=dict)
+    bytes: int = 0
+
+    def add(self, path: str, size: int) -> None:
+        kind = path.split("/", 1)[0] if "/" in path else path
+        self.files[kind] = self.files.get(kind, 0) + 1
+        self.bytes += size
+
+    def total(self) -> int:
+        return sum(self.files.values())
+
+
+class Uploader:
+    """Hands files to ``sink`` from a daemon thread; bounded by ``max_pending_bytes``."""
+
+    def __init__(
+        self, sink: Sink, *, max_pending_bytes: int = 256 << 20, max_pending_files: int = 10_000
+    ) -> None:
+        self.sink = sink
+        self.max_pending_bytes = max_pending_bytes
+        self.max_pending_files = max_pending_files
+        self.dropped = DropCounts()
+        self.uploaded_files = 0
+        self.uploaded_bytes = 0
+        self.opened = False
+        self.dead = False  # a fatal error: the sink is never tried again
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._pending_bytes = 0
+        self._cond = threading.Condition()
+        self._busy = False  # the worker holds an item that is not in the queue any more
+        self._stop_at: float | None = None  # monotonic deadline set by close()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="profilerhub-uploader", daemon=True)
+        self._thread.start()
+
+    def submit(self, path: str, data: bytes) -> bool:
+        """Queue one file; False (and counted as dropped) if the queue is full or the sink is dead."""
+        with self._cond:
+            if self.dead or self._stop_at is not None:
+                self.dropped.add(path, len(data))
+                return False
+            if (
+                self._pending_bytes + len(data) > self.max_pending_bytes
+                or len(self._queue) >= self.max_pending_files
+            ):
+                self.dropped.add(path, len(data))
+                log_once(
+                    "queue-full",
+                    logging.WARNING,
+                    "profilerhub: upload queue full (%d MiB pending, %s unreachable?); dropping new files "
+                    "and counting them",
+                    self._pending_bytes >> 20,
+                    self.sink.kind,
+                )
+                return False
+            self._queue.append((path, data))
+            self._pending_bytes += len(data)
+            self._cond.notify()
+            return True
+
+    def submit_call(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` (e.g. ``sink.complete``) to run after every file queued before it."""
+        with self._cond:
+            if not self.dead:
+                self._queue.append(fn)
+                self._cond.notify()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until everything queued so far is done (or given up); False at the timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (self._queue or self._busy) and not self.dead:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._thread is None or not self._thread.is_alive():
+                    return False
+                self._cond.wait(min(left, 0.05))
+            return True
+
+    def abandon_pending(self) -> None:
+        """Drop (and count) every file still queued; calls queued are kept."""
+        with self._cond:
+            keep: collections.deque[_Item] = collections.deque()
+            for item in self._queue:
+                if isinstance(item, tuple):
+                    self.dropped.add(item[0], len(item[1]))
+                else:
+                    keep.append(item)
+            self._queue = keep
+            self._pending_bytes = 0
+
+    def close(self, timeout: float) -> None:
+        """Finish what is queued within ``timeout`` seconds, then stop; the rest is dropped."""
+        self.drain(timeout)
+        with self._cond:
+            self._stop_at = time.monotonic()
+            self._cond.notify_all()
+        if self._thread is not None:
+            # A request in flight is bounded by the sink's own timeouts; do not wait for it forever.
+            self._thread.join(timeout=1.0)
+        self.abandon_pending()
+        self.sink.close()
+
+    # -- the worker thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = _BACKOFF_START_S
+        while True:
+            with self._cond:
+                while not self._queue and self._stop_at is None:
+                    self._cond.wait()
+                if self._stop_at is not None or self.dead:
+                    return
+                item = self._queue[0]
+                self._busy = True
+            try:
+                ok = self._do(item)
+            except Exception as exc:  # a bug in a sink must not kill the thread silently
+                logger.exception("profilerhub: unexpected error in the uploader: %s", exc)
+                ok = True
+                if isinstance(item, tuple):
+                    self.dropped.add(item[0], len(item[1]))
+            with self._cond:
+                self._busy = False
+                if ok:
+                    if self._queue and self._queue[0] is item:
+                        self._queue.popleft()
+                        if isinstance(item, tuple):
+                            self._pending_bytes -= len(item[1])
+                    backoff = _BACKOFF_START_S
+                    self._cond.notify_all()
+                    continue
+                self._cond.notify_all()
+                # Transient failure: wait (close() cuts it short) and try the same item again.
+                retry_at = time.monotonic() + backoff * (0.5 + random.random())
+                while self._stop_at is None and (left := retry_at - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+    def _do(self, item: _Item) -> bool:
+        """Run one item; True when it is done with (uploaded or given up), False to retry it."""
+        try:
+            if not self.opened:
+                self.sink.open()
+                self.opened = True
+                logger.info("profilerhub: writing job to %s", self.sink.location)
+            if isinstance(item, tuple):
+                path, data = item
+                self.sink.put(path, data)
+                self.uploaded_files += 1
+                self.uploaded_bytes += len(data)
+            else:
+                item()
+            return True
+        except SinkError as exc:
+            return self._failed(item, exc)
+
+    def _failed(self, item: _Item, exc: SinkError) -> bool:
+        if exc.retryable:
+            log_once(
+                f"retry-{self.sink.kind}",
+                logging.WARNING,
+                "profilerhub: %s; buffering and retrying in the background (training goes on)",
+                exc.message,
+            )
+            return False
+        if exc.fatal or not self.opened:
+            log_once(
+                f"fatal-{self.sink.kind}",
+                logging.ERROR,
+                "profilerhub: %s; nothing more will be written to %s, dropped data is counted",
+                exc.message,
+                self.sink.kind,
+            )
+            with self._cond:
+                self.dead = True
+                if isinstance(item, tuple):
+                    self.dropped.add(item[0], len(item[1]))
+                if self._queue and self._queue[0] is item:
+                    self._queue.popleft()
+                self._queue_dropped_locked()
+            return True
+        log_once(f"refused-{self.sink.kind}", logging.WARNING, "profilerhub: %s; file dropped", exc.message)
+        if isinstance(item, tuple):
+            with self._cond:
+                self.dropped.add(item[0], len(item[1]))
+        return True
+
+    def _queue_dropped_locked(self) -> None:
+        for queued in self._queue:
+            if isinstance(queued, tuple):
+                self.dropped.add(queued[0], len(queued[1]))
+        self._queue.clear()
+        self._pending_bytes = 0
+        self._cond.notify_all()

@@ -1,0 +1,196 @@
+"""A small client for the hub's job API (the "Hub upload protocol" in ``docs/sdk.md``).
+
+Used by the SDK's hub sink and by ``profilerhub upload``.  ``httpx`` is imported when a client is
+made, not when this module is.
+
+    HubError(status, code, message)
+    ├── retryable=True    no answer, timeout, 5xx, 408, 429: try again later
+    ├── fatal=True        401/403 (bad token, not allowed), 404 on /me or the jobs collection
+    └── neither           this request was refused (other 4xx): do not repeat it
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+API = "/api/v1"
+
+
+class HubError(Exception):
+    """A hub request failed; see the module docstring for ``retryable`` and ``fatal``."""
+
+    def __init__(
+        self, message: str, *, status: int = 0, code: str = "", retryable: bool = False, fatal: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+        self.retryable = retryable
+        self.fatal = fatal
+
+
+@dataclass(frozen=True)
+class HubJob:
+    """A job registered on the hub, and how its files are to be uploaded."""
+
+    domain: str
+    user: str
+    job_id: str
+    name: str
+    upload_mode: str  # "hub": PUT to the hub; "s3": PUT to presigned URLs the hub hands out
+
+    @property
+    def path(self) -> str:
+        return f"{API}/domains/{quote(self.domain)}/users/{quote(self.user)}/jobs/{quote(self.job_id)}"
+
+
+class HubClient:
+    """Speaks the hub's job protocol with a bearer token.
+
+    ``transport`` is an ``httpx`` transport seam for tests; ``timeout`` bounds every request.
+    """
+
+    def __init__(self, url: str, token: str | None, *, timeout: float = 30.0, transport: Any = None) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        headers = {"User-Agent": _user_agent()}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+        )
+        # Presigned URLs carry their own signature: never send them our token.
+        self._bare = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+        self._bare.close()
+
+    def me(self) -> dict[str, Any]:
+        """``GET /api/v1/me`` -> ``{"user", "domain", "role"}``."""
+        return self._json("GET", f"{API}/me", missing_is_fatal=True)
+
+    def create_job(
+        self, domain: str, user: str, name: str, metric_definitions: list[dict[str, str]] | None = None
+    ) -> HubJob:
+        """``POST …/jobs`` -> the new job (201), with where its files go."""
+        body: dict[str, Any] = {"name": name}
+        if metric_definitions:
+            body["metric_definitions"] = metric_definitions
+        path = f"{API}/domains/{quote(domain)}/users/{quote(user)}/jobs"
+        data = self._json("POST", path, json_body=body, missing_is_fatal=True)
+        try:
+            upload = data.get("upload") or {"mode": "hub"}
+            return HubJob(domain, user, str(data["job_id"]), str(data.get("name", name)), str(upload["mode"]))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise HubError(
+                f"the hub's answer to {path} lacks job_id/upload: {data!r}"[:300], fatal=True
+            ) from exc
+
+    def job_url(self, job: HubJob) -> str:
+        return self.url + job.path
+
+    def get_job(self, job: HubJob) -> dict[str, Any]:
+        """``GET …/jobs/{job_id}``."""
+        return self._json("GET", job.path)
+
+    def put_file(self, job: HubJob, path: str, data: bytes, content_type: str) -> None:
+        """Upload one raw file: through the hub (``PUT …/files/{path}``) or to a presigned URL."""
+        if job.upload_mode == "s3":
+            grant = self._json("POST", f"{job.path}/uploads", json_body={"path": path, "size": len(data)})
+            try:
+                method, url = str(grant.get("method", "PUT")).upper(), str(grant["url"])
+                headers = {str(k): str(v) for k, v in (grant.get("headers") or {}).items()}
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise HubError(f"the hub's upload grant for {path} lacks a url", retryable=True) from exc
+            headers.setdefault("Content-Type", content_type)
+            self._send(
+                self._bare, method, url, content=data, headers=headers, what=f"upload of {path} to storage"
+            )
+        else:
+            self._send(
+                self._http,
+                "PUT",
+                f"{job.path}/files/{quote(path, safe='/')}",
+                content=data,
+                headers={"Content-Type": content_type},
+                what=f"upload of {path}",
+            )
+
+    def complete(self, job: HubJob) -> None:
+        """``POST …/jobs/{job_id}/complete`` -> 202: the hub starts ingesting the job."""
+        self._send(self._http, "POST", f"{job.path}/complete", what="job completion")
+
+    def _json(
+        self, method: str, path: str, *, json_body: Any = None, missing_is_fatal: bool = False
+    ) -> dict[str, Any]:
+        resp = self._send(self._http, method, path, json_body=json_body, missing_is_fatal=missing_is_fatal)
+        try:
+            data = resp.json()
+        except ValueError as exc:
+            raise HubError(
+                f"{method} {path}: the hub answered {resp.status_code} with no JSON", retryable=True
+            ) from exc
+        if not isinstance(data, dict):
+            raise HubError(f"{method} {path}: the hub answered with {type(data).__name__}, not an object")
+        return data
+
+    def _send(
+        self,
+        client: Any,
+        method: str,
+        url: str,
+        *,
+        what: str = "",
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        missing_is_fatal: bool = False,
+    ) -> Any:
+        import httpx
+
+        what = what or f"{method} {url}"
+        try:
+            resp = client.request(method, url, json=json_body, content=content, headers=headers)
+        except httpx.TransportError as exc:
+            raise HubError(
+                f"{what}: cannot reach {self.url} ({type(exc).__name__}: {exc})", retryable=True
+            ) from exc
+        if resp.status_code < 300:
+            return resp
+        code, message = _error_of(resp)
+        status = resp.status_code
+        text = f"{what}: HTTP {status} {code}: {message}".rstrip(": ")
+        if status == 401:
+            text = f"{what}: the hub rejected the token (HTTP 401 {code}: {message}); check PROFILERHUB_TOKEN"
+        raise HubError(
+            text,
+            status=status,
+            code=code,
+            retryable=status >= 500 or status in (408, 429),
+            fatal=status in (401, 403) or (missing_is_fatal and status == 404),
+        )
+
+
+def _error_of(resp: Any) -> tuple[str, str]:
+    """The ``{"error": {"code", "message"}}`` of a failed answer, or its status text."""
+    try:
+        err = resp.json().get("error") or {}
+        return str(err.get("code", "")), str(err.get("message", ""))
+    except (ValueError, AttributeError):
+        return "", (resp.text or resp.reason_phrase or "")[:200]
+
+
+def _user_agent() -> str:
+    from . import __version__
+
+    return f"profilerhub-sdk/{__version__}"

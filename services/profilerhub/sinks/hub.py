@@ -1,0 +1,95 @@
+"""The hub sink: registers the job on the hub, then uploads through it (or to presigned URLs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hubclient import HubClient, HubError, HubJob
+from .base import Sink, SinkError, check_relative_path, content_type
+
+
+class HubSink(Sink):
+    """``open`` asks ``GET /me`` who we are and creates the job; ``put`` uploads one file.
+
+    ``metric_definitions`` are sent with the job so the hub knows the metric names up front.  Set
+    ``job`` before ``open`` to resume uploading to that job (used if it is still ``InProgress``).
+    """
+
+    kind = "hub"
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        job: str,
+        metric_definitions: list[dict[str, str]] | None = None,
+        transport: Any = None,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.job_name = job
+        self.metric_definitions = metric_definitions
+        self._transport = transport
+        self._client: HubClient | None = None
+        self.job: HubJob | None = None
+
+    @property
+    def location(self) -> str:
+        if self._client is not None and self.job is not None:
+            return self._client.job_url(self.job)
+        return f"{self.url} (job {self.job_name!r} not registered yet)"
+
+    def info(self) -> dict[str, Any]:
+        out = super().info()
+        if self.job is not None:
+            out.update(job_id=self.job.job_id, domain=self.job.domain, user=self.job.user)
+        return out
+
+    def open(self) -> None:
+        if not self.token:
+            raise SinkError("no hub token: set PROFILERHUB_TOKEN (or pass token= to ph.init)", fatal=True)
+        try:
+            if self._client is None:
+                self._client = HubClient(self.url, self.token, transport=self._transport)
+            if self.job is not None and self._still_open(self.job):
+                return
+            me = self._client.me()
+            self.job = self._client.create_job(
+                str(me["domain"]), str(me["user"]), self.job_name, self.metric_definitions
+            )
+        except HubError as exc:
+            raise _sink_error(exc) from exc
+        except KeyError as exc:
+            raise SinkError(f"the hub's /api/v1/me answer lacks {exc}", fatal=True) from exc
+
+    def _still_open(self, job: HubJob) -> bool:
+        """Whether a job given to resume (``self.job`` set before ``open``) still takes files."""
+        assert self._client is not None
+        try:
+            return self._client.get_job(job).get("status") == "InProgress"
+        except HubError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def put(self, path: str, data: bytes) -> None:
+        assert self._client is not None and self.job is not None, "open() first"
+        try:
+            self._client.put_file(self.job, check_relative_path(path), data, content_type(path))
+        except HubError as exc:
+            raise _sink_error(exc) from exc
+
+    def complete(self) -> None:
+        assert self._client is not None and self.job is not None, "open() first"
+        try:
+            self._client.complete(self.job)
+        except HubError as exc:
+            raise _sink_error(exc) from exc
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+def _sink_error(exc: HubError) -> SinkError:
+    return SinkError(exc.message, retryable=exc.retryable, fatal=exc.fatal)
