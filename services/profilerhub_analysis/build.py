@@ -150,8 +150,11 @@ class _Columns:
 
     def _of_type(self, evs: list[TraceEvent], type_ids: np.ndarray, *types: type) -> list[Any]:
         table = self.tables["type"]
-        mask = np.isin(type_ids, np.array([table[t] for t in types if t in table] or [-1]))
-        return list(compress(evs, mask)) if mask.any() else []
+        wanted = [table[t] for t in types if t in table]
+        if not wanted:
+            return []
+        mask = type_ids == wanted[0] if len(wanted) == 1 else np.isin(type_ids, wanted)
+        return list(compress(evs, mask))
 
     def add(self, evs: list[TraceEvent]) -> None:
         type_ids = self._ids("type", map(type, evs), len(evs))
@@ -167,14 +170,14 @@ class _Columns:
             self.memory_events += compress(instants, _is(inst_ids, inst_names, "[memory]"))
         xs: list[Complete] = self._of_type(evs, type_ids, Complete)
         m = len(xs)
-        ts_raw = _number_array(_values(xs, "ts"))
-        dur_raw = _number_array(_values(xs, "dur"))
-        self.all_int &= ts_raw.dtype.kind in "iu" and dur_raw.dtype.kind in "iu"
+        # float64 holds integer µs exactly (|ts| < 2**53), and _to_ns keeps them exact
+        ts_raw = np.fromiter(map(attrgetter("ts"), xs), dtype=np.float64, count=m)
+        dur_raw = np.fromiter(map(attrgetter("dur"), xs), dtype=np.float64, count=m)
+        self.all_int &= bool(m) and type(xs[0].ts) is int and type(xs[-1].dur) is int
         ts_ns, ts_ok = _to_ns(ts_raw)
         dur_ns, dur_ok = _to_ns(dur_raw)
         dur_ok &= dur_ns >= 0
-        if dur_raw.dtype.kind == "f":
-            dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
+        dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
         args = _values(xs, "args")
         self._put(
             cat_id=self._ids("cat", map(attrgetter("cat"), xs), m),
@@ -188,7 +191,6 @@ class _Columns:
             dur_ok=dur_ok,
             correlation=np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m),
             bytes=np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m),
-            arg_device=np.fromiter(map(attrgetter("device"), args), dtype=np.int64, count=m),
         )
 
     def column(self, key: str, dtype: Any) -> np.ndarray:
@@ -226,9 +228,7 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         rest, t = divmod(c, max(len(tids), 1))
         g, p = divmod(rest, len(pids))
         raw_keys.append((bool(g), pids[p], tids[t]))
-    lanes, lane_of_raw, device_of_raw = build_lanes(
-        raw_keys, raw_lane, keep, acc.column("arg_device", np.int64), acc.meta_events
-    )
+    lanes, lane_of_raw, device_of_raw = build_lanes(raw_keys, raw_lane, keep, acc.meta_events)
 
     cols = {
         "ts_ns": acc.column("ts_ns", np.int64)[keep],

@@ -37,7 +37,6 @@ def build_lanes(
     raw_keys: list[tuple[bool, int | str, int | str]],
     raw_lane: np.ndarray,
     keep: np.ndarray,
-    arg_device: np.ndarray,
     meta_events: list[Metadata],
 ) -> tuple[Columns, np.ndarray, np.ndarray]:
     """Lanes from the distinct (is GPU work, pid, tid) keys, in display order.
@@ -48,8 +47,6 @@ def build_lanes(
     """
     used = np.zeros(len(raw_keys), dtype=bool)
     used[raw_lane[keep]] = True
-    first_row = np.full(len(raw_keys), -1, dtype=np.int64)
-    first_row[raw_lane[::-1]] = np.arange(len(raw_lane))[::-1]
 
     proc_name: dict[int, str] = {}
     proc_sort: dict[int, int] = {}
@@ -80,8 +77,7 @@ def build_lanes(
         p, t = as_int(raw_pid), as_int(raw_tid)
         if is_gpu:
             cls = LANE_GPU
-            dev = raw_pid if isinstance(raw_pid, int) and raw_pid >= 0 else int(arg_device[first_row[i]])
-            dev = dev if dev >= 0 else p
+            dev = p  # Kineto writes GPU work with pid = device ("GPU 1"-like labels: their number)
             devices[i] = dev
             label = f"GPU {dev} stream {t}"
         elif labelled:
