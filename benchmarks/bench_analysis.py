@@ -99,11 +99,14 @@ def run_worker(mode: str, path: str, repeat: int) -> None:
     elif mode == "ours":
         import profilerhub_analysis.report  # noqa: F401
     times = []
+    cpu_times = []
     try:
         for _ in range(repeat):
+            c0 = _cpu_seconds()
             t0 = time.perf_counter()
             result = WORKERS[mode](arg)
             times.append(time.perf_counter() - t0)
+            cpu_times.append(_cpu_seconds() - c0)
             del result
     finally:
         if mode == "hta":
@@ -111,9 +114,21 @@ def run_worker(mode: str, path: str, repeat: int) -> None:
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         json.dumps(
-            {"best_s": min(times), "median_s": statistics.median(times), "peak_rss_mib": rss_kib / 1024}
+            {
+                "best_s": min(times),
+                "median_s": statistics.median(times),
+                "cpu_s": min(cpu_times),
+                "peak_rss_mib": rss_kib / 1024,
+            }
         )
     )
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (HTA may parse in a worker pool)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 # -- driver ---------------------------------------------------------------------------------------
@@ -140,7 +155,8 @@ def measure_cli(trace: Path, repeat: int) -> dict[str, float] | str:
         times.append(time.perf_counter() - t0)
         if done.returncode != 0:
             return f"failed: {done.stderr.decode(errors='replace').strip()[-120:]}"
-    return {"best_s": min(times), "median_s": statistics.median(times), "peak_rss_mib": float("nan")}
+    nan = float("nan")
+    return {"best_s": min(times), "median_s": statistics.median(times), "cpu_s": nan, "peak_rss_mib": nan}
 
 
 def main(argv: list[str]) -> int:
@@ -163,7 +179,10 @@ def main(argv: list[str]) -> int:
     print("command:", shlex.join([sys.executable, *sys.argv]))
     print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, repeat={args.repeat} (best of)")
     print()
-    header = f"{'trace':<28} {'contender':<11} {'best s':>9} {'median s':>9} {'peak MiB':>9} {'vs ours':>9}"
+    header = (
+        f"{'trace':<28} {'contender':<11} {'best s':>9} {'median s':>9} {'CPU s':>9} {'peak MiB':>9} "
+        f"{'wall/ours':>10} {'CPU/ours':>9}"
+    )
     print(header)
     print("-" * len(header))
     for trace in traces:
@@ -184,9 +203,10 @@ def main(argv: list[str]) -> int:
                 print(f"{label:<28} {name:<11} {r}")
             else:
                 ratio = r["best_s"] / ours["best_s"] if isinstance(ours, dict) else float("nan")
+                cpu_ratio = r["cpu_s"] / ours["cpu_s"] if isinstance(ours, dict) else float("nan")
                 print(
-                    f"{label:<28} {name:<11} {r['best_s']:9.3f} {r['median_s']:9.3f} "
-                    f"{r['peak_rss_mib']:9.0f} {ratio:8.2f}x"
+                    f"{label:<28} {name:<11} {r['best_s']:9.3f} {r['median_s']:9.3f} {r['cpu_s']:9.3f} "
+                    f"{r['peak_rss_mib']:9.0f} {ratio:9.2f}x {cpu_ratio:8.2f}x"
                 )
             label = ""
         if isinstance(ours, dict):
@@ -194,7 +214,10 @@ def main(argv: list[str]) -> int:
             for name in ("orjson", "HTA"):
                 r = rows[name]
                 if isinstance(r, dict):
-                    summary.append(f"ours is {r['best_s'] / ours['best_s']:.1f}x faster than {name}")
+                    summary.append(
+                        f"ours is {r['best_s'] / ours['best_s']:.1f}x faster than {name} "
+                        f"({r['cpu_s'] / ours['cpu_s']:.1f}x in CPU time)"
+                    )
             hta = rows["HTA"]
             if isinstance(hta, dict):
                 summary.append(

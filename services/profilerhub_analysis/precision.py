@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis.kernels import CLASS_COMPUTE, name_classes
 from profilerhub_analysis.store import EventStore, Kind
 
 #: (precision, name fragments), matched against the lower-cased kernel name in this order.
@@ -36,8 +37,13 @@ def kernel_precision(name: str) -> str:
 
 
 def precision_breakdown(store: EventStore) -> list[dict[str, Any]]:
-    """Kernel count and time per guessed precision, largest time first."""
-    sel = np.flatnonzero(store.col("kind") == Kind.KERNEL)
+    """Compute-kernel count and time per guessed precision, largest time first.
+
+    Communication kernels (``ncclKernel_..._int8_t`` names the bytes moved, not arithmetic) and
+    memory kernels are left out.
+    """
+    compute = name_classes(store.name_list)[store.col("name_id")] == CLASS_COMPUTE
+    sel = np.flatnonzero((store.col("kind") == Kind.KERNEL) & compute)
     if not len(sel):
         return []
     ids, inverse = np.unique(store.col("name_id")[sel], return_inverse=True)

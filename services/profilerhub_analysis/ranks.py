@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from profilerhub_analysis.build import load_trace
+from profilerhub_analysis.errors import TraceFormatError
 from profilerhub_analysis.launch import launch_latencies, summarize_latencies
 from profilerhub_analysis.report import analyze_store
 
@@ -30,14 +31,23 @@ def analyze_directory(
     max_bytes: int | None = None,
     progress: Callable[[Path], None] | None = None,
 ) -> dict[str, Any]:
-    """Analyse each trace as one rank; stores are dropped after each, so memory stays per-trace."""
+    """Analyse each trace as one rank; stores are dropped after each, so memory stays per-trace.
+
+    Files that are not traces are listed under ``unreadable`` (an error only if none is readable);
+    a trace over the size limit is still an error.
+    """
     reports: list[dict[str, Any]] = []
     latencies: list[np.ndarray] = []
     full_kernels: list[list[dict[str, Any]]] = []
+    unreadable: list[dict[str, str]] = []
     for path in paths:
         if progress:
             progress(path)
-        store = load_trace(path, max_bytes)
+        try:
+            store = load_trace(path, max_bytes)
+        except TraceFormatError as exc:  # e.g. a stray non-trace .json beside the traces
+            unreadable.append({"file": str(path), "error": exc.message})
+            continue
         report = analyze_store(store)
         full_kernels.append(report["kernels"])
         if top is not None:
@@ -45,11 +55,14 @@ def analyze_directory(
         latencies.append(launch_latencies(store)[0])
         reports.append(report)
         del store
+    if not reports:
+        first = unreadable[0]["error"] if unreadable else "no traces"
+        raise TraceFormatError(f"no readable trace among {len(unreadable)} files; first error: {first}")
     _assign_ranks(reports)
     agg = aggregate(reports, full_kernels, latencies)
     if top is not None:
         agg["kernels"] = agg["kernels"][:top]
-    return {"ranks": reports, "aggregate": agg, "stragglers": stragglers(reports)}
+    return {"ranks": reports, "aggregate": agg, "stragglers": stragglers(reports), "unreadable": unreadable}
 
 
 def _assign_ranks(reports: list[dict[str, Any]]) -> None:

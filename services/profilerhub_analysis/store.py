@@ -20,7 +20,7 @@ lane_id       int32    index into ``lanes``
 correlation   int64    ``args.correlation`` (-1 when absent)
 bytes         int64    ``args.bytes`` (memcpy/memset; -1 when absent)
 stream        int64    ``args.stream`` when it is an integer (-1 otherwise; ROCm's "0x0" -> 0)
-device        int32    GPU events: the device (``pid``, or ``args.device``); CPU events: -1
+device        int32    GPU events: the device (their ``pid``; the number in a label pid); CPU: -1
 launch        int64    GPU ops (kernel, memcpy, memset): row of the CPU event with the same
                        ``args.correlation`` (runtime/driver launch call); -1 when none
 ============  =======  =========================================================================

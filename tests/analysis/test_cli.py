@@ -95,6 +95,19 @@ def test_directory_of_ranks_gives_per_rank_objects_aggregate_and_stragglers(tmp_
     assert "Stragglers" in table.stdout and "Per rank" in table.stdout
 
 
+def test_directory_skips_files_that_are_not_traces(tmp_path: Path) -> None:
+    write_trace(tmp_path / "rank0.json.gz", _events(), distributedInfo={"rank": 0})
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    out = json.loads(_run(tmp_path, "--format", "json").stdout)
+    assert len(out["ranks"]) == 1
+    assert [Path(u["file"]).name for u in out["unreadable"]] == ["config.json"]
+    only_junk = tmp_path / "junk"
+    only_junk.mkdir()
+    (only_junk / "config.json").write_text('{"lr": 0.1}')
+    done = _run(only_junk)
+    assert done.returncode == 2 and "no readable trace" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

@@ -293,6 +293,13 @@ def test_kernel_precision_is_guessed_from_the_name(name: str, precision: str) ->
     assert kernel_precision(name) == precision
 
 
+def test_precision_breakdown_leaves_out_communication_kernels() -> None:
+    store = store_of(
+        [kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", 0, 50), kernel("ampere_sgemm", 60, 5)]
+    )
+    assert [r["precision"] for r in precision_breakdown(store)] == ["fp32"]
+
+
 def test_precision_breakdown_sums_time_per_precision() -> None:
     store = store_of(
         [kernel("ampere_sgemm_x", 0, 30), kernel("ampere_fp16_gemm", 40, 10), kernel("relu", 60, 10)]

@@ -250,3 +250,44 @@ def test_empty_trace_analyses_to_empty_results() -> None:
 def test_null_args_and_null_stream_are_read_as_absent() -> None:
     store = store_of([kernel("k", 1, 2) | {"args": None}, kernel("j", 3, 1) | {"args": {"stream": None}}])
     assert len(store) == 2 and store.meta.skipped == {}
+
+
+def test_numeric_string_thread_ids_are_cpu_threads_and_still_join_launches() -> None:
+    store = store_of(
+        [
+            runtime("cudaLaunchKernel", 1, 2, 5) | {"pid": "4242", "tid": "77"},
+            kernel("k", 6, 1, 5, cat="Kernel") | {"tid": "stream 7"},
+        ]
+    )
+    lanes = store.lanes.to_pylist()
+    assert [(ln["kind"], ln["pid"], ln["tid"]) for ln in lanes] == [
+        ("cpu_thread", 4242, 77),
+        ("gpu_stream", 0, 7),
+    ]
+    assert int((store.col("launch") >= 0).sum()) == 1
+
+
+def test_large_documents_are_decoded_in_batches_with_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    import profilerhub_analysis.reader as reader_module
+
+    events = [runtime("cudaLaunchKernel", 10 * i, 2, i) for i in range(50)]
+    events += [kernel(f"k{i % 3}", 10 * i + 5, 1, i, stream=7 + i % 2) for i in range(50)]
+    events += [{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}]
+    events += [kernel("bad", 1, 1) | {"name": 5}]  # forces the lenient path in one batch
+    data = encode(events, distributedInfo={"rank": 2})
+    whole = parse_trace(data)
+    monkeypatch.setattr(reader_module, "BATCH_THRESHOLD_BYTES", 100)
+    monkeypatch.setattr(reader_module, "BATCH_EVENTS", 7)
+    batched = parse_trace(data)
+    assert batched.events.equals(whole.events)
+    assert batched.lanes.equals(whole.lanes)
+    assert batched.name_list == whole.name_list
+    assert batched.meta == whole.meta
+    assert batched.meta.skipped == {"malformed event": 1} and batched.meta.rank == 2
+
+
+def test_events_of_unknown_or_missing_phase_are_counted_not_dropped() -> None:
+    store = store_of([kernel("k", 1, 1), {"ph": "Z", "name": "future phase"}, {"name": "no phase at all"}])
+    assert store.meta.events_total == 3
+    assert store.meta.phases == {"X": 1, "?": 2}
+    assert store.meta.skipped == {}

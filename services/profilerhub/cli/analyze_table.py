@@ -64,6 +64,8 @@ def _render_ranks(result: dict[str, Any], console: Console) -> None:
             _us(steps[len(steps) // 2] if steps else None),
         )
     console.print(t)
+    for bad in result.get("unreadable", []):
+        console.print(f"[yellow]skipped[/yellow] {bad['file']}: {bad['error']}", highlight=False)
     s = result["stragglers"]
     if s["stragglers"]:
         st = _table(

@@ -1,0 +1,117 @@
+"""The typed shapes of trace events: one msgspec struct per Chrome-trace phase.
+
+``ph`` is the tag, so the decoder builds each event with only the fields its phase needs: complete
+events (``X``) get category, name, thread, times and the launch-related ``args``; flow, async and
+other phases the store ignores decode to empty structs (their strings are skipped, not created).
+Every struct is ``gc=False``: millions of them never burden the garbage collector.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Union
+
+import msgspec
+
+NAN = math.nan
+
+
+class XArgs(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` of a complete event that the store keeps."""
+
+    device: int = -1
+    stream: int | str | None = -1
+    correlation: int = -1
+    bytes: int = -1
+
+
+class MetaArgs(msgspec.Struct, frozen=True, gc=False):
+    name: str | None = None
+    sort_index: int | None = None
+    labels: str | None = None
+
+
+class MemoryArgs(msgspec.Struct, frozen=True, gc=False):
+    """PyTorch's ``[memory]`` instant events (``profile_memory=True``)."""
+
+    total_allocated: int | float | None = msgspec.field(name="Total Allocated", default=None)
+    total_reserved: int | float | None = msgspec.field(name="Total Reserved", default=None)
+    device_id: int = msgspec.field(name="Device Id", default=-1)
+    device_type: int = msgspec.field(name="Device Type", default=-1)
+
+
+class TraceEvent(msgspec.Struct, tag_field="ph", gc=False):
+    """Base of every event type; ``ph`` selects the subclass."""
+
+
+class Complete(TraceEvent, tag="X", gc=False):
+    cat: str = ""
+    name: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: int | float = NAN
+    dur: int | float = NAN
+    args: XArgs = XArgs()
+
+
+class Metadata(TraceEvent, tag="M", gc=False):
+    name: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    args: MetaArgs = MetaArgs()
+
+
+class Instant(TraceEvent, tag="i", gc=False):
+    name: str = ""
+    ts: int | float = NAN
+    args: MemoryArgs = MemoryArgs()
+
+
+class GlobalInstant(Instant, tag="I", gc=False):
+    pass
+
+
+class Counter(TraceEvent, tag="C", gc=False):
+    """A counter sample: each ``args`` key is one series."""
+
+    name: str = ""
+    ts: int | float = NAN
+    args: dict[str, Any] | None = None
+
+
+class UnknownPhase(TraceEvent, tag="?", gc=False):
+    """What the lenient reader keeps for an event of a phase it does not know (or none)."""
+
+
+#: Phases of the Trace Event Format that the store does not use: decoded without fields.
+IGNORED_PHASES = "BEbnestfPONDRSTpF()"
+_IGNORED: tuple[type[TraceEvent], ...] = tuple(
+    msgspec.defstruct(f"Phase_{i}", [], bases=(TraceEvent,), tag=ph)  # type: ignore[misc]
+    for i, ph in enumerate(IGNORED_PHASES)
+)
+
+EVENT_TYPES: tuple[type[TraceEvent], ...] = (Complete, Metadata, Instant, GlobalInstant, Counter, *_IGNORED)
+AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]  # noqa: UP007 - built from a tuple
+#: The ``ph`` of each event type ("?" for UnknownPhase).
+_ALL_TYPES: tuple[type[TraceEvent], ...] = (*EVENT_TYPES, UnknownPhase)
+PHASE_OF: dict[type, str] = {cls: str(cls.__struct_config__.tag) for cls in _ALL_TYPES}
+KNOWN_PHASES = frozenset(PHASE_OF.values()) - {"?"}
+
+
+__all__ = [
+    "EVENT_TYPES",
+    "IGNORED_PHASES",
+    "KNOWN_PHASES",
+    "PHASE_OF",
+    "AnyEvent",
+    "Complete",
+    "Counter",
+    "GlobalInstant",
+    "Instant",
+    "MemoryArgs",
+    "MetaArgs",
+    "Metadata",
+    "TraceEvent",
+    "UnknownPhase",
+    "XArgs",
+]
