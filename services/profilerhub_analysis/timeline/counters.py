@@ -101,7 +101,14 @@ class CounterIndex:
         start, stop = int(self.row_start[r]), int(self.row_stop[r])
         left, right = edges[:-1], edges[1:]
         # The sample in force at a column's left edge, then every sample before its right edge.
-        carried = np.searchsorted(self.key, self._local(r, left), side="right") - 1
+        # A column narrower than a nanosecond (left == right) holds the time just before its edge.
+        left_key = self._local(r, left)
+        carried = np.where(
+            right > left,
+            np.searchsorted(self.key, left_key, side="right"),
+            np.searchsorted(self.key, left_key, side="left"),
+        )
+        carried -= 1
         lo = np.maximum(carried, start)
         hi = np.minimum(np.searchsorted(self.key, self._local(r, right), side="left"), stop)
         first_ts = int(self.ts[start])
