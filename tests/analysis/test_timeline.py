@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.timeline import TimelineIndex, Window
 from profilerhub_analysis.timeline._ranges import RangeArgMax, concat_ranges
 
@@ -273,6 +275,47 @@ def overlap_ns(ts: np.ndarray, dur: np.ndarray, t0: int, t1: int) -> np.ndarray:
     return np.clip(np.minimum(ts + dur, t1) - np.maximum(ts, t0), 0, None)
 
 
+def check_window(
+    index: TimelineIndex, win: Window, lane_of: np.ndarray, ts: np.ndarray, dur: np.ndarray
+) -> None:
+    """Every invariant a window must hold, checked against the raw events it was built from."""
+    t0, t1, width, min_px = win.t0_ns, win.t1_ns, win.width_px, win.min_px
+    for lane in win.lanes:
+        ev, bl = lane.events, lane.blocks
+        assert lane.items <= 4 * width + 8
+        if lane.truncated:
+            continue
+        mine = lane_of == lane.lane_id
+        inside = mine & (ts < t1) & ((ts + dur > t0) | (ts >= t0))
+        # Every event in the window is shown once: as itself or inside one block.
+        assert len(ev) + int(bl.count.sum()) == int(inside.sum())
+        # Busy time inside the window is exact (rows never overlap, so the sum is the union).
+        shown = int(overlap_ns(ev.start, ev.dur, t0, t1).sum()) + int(bl.busy_ns.sum())
+        assert shown == int(overlap_ns(ts[inside], dur[inside], t0, t1).sum())
+        # Events shown as they are reach min_px; blocks lie in the window and hold their busy time.
+        assert np.all(ev.dur >= min_px * win.ns_per_px)
+        assert np.all((bl.start >= t0) & (bl.end <= t1) & (bl.start <= bl.end))
+        assert np.all(bl.busy_ns <= bl.end - bl.start)
+        # Nothing drawn on one row overlaps anything else on that row.
+        starts = np.concatenate([np.maximum(ev.start, t0), bl.start])
+        ends = np.concatenate([np.minimum(ev.start + ev.dur, t1), bl.end])
+        depth = np.concatenate([ev.depth, bl.depth])
+        order = np.lexsort((starts, depth))
+        same_row = depth[order][1:] == depth[order][:-1]
+        assert np.all(~same_row | (ends[order][:-1] <= starts[order][1:]))
+        # A block never hides a gap of a pixel or more between two events of its row.
+        row_depth = index.depth[inside]
+        row_ts, row_end = ts[inside], (ts + dur)[inside]
+        for d in np.unique(bl.depth).tolist():
+            sel = row_depth == d
+            o = np.argsort(row_ts[sel])
+            gap_from, gap_to = row_end[sel][o][:-1], row_ts[sel][o][1:]
+            big = (gap_to - gap_from) >= win.ns_per_px
+            at_d = bl.depth == d
+            for a, b in zip(gap_from[big].tolist(), gap_to[big].tolist(), strict=True):
+                assert not np.any((bl.start[at_d] < a) & (bl.end[at_d] > b))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     trace=traces(),
@@ -287,46 +330,36 @@ def test_window_conserves_count_and_busy_time_and_stays_bounded(
     if not trace:
         trace = [(0, 0, 1, 0)]
     index = build(trace)
-    t1 = t0 + length
-    win = index.window(t0, t1, width, min_px=min_px)
-    lane_arr = np.array([e[0] for e in trace])
-    ts = np.array([e[1] for e in trace])
-    dur = np.array([e[2] for e in trace])
-    ns_per_px = length / width
-    for lane in win.lanes:
-        ev, bl = lane.events, lane.blocks
-        assert lane.items <= 4 * width + 8
-        if lane.truncated:
-            continue
-        mine = lane_arr == lane.lane_id
-        inside = mine & (ts < t1) & ((ts + dur > t0) | (ts >= t0))
-        # Every event in the window is shown once: as itself or inside one block.
-        assert len(ev) + int(bl.count.sum()) == int(inside.sum())
-        # Busy time inside the window is exact (rows never overlap, so the sum is the union).
-        shown = int(overlap_ns(ev.start, ev.dur, t0, t1).sum()) + int(bl.busy_ns.sum())
-        assert shown == int(overlap_ns(ts[inside], dur[inside], t0, t1).sum())
-        # Events shown as they are reach min_px; blocks lie in the window and hold their busy time.
-        assert np.all(ev.dur >= min_px * ns_per_px)
-        assert np.all((bl.start >= t0) & (bl.end <= t1) & (bl.start <= bl.end))
-        assert np.all(bl.busy_ns <= bl.end - bl.start)
-        # Nothing drawn on one row overlaps anything else on that row.
-        starts = np.concatenate([np.maximum(ev.start, t0), bl.start])
-        ends = np.concatenate([np.minimum(ev.start + ev.dur, t1), bl.end])
-        depth = np.concatenate([ev.depth, bl.depth])
-        order = np.lexsort((starts, depth))
-        same_row = depth[order][1:] == depth[order][:-1]
-        assert np.all(~same_row | (ends[order][:-1] <= starts[order][1:]))
-        # A block never hides a gap of a pixel or more between two of the lane's events in its row.
-        row_depth = index.depth[mine & inside]
-        row_ts, row_end = ts[mine & inside], (ts + dur)[mine & inside]
-        for d in np.unique(bl.depth).tolist():
-            sel = row_depth == d
-            o = np.argsort(row_ts[sel])
-            gap_from, gap_to = row_end[sel][o][:-1], row_ts[sel][o][1:]
-            big = (gap_to - gap_from) >= ns_per_px
-            at_d = bl.depth == d
-            for a, b in zip(gap_from[big].tolist(), gap_to[big].tolist(), strict=True):
-                assert not np.any((bl.start[at_d] < a) & (bl.end[at_d] > b))
+    win = index.window(t0, t0 + length, width, min_px=min_px)
+    lane_of, ts, dur = (np.array([e[k] for e in trace]) for k in range(3))
+    check_window(index, win, lane_of, ts, dur)
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        "torch-cpu/mlp_cpu_10steps.pt.trace.json",
+        "torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz",  # python_function events, badly nested
+        "hta/tests/data/negative_queue_length_values_check/rank0.json.gz",  # CPU + GPU streams
+    ],
+)
+def test_real_traces_show_every_event_once_at_every_zoom(shared_dir: Path, trace: str) -> None:
+    store = load_trace(shared_dir / "traces" / trace)
+    index = TimelineIndex.from_store(store)
+    assert index.overlaps_left == 0
+    lane_of, ts, dur = store.col("lane_id"), store.col("ts_ns"), store.col("dur_ns")
+    span = index.t_end - index.t_min
+    rng = np.random.default_rng(7)
+    for length in (span + 1, span // 10, span // 1000, 100_000, 1_000):
+        t0 = index.t_min + int(rng.integers(0, max(1, span - length)))
+        win = index.window(t0, t0 + length, 1200)
+        check_window(index, win, lane_of, ts, dur)
+        for lane in win.lanes:
+            # Event ids are store rows: the names shown are the store's.
+            assert np.array_equal(store.col("name_id")[lane.events.event_id], lane.events.name_id)
+    full = index.window(index.t_min, index.t_end + 1, 1200)
+    assert sum(lane.items for lane in full.lanes) > 0
+    assert [t.counter_id for t in full.counters] == list(range(len(index.counter_names or [])))
 
 
 @settings(max_examples=60, deadline=None)

@@ -52,9 +52,8 @@ class CounterIndex:
         self.ids, rank = np.unique(cid, return_inverse=True)
         self.ts, self.value = ts, val
         n = len(ts)
-        first = np.flatnonzero(np.concatenate([[True], rank[1:] != rank[:-1]])) if n else np.zeros(0, int)
-        self.row_start = first.astype(np.int64)
-        self.row_stop = np.append(self.row_start[1:], n).astype(np.int64)
+        self.row_start = np.flatnonzero(np.concatenate([[n > 0], rank[1:] != rank[:-1]])).astype(np.int64)
+        self.row_stop = np.append(self.row_start[1:], n)[: len(self.row_start)].astype(np.int64)
         self.t_min = int(ts.min()) if n else 0
         self.t_end = max(int(t_end), int(ts.max()) if n else 0)
         self.span = self.t_end - self.t_min + 2
@@ -84,7 +83,8 @@ class CounterIndex:
         ids = self.ids if counter_ids is None else np.asarray(counter_ids, dtype=np.int64)
         width = len(edges) - 1
         rank = np.searchsorted(self.ids, ids)
-        known = (rank < len(self.ids)) & (self.ids[np.minimum(rank, len(self.ids) - 1)] == ids)
+        known = rank < len(self.ids)
+        known[known] = self.ids[rank[known]] == ids[known]
         tracks = []
         for cid, r, ok in zip(ids.tolist(), rank.tolist(), known.tolist(), strict=True):
             if not ok:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,9 @@ from ._layout import band_keys, event_order, nesting_depth, stack_rows
 from ._ranges import RangeArgMax, concat_ranges
 from .counters import CounterIndex, CounterTrack
 from .window import Blocks, Events, LaneWindow, Window
+
+if TYPE_CHECKING:
+    from ..store import EventStore
 
 IntArray = npt.NDArray[np.int64]
 
@@ -157,6 +161,24 @@ class TimelineIndex:
         self._busy_prefix = np.concatenate([[0], np.cumsum(self._dur)]).astype(np.int64)
         self._longest = RangeArgMax(self._dur)
         return self
+
+    @classmethod
+    def from_store(cls, store: EventStore) -> TimelineIndex:
+        """Index an ``EventStore``: its events, and its counters numbered in name order.
+
+        Lane ids are the store's ``lane_id`` (rows of ``store.lanes``); event ids are store rows.
+        """
+        counter_names, counter_id = np.unique(store.counter_column("name"), return_inverse=True)
+        return cls.build(
+            store.col("ts_ns"),
+            store.col("dur_ns"),
+            store.col("lane_id"),
+            store.col("name_id"),
+            store.name_list,
+            store.col("kind"),
+            counters=(counter_id, store.counter_column("ts_ns"), store.counter_column("value")),
+            counter_names=[str(name) for name in counter_names],
+        )
 
     def __len__(self) -> int:
         return len(self._ts)
