@@ -70,9 +70,12 @@ def test_pixel_column_edge_splits_blocks_with_different_labels() -> None:
 
 
 def test_neighbouring_columns_with_one_label_and_no_visible_gap_are_one_block() -> None:
-    index = build([(0, 8, 1, 1), (0, 10, 1, 1), (0, 15, 1, 1)])
-    _, blocks = as_rows(index.window(0, 100, 10), 0)
-    assert blocks == [(8, 16, 0, 3, 3, 1)]
+    index = build([(0, 8, 1, 1), (0, 10, 1, 1), (0, 15, 1, 1), (0, 21, 2, 1), (0, 24, 2, 1)])
+    win = index.window(0, 100, 10)
+    _, blocks = as_rows(win, 0)
+    assert blocks == [(8, 26, 0, 5, 7, 1)]
+    # The block points at its longest event, the first of the two longest.
+    assert win.lane(0).blocks.event_id.tolist() == [3]
 
 
 def test_gap_wider_than_a_pixel_stays_visible_between_blocks() -> None:
@@ -296,6 +299,10 @@ def check_window(
         assert np.all(ev.dur >= min_px * win.ns_per_px)
         assert np.all((bl.start >= t0) & (bl.end <= t1) & (bl.start <= bl.end))
         assert np.all(bl.busy_ns <= bl.end - bl.start)
+        # A block's label is one of its own events: in the lane, on its row, inside its extent.
+        rep = bl.event_id
+        assert np.all(lane_of[rep] == lane.lane_id) and np.all(index.depth[rep] == bl.depth)
+        assert np.all((ts[rep] <= np.maximum(bl.end, bl.start)) & (ts[rep] + dur[rep] >= bl.start))
         # Nothing drawn on one row overlaps anything else on that row.
         starts = np.concatenate([np.maximum(ev.start, t0), bl.start])
         ends = np.concatenate([np.minimum(ev.start + ev.dur, t1), bl.end])

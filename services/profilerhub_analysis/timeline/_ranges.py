@@ -116,13 +116,18 @@ class RangeArgMax:
             # floor(log2(middle)), exactly, for middle >= 1.
             level = np.frexp(np.maximum(middle, 1))[1].astype(np.int64) - 1
             base = self._table_offset[level]
-            mid_left = np.where(has_middle, self._table[base + np.where(has_middle, fb + 1, 0)], -1)
+            # Without middle blocks the two table candidates fall back to the head (a tie, no win).
+            mid_left = np.where(has_middle, self._table[base + np.where(has_middle, fb + 1, 0)], head)
             mid_right_pos = np.where(has_middle, lb - (np.int64(1) << level), 0)
-            mid_right = np.where(has_middle, self._table[base + mid_right_pos], -1)
-            # Column order = left to right, so argmax's first-hit rule keeps ties leftmost.
-            stack = np.stack([head, mid_left.astype(np.int64), mid_right.astype(np.int64), tail], axis=1)
-            vals = np.where(stack >= 0, self.values[np.maximum(stack, 0)], low)
-            out[across] = stack[np.arange(len(a)), vals.argmax(axis=1)]
+            mid_right = np.where(has_middle, self._table[base + mid_right_pos], head)
+            # Candidates left to right; only a strictly larger value wins, so ties stay leftmost.
+            best, best_val = head, self.values[head]
+            for cand in (mid_left, mid_right, tail):
+                val = self.values[cand]
+                wins = val > best_val
+                best = np.where(wins, cand, best)
+                best_val = np.where(wins, val, best_val)
+            out[across] = best
         return out
 
     def at_least(self, lo: npt.ArrayLike, hi: npt.ArrayLike, threshold: float) -> IntArray:

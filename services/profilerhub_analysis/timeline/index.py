@@ -264,15 +264,15 @@ class TimelineIndex:
         wide = self._longest.at_least(lo, hi, wide_ns)
 
         # 3. Narrow events, cut at column boundaries and around the wide events.
-        cuts = [lo, hi, wide, wide + 1, self._column_cuts(rows, lo, hi, edges)]
-        bounds = np.unique(np.concatenate(cuts))
+        cuts = np.sort(np.concatenate([lo, hi, wide, wide + 1, self._column_cuts(rows, lo, hi, edges)]))
+        bounds = cuts[np.concatenate([[True], cuts[1:] != cuts[:-1]])] if len(cuts) else cuts
         p, q = bounds[:-1], bounds[1:]
         seg_row = np.searchsorted(lo, p, side="right") - 1
         keep = (seg_row >= 0) & (p < hi[np.maximum(seg_row, 0)])
         keep &= ~_isin_sorted(p, wide)
         p, q, seg_row = p[keep], q[keep], seg_row[keep]
-        p, q, seg_row = self._merge_alike(rows, seg_row, p, q, t0, (t1 - t0) / len(edges[1:]))
-        blocks = self._blocks(rows[seg_row], p, q, t0, t1)
+        p, q, seg_row, longest = self._merge_alike(rows, seg_row, p, q, t0, (t1 - t0) / len(edges[1:]))
+        blocks = self._blocks(rows[seg_row], p, q, longest, t0, t1)
         wide_row = np.searchsorted(lo, wide, side="right") - 1
 
         # Cap each lane: keep rows top-down while the lane's running item count fits.
@@ -325,17 +325,18 @@ class TimelineIndex:
 
     def _merge_alike(
         self, rows: IntArray, seg_row: IntArray, p: IntArray, q: IntArray, t0: int, ns_per_px: float
-    ) -> tuple[IntArray, IntArray, IntArray]:
+    ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """Join neighbouring pieces of a row that would draw as one: same label, no gap of a pixel.
 
         The picture does not change (a block is drawn in its label's colour) and the answer
-        shrinks: a run of steps zoomed out is one block, not one per pixel column.
+        shrinks: a run of steps zoomed out is one block, not one per pixel column. Returns the
+        joined pieces and the flat index of each one's longest event.
         """
+        longest = self._longest.argmax(p, q)
         if len(p) < 2:
-            return p, q, seg_row
-        label = self._name[self._longest.argmax(p, q)]
-        row = rows[seg_row]
-        end = self._end_max[q - 1] - row * self._span + self.t_min
+            return p, q, seg_row, longest
+        label = self._name[longest]
+        end = self._end_max[q - 1] - rows[seg_row] * self._span + self.t_min
         start = np.maximum(self._ts[p], t0)
         joins = (
             (seg_row[1:] == seg_row[:-1])
@@ -345,18 +346,22 @@ class TimelineIndex:
         )
         first = np.flatnonzero(np.concatenate([[True], ~joins]))
         last = np.append(first[1:], len(p)) - 1
-        return p[first], q[last], seg_row[first]
+        # The longest event of a joined run: the first piece whose longest event is the longest.
+        run = np.cumsum(np.concatenate([[True], ~joins])) - 1
+        dur = self._dur[longest]
+        is_max = dur == np.maximum.reduceat(dur, first)[run]
+        winner = np.flatnonzero(is_max)
+        winner = winner[np.concatenate([[True], run[winner][1:] != run[winner][:-1]])]
+        return p[first], q[last], seg_row[first], longest[winner]
 
-    def _blocks(self, row: IntArray, p: IntArray, q: IntArray, t0: int, t1: int) -> Blocks:
+    def _blocks(self, row: IntArray, p: IntArray, q: IntArray, longest: IntArray, t0: int, t1: int) -> Blocks:
         ts, dur = self._ts, self._dur
         first_start = ts[p]
-        last_end_key = self._end_max[q - 1]
-        last_end = last_end_key - row * self._span + self.t_min
+        last_end = self._end_max[q - 1] - row * self._span + self.t_min
         # Only a row's first event in the window can start before t0, and its last end after t1.
         head_cut = np.clip(t0 - first_start, 0, dur[p])
         tail_cut = np.clip(ts[q - 1] + dur[q - 1] - t1, 0, dur[q - 1])
         busy = self._busy_prefix[q] - self._busy_prefix[p] - head_cut - tail_cut
-        longest = self._longest.argmax(p, q)
         return Blocks(
             start=np.maximum(first_start, t0),
             end=np.minimum(last_end, t1),
