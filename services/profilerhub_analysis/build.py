@@ -7,7 +7,6 @@ categories and lanes, and the rare ``C`` counter events.
 
 from __future__ import annotations
 
-import re
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis.lanes import LANE_GPU, LANE_KIND_NAMES, as_int, build_lanes
 from profilerhub_analysis.reader import Decoded, Event, decode, decode_counters, read_bytes
 from profilerhub_analysis.store import (
     COUNTER_COLUMNS,
@@ -52,9 +52,6 @@ CATEGORY_KINDS: dict[str, Kind] = {
 # starts at 9.2e15 µs; no profile lasts 100 days).
 _MAX_ABS_TS_US = 9.0e15
 _MAX_DUR_US = 8.64e12
-
-_LANE_CPU, _LANE_GPU, _LANE_OTHER = 0, 1, 2
-_LANE_KIND_NAMES = ("cpu_thread", "gpu_stream", "other")
 
 
 def category_kind(cat: str) -> Kind:
@@ -130,99 +127,116 @@ def _number_array(items: list[Any]) -> np.ndarray:
     return arr
 
 
-def _lane_keys(
-    gpu: np.ndarray, pids: list[int | str], tids: list[int | str]
-) -> tuple[np.ndarray, list[tuple[bool, int | str, int | str]]]:
-    """Per event, the index of its distinct (is GPU work, pid, tid) key, and those keys."""
-    pid_ids, pid_values = _intern(pids)
-    tid_ids, tid_values = _intern(tids)
-    code = (gpu.astype(np.int64) * len(pid_values) + pid_ids) * len(tid_values) + tid_ids
-    uniq, inverse = np.unique(code, return_inverse=True)
-    keys = []
-    for c in uniq.tolist():  # once per lane
-        rest, t = divmod(c, len(tid_values))
-        g, p = divmod(rest, len(pid_values))
-        keys.append((bool(g), pid_values[p], tid_values[t]))
-    return inverse.reshape(-1).astype(np.int64), keys
+class _Columns:
+    """Columns extracted batch by batch, with interning tables shared across batches."""
 
+    def __init__(self) -> None:
+        self.tables = {key: _Interner() for key in ("ph", "cat", "name", "pid", "tid", "stream")}
+        self.phases: dict[str, int] = {}
+        self.parts: dict[str, list[np.ndarray]] = {}
+        self.meta_events: list[Event] = []
+        self.memory_events: list[Event] = []
+        self.all_int = True
 
-def _label_number(label: str) -> int:
-    """The last number in a label ("stream 7" -> 7, "0x1" -> 1), else -1."""
-    try:
-        return int(label, 0)
-    except ValueError:
-        digits = re.findall(r"\d+", label)
-        return int(digits[-1]) if digits else -1
+    def _ids(self, table: str, items: list[Any], attr: str) -> np.ndarray:
+        lookup = self.tables[table].__getitem__
+        return np.fromiter(map(lookup, map(attrgetter(attr), items)), dtype=np.int32, count=len(items))
 
+    def _put(self, **columns: np.ndarray) -> None:
+        for key, value in columns.items():
+            self.parts.setdefault(key, []).append(value)
 
-def _is_int_like(value: int | str) -> bool:
-    return isinstance(value, int) or value.strip().lstrip("-").isdigit()
+    def add(self, evs: list[Event]) -> None:
+        ph_ids = self._ids("ph", evs, "ph")
+        ph_names = list(self.tables["ph"])
+        for name, n in zip(ph_names, np.bincount(ph_ids, minlength=len(ph_names)).tolist(), strict=True):
+            self.phases[name] = self.phases.get(name, 0) + n
+        self.meta_events += compress(evs, _is(ph_ids, ph_names, "M"))
+        instants = list(compress(evs, _is(ph_ids, ph_names, "i") | _is(ph_ids, ph_names, "I")))
+        if instants:
+            inst_ids, inst_names = _intern(_values(instants, "name"))
+            self.memory_events += compress(instants, _is(inst_ids, inst_names, "[memory]"))
+        xs: list[Event] = list(compress(evs, _is(ph_ids, ph_names, "X")))
+        m = len(xs)
+        ts_raw = _number_array(_values(xs, "ts"))
+        dur_raw = _number_array(_values(xs, "dur"))
+        self.all_int &= ts_raw.dtype.kind in "iu" and dur_raw.dtype.kind in "iu"
+        ts_ns, ts_ok = _to_ns(ts_raw)
+        dur_ns, dur_ok = _to_ns(dur_raw)
+        dur_ok &= dur_ns >= 0
+        if dur_raw.dtype.kind == "f":
+            dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
+        args = _values(xs, "args")
+        self._put(
+            cat_id=self._ids("cat", xs, "cat"),
+            name_id=self._ids("name", xs, "name"),
+            pid_id=self._ids("pid", xs, "pid"),
+            tid_id=self._ids("tid", xs, "tid"),
+            stream_id=self._ids("stream", args, "stream"),
+            ts_ns=ts_ns,
+            dur_ns=dur_ns,
+            ts_ok=ts_ok,
+            dur_ok=dur_ok,
+            correlation=np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m),
+            bytes=np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m),
+            arg_device=np.fromiter(map(attrgetter("device"), args), dtype=np.int64, count=m),
+        )
 
-
-def _as_int(value: int | str | None) -> int:
-    if value is None:
-        return -1
-    return value if isinstance(value, int) else _label_number(value)
+    def column(self, key: str, dtype: Any) -> np.ndarray:
+        parts = self.parts.get(key)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trace") -> EventStore:
     """Columns, lanes and the launch join for the decoded events of one document."""
-    evs = decoded.events
+    acc = _Columns()
+    for batch in decoded.batches():
+        acc.add(batch)
+        del batch
     skipped = dict(decoded.skipped)
-    ph_ids, ph_names = _intern(_values(evs, "ph"))
-    ph_counts = np.bincount(ph_ids, minlength=len(ph_names)).tolist()
-    phases = dict(zip(ph_names, ph_counts, strict=True))
-    xs: list[Event] = list(compress(evs, _is(ph_ids, ph_names, "X")))
-    m = len(xs)
-
-    cat_ids, cat_names = _intern(_values(xs, "cat"))
-    cat_lut = np.array([int(category_kind(c)) for c in cat_names] or [0], dtype=np.int8)
-    kind = cat_lut[cat_ids]
-
-    ts_raw = _number_array(_values(xs, "ts"))
-    dur_raw = _number_array(_values(xs, "dur"))
-    ts_ns, ts_ok = _to_ns(ts_raw)
-    dur_ns, dur_ok = _to_ns(dur_raw)
-    dur_ok &= dur_ns >= 0
-    if dur_raw.dtype.kind == "f":
-        dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
-    ts_type = "int" if ts_raw.dtype.kind in "iu" and dur_raw.dtype.kind in "iu" else "float"
-
-    args = _values(xs, "args")
-    correlation = np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m)
-    nbytes = np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m)
-    stream_ids, stream_values = _intern(_values(args, "stream"))
-    stream = np.array([_as_int(v) for v in stream_values] or [-1], dtype=np.int64)[stream_ids]
-    gpu_lane = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8))
-    raw_lane, raw_keys = _lane_keys(gpu_lane, _values(xs, "pid"), _values(xs, "tid"))
-    name_id, name_list = _intern(_values(xs, "name"))
-
+    cat_lut = np.array([int(category_kind(c)) for c in acc.tables["cat"]] or [0], dtype=np.int8)
+    kind = cat_lut[acc.column("cat_id", np.int32)]
+    stream_lut = np.array([as_int(v) for v in acc.tables["stream"]] or [-1], dtype=np.int64)
+    ts_ok, dur_ok = acc.column("ts_ok", bool), acc.column("dur_ok", bool)
     valid = ts_ok & dur_ok
     if not valid.all():
         skipped["X event with a missing or invalid ts"] = int((~ts_ok).sum())
-        bad_dur = int((ts_ok & ~dur_ok).sum())
-        if bad_dur:
-            skipped["X event with a missing, negative or absurd dur"] = bad_dur
+        skipped["X event with a missing, negative or absurd dur"] = int((ts_ok & ~dur_ok).sum())
         skipped = {k: v for k, v in skipped.items() if v}
-
     keep = np.flatnonzero(valid)
+
+    gpu = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8))
+    pids, tids = list(acc.tables["pid"]), list(acc.tables["tid"])
+    code = (gpu * len(pids) + acc.column("pid_id", np.int32)) * max(len(tids), 1) + acc.column(
+        "tid_id", np.int32
+    )
+    uniq, raw_lane = np.unique(code.astype(np.int64), return_inverse=True)
+    raw_lane = raw_lane.reshape(-1)
+    raw_keys = []
+    for c in uniq.tolist():  # once per lane
+        rest, t = divmod(c, max(len(tids), 1))
+        g, p = divmod(rest, len(pids))
+        raw_keys.append((bool(g), pids[p], tids[t]))
+    lanes, lane_of_raw, device_of_raw = build_lanes(
+        raw_keys, raw_lane, keep, acc.column("arg_device", np.int64), acc.meta_events
+    )
+
     cols = {
-        "ts_ns": ts_ns[keep],
-        "dur_ns": dur_ns[keep],
-        "name_id": name_id[keep],
+        "ts_ns": acc.column("ts_ns", np.int64)[keep],
+        "dur_ns": acc.column("dur_ns", np.int64)[keep],
+        "name_id": acc.column("name_id", np.int32)[keep],
         "kind": kind[keep],
-        "correlation": correlation[keep],
-        "bytes": nbytes[keep],
-        "stream": stream[keep],
+        "correlation": acc.column("correlation", np.int64)[keep],
+        "bytes": acc.column("bytes", np.int64)[keep],
+        "stream": stream_lut[acc.column("stream_id", np.int32)][keep],
+        "device": device_of_raw[raw_lane[keep]],
     }
-    meta_events = list(compress(evs, _is(ph_ids, ph_names, "M")))
-    lanes, lane_of_raw, device_of_raw = _build_lanes(raw_keys, raw_lane, keep, args, meta_events)
     lane_id = lane_of_raw[raw_lane[keep]]
-    cols["device"] = device_of_raw[raw_lane[keep]]
+    del acc.parts
     order = _lane_time_order(lane_id, cols["ts_ns"])
     cols = {k: v[order] for k, v in cols.items()}
     cols["lane_id"] = lane_id[order].astype(np.int32)
-    lane_kind_codes = np.array([_LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0])
+    lane_kind_codes = np.array([LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0])
     cols["launch"] = launch_join(cols["kind"], cols["correlation"], lane_kind_codes[cols["lane_id"]])
 
     doc = decoded.doc
@@ -231,19 +245,18 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     meta = TraceMeta(
         source=source,
         events_total=decoded.events_total,
-        phases=phases,
+        phases=acc.phases,
         skipped=skipped,
         base_time_ns=doc.baseTimeNanoseconds,
-        ts_type=ts_type,
+        ts_type="int" if acc.all_int else "float",
         device_properties=doc.deviceProperties if isinstance(doc.deviceProperties, list) else [],
         distributed_info=dist,
         rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
         schema_version=doc.schemaVersion,
         trace_name=doc.traceName if isinstance(doc.traceName, str) else None,
     )
-    instants = list(compress(evs, _is(ph_ids, ph_names, "i") | _is(ph_ids, ph_names, "I")))
-    counters = _build_counters(instants, data if phases.get("C") else None)
-    return EventStore(columns=cols, names=name_list, lanes=lanes, counters=counters, meta=meta)
+    counters = _build_counters(acc.memory_events, data if acc.phases.get("C") else None)
+    return EventStore(columns=cols, names=list(acc.tables["name"]), lanes=lanes, counters=counters, meta=meta)
 
 
 def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
@@ -269,7 +282,7 @@ def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray
     gpu_op = np.isin(kind, np.array(GPU_OP_KINDS, dtype=np.int8))
     gpu_rows = np.flatnonzero(gpu_op & (correlation >= 0))
     cpu_rows = np.flatnonzero(
-        (lane_kind != _LANE_GPU) & ~gpu_op & (kind != Kind.CUDA_SYNC) & (correlation >= 0)
+        (lane_kind != LANE_GPU) & ~gpu_op & (kind != Kind.CUDA_SYNC) & (correlation >= 0)
     )
     if not len(gpu_rows) or not len(cpu_rows):
         return out
@@ -282,89 +295,12 @@ def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray
     return out
 
 
-def _build_lanes(
-    raw_keys: list[tuple[bool, int | str, int | str]],
-    raw_lane: np.ndarray,
-    keep: np.ndarray,
-    args: list[Any],
-    meta_events: list[Event],
-) -> tuple[Columns, np.ndarray, np.ndarray]:
-    """Lanes from the distinct (is GPU work, pid, tid) keys, in display order.
-
-    Returns the lanes table and, per raw key, its lane id and device (-1 for CPU lanes). GPU
-    work stays on a GPU lane whatever its pid/tid spelling (2021 traces name streams "stream 7");
-    CPU-side events with label pids/tids (Kineto's "Spans" row) go to an ``other`` lane.
-    """
-    used = np.zeros(len(raw_keys), dtype=bool)
-    used[raw_lane[keep]] = True
-    first_row = np.full(len(raw_keys), -1, dtype=np.int64)
-    first_row[raw_lane[::-1]] = np.arange(len(raw_lane))[::-1]
-
-    proc_name: dict[int, str] = {}
-    proc_sort: dict[int, int] = {}
-    thread_name: dict[tuple[int, int], str] = {}
-    thread_sort: dict[tuple[int, int], int] = {}
-    for e in meta_events:  # one per process/thread, not per event
-        if not isinstance(e.pid, int) or not isinstance(e.tid, int):
-            continue
-        a = e.args
-        if e.name == "process_name" and a.name:
-            proc_name[e.pid] = a.name
-        elif e.name == "process_labels" and a.labels:
-            proc_name.setdefault(e.pid, a.labels)
-        elif e.name == "process_sort_index" and a.sort_index is not None:
-            proc_sort[e.pid] = a.sort_index
-        elif e.name == "thread_name" and a.name:
-            thread_name[(e.pid, e.tid)] = a.name.strip()
-        elif e.name == "thread_sort_index" and a.sort_index is not None:
-            thread_sort[(e.pid, e.tid)] = a.sort_index
-
-    rows: list[tuple[Any, ...]] = []
-    devices = np.full(len(raw_keys), -1, dtype=np.int32)
-    for i, (is_gpu, raw_pid, raw_tid) in enumerate(raw_keys):  # once per lane
-        if not used[i]:
-            continue
-        # numeric strings ("12345", as some older traces write thread ids) are plain ids
-        labelled = not _is_int_like(raw_pid) or not _is_int_like(raw_tid)
-        p, t = _as_int(raw_pid), _as_int(raw_tid)
-        if is_gpu:
-            cls = _LANE_GPU
-            dev = raw_pid if isinstance(raw_pid, int) and raw_pid >= 0 else args[first_row[i]].device
-            dev = dev if dev >= 0 else p
-            devices[i] = dev
-            label = f"GPU {dev} stream {t}"
-        elif labelled:
-            cls, dev = _LANE_OTHER, -1
-            label = f"{raw_pid} / {raw_tid}"
-        else:
-            cls, dev = _LANE_CPU, -1
-            label = thread_name.get((p, t)) or f"thread {t}"
-            if p in proc_name:
-                label = f"{proc_name[p]} ({p}) {label}"
-        sort_key = (cls, proc_sort.get(p, p), p, thread_sort.get((p, t), t), t, str(raw_pid), str(raw_tid))
-        rows.append((sort_key, i, _LANE_KIND_NAMES[cls], p, t, dev, label))
-    rows.sort(key=lambda r: r[0])
-    lane_of_raw = np.full(len(raw_keys), -1, dtype=np.int64)
-    for lane, row in enumerate(rows):
-        lane_of_raw[row[1]] = lane
-    lanes: Columns = {
-        "kind": np.array([r[2] for r in rows], dtype=object),
-        "pid": np.array([r[3] for r in rows], dtype=np.int64),
-        "tid": np.array([r[4] for r in rows], dtype=np.int64),
-        "device": np.array([r[5] for r in rows], dtype=np.int32),
-        "name": np.array([r[6] for r in rows], dtype=object),
-        "sort": np.arange(len(rows), dtype=np.int64),
-    }
-    return lanes, lane_of_raw, devices
-
-
-def _build_counters(instants: list[Event], data: bytes | None) -> Columns:
+def _build_counters(mem: list[Event], data: bytes | None) -> Columns:
+    """Counter series from PyTorch's ``[memory]`` instants and (second pass over ``data``) C events."""
     names: list[str] = []
     ts_parts: list[np.ndarray] = []
     values: list[np.ndarray] = []
 
-    inst_ids, inst_names = _intern(_values(instants, "name"))
-    mem = list(compress(instants, _is(inst_ids, inst_names, "[memory]")))
     if mem:
         ts, ok = _to_ns(_number_array(_values(mem, "ts")))
         margs = _values(mem, "args")

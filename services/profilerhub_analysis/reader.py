@@ -4,7 +4,7 @@ Fast path: one typed ``msgspec`` decode of only the fields the store needs. A do
 typed decoder refuses (a field of the wrong type somewhere) is decoded again leniently, event by
 event, and the events that still do not fit are counted as skipped instead of failing the file.
 
-Size: the decompressed document must fit under ``max_bytes`` (default 2 GiB, or the environment
+Size: the decompressed document must fit under ``max_bytes`` (default 4 GiB, or the environment
 variable ``PROFILERHUB_ANALYSIS_MAX_TRACE_BYTES``); decompression stops as soon as it passes the
 limit, so an oversized or gzip-bomb upload costs at most that much memory.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import msgspec
 
 from profilerhub_analysis.errors import TraceFormatError, TraceTooLarge
 
-DEFAULT_MAX_BYTES = 2 << 30
+DEFAULT_MAX_BYTES = 4 << 30
 _CHUNK = 64 << 20
 NAN = math.nan
 
@@ -159,17 +160,65 @@ def _gunzip(fh: Any, p: Path, limit: int) -> bytes:
     return b"".join(parts)
 
 
-class Decoded(msgspec.Struct):
-    """The typed events of one document plus its header and what was skipped."""
+#: Documents larger than this are decoded in batches of ``BATCH_EVENTS`` events, so the typed
+#: events of the whole trace never exist at once: peak memory is about the document, one batch
+#: and the finished columns, instead of several times the document.
+BATCH_THRESHOLD_BYTES = 256 << 20
+BATCH_EVENTS = 500_000
 
-    events: list[Event]
-    doc: TraceDoc
-    events_total: int
-    skipped: dict[str, int]
+
+class _RawDoc(msgspec.Struct):
+    traceEvents: list[msgspec.Raw] | None = None  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
+    distributedInfo: Any = None  # noqa: N815
+    baseTimeNanoseconds: int | None = None  # noqa: N815
+    schemaVersion: Any = None  # noqa: N815
+    traceName: Any = None  # noqa: N815
+
+
+_RAW_DECODER = msgspec.json.Decoder(_RawDoc | list[msgspec.Raw])
+_EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+
+
+class Decoded:
+    """One decoded document: its header, event count, skipped events and the typed events,
+    handed out in batches (one batch holding every event unless the document is large)."""
+
+    def __init__(
+        self,
+        doc: TraceDoc,
+        events_total: int,
+        skipped: dict[str, int],
+        events: list[Event] | None = None,
+        raw_events: list[msgspec.Raw] | None = None,
+        batch_size: int | None = None,
+    ) -> None:
+        self.doc = doc
+        self.events_total = events_total
+        self.skipped = skipped
+        self._events = events
+        self._raw = raw_events
+        self._batch_size = batch_size or BATCH_EVENTS
+
+    def batches(self) -> Iterator[list[Event]]:
+        """The events in file order, in batches; lenient decoding may add to ``skipped``."""
+        if self._raw is None:
+            yield self._events or []
+            return
+        for start in range(0, len(self._raw), self._batch_size):
+            chunk = b"[" + b",".join(self._raw[start : start + self._batch_size]) + b"]"
+            try:
+                yield _EVENTS_DECODER.decode(chunk)
+            except msgspec.ValidationError:
+                yield _convert_leniently(msgspec.json.decode(chunk), self.skipped)
 
 
 def decode(data: bytes, source: str = "trace") -> Decoded:
     """Decode a Chrome-trace document (object with ``traceEvents``, or a bare event array)."""
+    if len(data) > BATCH_THRESHOLD_BYTES:
+        batched = _decode_in_batches(data)
+        if batched is not None:
+            return batched
     skipped: dict[str, int] = {}
     try:
         parsed = _DOC_DECODER.decode(data)
@@ -182,7 +231,45 @@ def decode(data: bytes, source: str = "trace") -> Decoded:
         raise TraceFormatError(f"{source}: no 'traceEvents' list; is this a PyTorch profiler trace?")
     events = doc.traceEvents
     total = len(events) + sum(skipped.values())
-    return Decoded(events=events, doc=doc, events_total=total, skipped=skipped)
+    return Decoded(doc=doc, events_total=total, skipped=skipped, events=events)
+
+
+def _decode_in_batches(data: bytes) -> Decoded | None:
+    """The large-document path; None when the document needs the lenient whole-document path."""
+    try:
+        parsed = _RAW_DECODER.decode(data)
+    except msgspec.DecodeError:  # ValidationError included: let the normal path explain
+        return None
+    if isinstance(parsed, list):
+        raw, doc = parsed, TraceDoc()
+    else:
+        if parsed.traceEvents is None:
+            return None
+        raw = parsed.traceEvents
+        doc = TraceDoc(
+            deviceProperties=parsed.deviceProperties,
+            distributedInfo=parsed.distributedInfo,
+            baseTimeNanoseconds=parsed.baseTimeNanoseconds,
+            schemaVersion=parsed.schemaVersion,
+            traceName=parsed.traceName,
+        )
+    return Decoded(doc=doc, events_total=len(raw), skipped={}, raw_events=raw)
+
+
+def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[Event]:
+    """Events one by one (slow path, only for documents the typed decoder refused)."""
+    events: list[Event] = []
+    bad = 0
+    for raw in raw_events:
+        if isinstance(raw, dict) and raw.get("args", 0) is None:
+            raw = {k: v for k, v in raw.items() if k != "args"}  # "args": null means no args
+        try:
+            events.append(msgspec.convert(raw, Event, strict=False))
+        except msgspec.ValidationError:
+            bad += 1
+    if bad:
+        skipped["malformed event"] = skipped.get("malformed event", 0) + bad
+    return events
 
 
 def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> TraceDoc | list[Event]:
@@ -197,17 +284,7 @@ def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> Trac
         raise TraceFormatError(f"{source}: no 'traceEvents' list; is this a PyTorch profiler trace?")
     if not isinstance(raw_events, list):
         raise TraceFormatError(f"{source}: 'traceEvents' is not a list")
-    events: list[Event] = []
-    bad = 0
-    for raw in raw_events:  # slow path, only for documents the typed decoder refused
-        if isinstance(raw, dict) and raw.get("args", 0) is None:
-            raw = {k: v for k, v in raw.items() if k != "args"}  # "args": null means no args
-        try:
-            events.append(msgspec.convert(raw, Event, strict=False))
-        except msgspec.ValidationError:
-            bad += 1
-    if bad:
-        skipped["malformed event"] = bad
+    events = _convert_leniently(raw_events, skipped)
     if isinstance(loose, list):
         return events
     header: dict[str, Any] = {}

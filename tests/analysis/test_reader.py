@@ -265,3 +265,22 @@ def test_numeric_string_thread_ids_are_cpu_threads_and_still_join_launches() -> 
         ("gpu_stream", 0, 7),
     ]
     assert int((store.col("launch") >= 0).sum()) == 1
+
+
+def test_large_documents_are_decoded_in_batches_with_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    import profilerhub_analysis.reader as reader_module
+
+    events = [runtime("cudaLaunchKernel", 10 * i, 2, i) for i in range(50)]
+    events += [kernel(f"k{i % 3}", 10 * i + 5, 1, i, stream=7 + i % 2) for i in range(50)]
+    events += [{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}]
+    events += [kernel("bad", 1, 1) | {"name": 5}]  # forces the lenient path in one batch
+    data = encode(events, distributedInfo={"rank": 2})
+    whole = parse_trace(data)
+    monkeypatch.setattr(reader_module, "BATCH_THRESHOLD_BYTES", 100)
+    monkeypatch.setattr(reader_module, "BATCH_EVENTS", 7)
+    batched = parse_trace(data)
+    assert batched.events.equals(whole.events)
+    assert batched.lanes.equals(whole.lanes)
+    assert batched.name_list == whole.name_list
+    assert batched.meta == whole.meta
+    assert batched.meta.skipped == {"malformed event": 1} and batched.meta.rank == 2

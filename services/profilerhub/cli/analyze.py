@@ -52,7 +52,7 @@ def analyze(
         None,
         "--max-size",
         help="Largest decompressed trace to load, e.g. 4G "
-        "(default 2G, or PROFILERHUB_ANALYSIS_MAX_TRACE_BYTES).",
+        "(default 4G, or PROFILERHUB_ANALYSIS_MAX_TRACE_BYTES).",
     ),
 ) -> None:
     """Analyse PyTorch profiler traces: kernels, launch latency, idle time, memory copies, sync, steps."""
