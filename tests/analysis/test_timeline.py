@@ -150,6 +150,15 @@ def test_a_window_outside_the_trace_is_empty() -> None:
         assert len(win.counters[0].column) == 0
 
 
+def test_a_trace_without_events_still_answers_for_lanes_and_counters() -> None:
+    index = TimelineIndex.build([], [], [], [], NAMES, counters=([0, 0], [5, 9], [1.0, 2.0]))
+    win = index.window(0, 10, 5, lanes=[1])
+    assert win.lane(1).items == 0
+    track = win.counters[0]
+    assert track.column.tolist() == [2, 4] and track.max.tolist() == [1.0, 2.0]
+    assert track.mean.tolist() == [1.0, 1.5]
+
+
 def test_unsorted_input_gives_the_same_answer_as_sorted_input() -> None:
     rng = np.random.default_rng(1)
     events = [

@@ -39,6 +39,13 @@ def band_keys(group: npt.NDArray[np.integer], t: IntArray, t_min: int, span: int
     return group.astype(np.int64) * np.int64(span) + (t - np.int64(t_min))
 
 
+def rank_sorted(values: npt.NDArray[np.integer]) -> tuple[IntArray, IntArray]:
+    """``np.unique(values, return_inverse=True)`` for sorted ``values``, without sorting again."""
+    new = np.ones(len(values), dtype=bool)
+    new[1:] = values[1:] != values[:-1]
+    return values[new].astype(np.int64), np.cumsum(new) - 1
+
+
 def event_order(lane: npt.NDArray[np.integer], ts: IntArray, dur: IntArray) -> IntArray | None:
     """Permutation sorting events by ``(lane, ts, -dur)``; None when they are already in order.
 
@@ -105,11 +112,10 @@ def stack_rows(lane_rank: IntArray, ts: IntArray, end: IntArray, depth: IntArray
     """
     depth = depth.copy()
     n = len(ts)
-    if n:
-        t_min = int(ts.min())
-        span = int(end.max()) - t_min + 1
-        start_key = band_keys(lane_rank, ts, t_min, span)
-        end_key = band_keys(lane_rank, end, t_min, span)
+    t_min = int(ts.min()) if n else 0
+    span = int(end.max()) - t_min + 1 if n else 1
+    start_key = band_keys(lane_rank, ts, t_min, span)
+    end_key = band_keys(lane_rank, end, t_min, span)
     for _ in range(MAX_STACK_ROUNDS):
         order, key = _row_order(lane_rank, depth)
         # An event clashes when it starts before an earlier event of its row has ended.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._layout import band_keys, event_order
+from ._layout import band_keys, event_order, rank_sorted
 from ._ranges import RangeArgMax
 
 IntArray = npt.NDArray[np.int64]
@@ -49,7 +49,7 @@ class CounterIndex:
         order = event_order(cid, ts, np.zeros_like(ts))
         if order is not None:
             cid, ts, val = cid[order], ts[order], val[order]
-        self.ids, rank = np.unique(cid, return_inverse=True)
+        self.ids, rank = rank_sorted(cid)
         self.ts, self.value = ts, val
         n = len(ts)
         self.row_start = np.flatnonzero(np.concatenate([[n > 0], rank[1:] != rank[:-1]])).astype(np.int64)

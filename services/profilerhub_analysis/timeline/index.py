@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._layout import band_keys, event_order, nesting_depth, stack_rows
+from ._layout import band_keys, event_order, nesting_depth, rank_sorted, stack_rows
 from ._ranges import RangeArgMax, concat_ranges
 from .counters import CounterIndex, CounterTrack
 from .window import Blocks, Events, LaneWindow, Window
@@ -126,7 +126,7 @@ class TimelineIndex:
             base = np.arange(n, dtype=np.int64)
         lane_s, ts_s, dur_s = lane[base], ts[base], dur[base]
         end_s = ts_s + dur_s
-        self.lane_ids, lane_rank = np.unique(lane_s, return_inverse=True)
+        self.lane_ids, lane_rank = rank_sorted(lane_s)
         rows = stack_rows(lane_rank, ts_s, end_s, nesting_depth(lane_rank, ts_s, end_s))
         self.overlaps_left = rows.overlaps_left
         self.depth = np.empty(n, dtype=np.int64)
