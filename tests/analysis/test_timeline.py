@@ -62,14 +62,23 @@ def test_narrow_events_in_one_pixel_column_merge_into_one_block() -> None:
     assert blocks == [(0, 9, 0, 3, 7, 1)]
 
 
-def test_pixel_column_edge_splits_blocks_with_different_labels() -> None:
-    # 10 ns per pixel: ts 9 is in column 0, ts 10 opens column 1.
-    index = build([(0, 8, 1, 1), (0, 9, 1, 1), (0, 10, 1, 2), (0, 12, 2, 2)])
+def test_events_closer_than_a_pixel_merge_across_pixel_edges_whatever_their_names() -> None:
+    # 10 ns per pixel: gaps of 0 and 1 ns join (across the pixel edge at 10); a gap of exactly one
+    # pixel (14 -> 24) stays visible.
+    index = build([(0, 8, 1, 1), (0, 9, 1, 1), (0, 10, 1, 2), (0, 12, 2, 2), (0, 24, 1, 3)])
     _, blocks = as_rows(index.window(0, 100, 10), 0)
-    assert blocks == [(8, 10, 0, 2, 2, 1), (10, 14, 0, 2, 3, 2)]
+    # start, end, depth, count, busy, name of the longest event
+    assert blocks == [(8, 14, 0, 4, 5, 2), (24, 25, 0, 1, 1, 3)]
 
 
-def test_neighbouring_columns_with_one_label_and_no_visible_gap_are_one_block() -> None:
+def test_a_wide_event_splits_the_narrow_ones_around_it() -> None:
+    index = build([(0, 0, 2, 1), (0, 3, 2, 1), (0, 6, 30, 2), (0, 37, 2, 1), (0, 40, 1, 1)])
+    events, blocks = as_rows(index.window(0, 100, 10), 0)
+    assert events == [(6, 30, 0, 2)]
+    assert blocks == [(0, 5, 0, 2, 4, 1), (37, 41, 0, 2, 3, 1)]
+
+
+def test_a_long_run_without_a_visible_gap_is_one_block_labelled_by_its_longest_event() -> None:
     index = build([(0, 8, 1, 1), (0, 10, 1, 1), (0, 15, 1, 1), (0, 21, 2, 1), (0, 24, 2, 1)])
     win = index.window(0, 100, 10)
     _, blocks = as_rows(win, 0)
@@ -308,6 +317,9 @@ def check_window(
         assert np.all(ev.dur >= min_px * win.ns_per_px)
         assert np.all((bl.start >= t0) & (bl.end <= t1) & (bl.start <= bl.end))
         assert np.all(bl.busy_ns <= bl.end - bl.start)
+        # A row yields at most about two items per pixel, whatever its events.
+        per_row = np.bincount(np.concatenate([ev.depth, bl.depth]).astype(np.int64))
+        assert per_row.max(initial=0) <= 2 * width + 5
         # A block's label is one of its own events: in the lane, on its row, inside its extent.
         rep = bl.event_id
         assert np.all(lane_of[rep] == lane.lane_id) and np.all(index.depth[rep] == bl.depth)
