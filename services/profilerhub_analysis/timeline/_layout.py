@@ -6,8 +6,9 @@ with events ordered by ``(lane, start, longest first)``, the depth of event ``i`
 earlier events of its lane still open at its start, i.e. ``i`` minus the events of its lane that
 ended by then. For properly nested events (CPU ops of one thread) that is exactly the flame-chart
 depth. Events that overlap without nesting (clock skew, async spans) can land on a row already in
-use; ``stack_rows`` moves such an event one row down and repeats until no row has two events
-overlapping (or a round limit is hit, reported as ``overlaps_left``).
+use; ``stack_rows`` moves such an event, with the events that start while it runs, one row down
+and repeats until no row has two events overlapping (or a round limit is hit, reported as
+``overlaps_left``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 IntArray = npt.NDArray[np.int64]
 
-#: Rounds of ``stack_rows``; each round settles one level of badly nested events.
+#: Rounds of ``stack_rows``; each settles one level of badly nested events (real traces need 1-3).
 MAX_STACK_ROUNDS = 64
 
 
@@ -36,6 +37,13 @@ def band_keys(group: npt.NDArray[np.integer], t: IntArray, t_min: int, span: int
             "check the trace for events with absurd timestamps"
         )
     return group.astype(np.int64) * np.int64(span) + (t - np.int64(t_min))
+
+
+def rank_sorted(values: npt.NDArray[np.integer]) -> tuple[IntArray, IntArray]:
+    """``np.unique(values, return_inverse=True)`` for sorted ``values``, without sorting again."""
+    new = np.ones(len(values), dtype=bool)
+    new[1:] = values[1:] != values[:-1]
+    return values[new].astype(np.int64), np.cumsum(new) - 1
 
 
 def event_order(lane: npt.NDArray[np.integer], ts: IntArray, dur: IntArray) -> IntArray | None:
@@ -96,35 +104,48 @@ class Rows:
 
 
 def stack_rows(lane_rank: IntArray, ts: IntArray, end: IntArray, depth: IntArray) -> Rows:
-    """Group events into rows by ``(lane, depth)``, moving events down until rows do not overlap."""
+    """Group events into rows by ``(lane, depth)``, moving events down until rows do not overlap.
+
+    Events in ``(lane, ts, -dur)`` order. When an event lands on a row where an earlier event is
+    still running, it moves one row down together with every event of its lane that starts
+    while it runs (its callees, in a call tree), so a whole subtree moves in one round.
+    """
     depth = depth.copy()
     n = len(ts)
+    t_min = int(ts.min()) if n else 0
+    span = int(end.max()) - t_min + 1 if n else 1
+    start_key = band_keys(lane_rank, ts, t_min, span)
+    end_key = band_keys(lane_rank, end, t_min, span)
     for _ in range(MAX_STACK_ROUNDS):
         order, key = _row_order(lane_rank, depth)
-        start, stop = ts[order], end[order]
-        same_row = key[order][1:] == key[order][:-1]
-        clash = np.flatnonzero(same_row & (stop[:-1] > start[1:]))
+        # An event clashes when it starts before an earlier event of its row has ended.
+        row_end = np.maximum.accumulate(band_keys(key[order], end[order], t_min, span))
+        clash = np.flatnonzero(band_keys(key[order], ts[order], t_min, span)[1:] < row_end[:-1]) + 1
         if len(clash) == 0:
             break
-        depth[order[clash + 1]] += 1
+        moved = np.sort(order[clash])
+        until = np.maximum(np.searchsorted(start_key, end_key[moved], side="left"), moved + 1)
+        # Move only the outermost clashing events: the others move with them.
+        covered = np.zeros(len(moved), dtype=bool)
+        covered[1:] = moved[1:] < np.maximum.accumulate(until)[:-1]
+        moved, until = moved[~covered], until[~covered]
+        shift = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(shift, moved, 1)
+        np.add.at(shift, until, -1)
+        depth += np.cumsum(shift[:n])
     else:
         order, key = _row_order(lane_rank, depth)
     sorted_key = key[order]
-    if n:
-        row_first = np.flatnonzero(np.concatenate([[True], sorted_key[1:] != sorted_key[:-1]]))
-    else:
-        row_first = np.zeros(0, dtype=np.int64)
-    first_event = order[row_first]
-    stop = end[order]
     same_row = sorted_key[1:] == sorted_key[:-1]
-    overlaps_left = int(np.count_nonzero(same_row & (stop[:-1] > ts[order][1:])))
+    row_first = np.flatnonzero(np.concatenate([[n > 0], ~same_row]))
+    first_event = order[row_first]
     return Rows(
         order=order,
         depth=depth,
         row_lane=lane_rank[first_event].astype(np.int64),
         row_depth=depth[first_event],
         row_start=row_first.astype(np.int64),
-        overlaps_left=overlaps_left,
+        overlaps_left=int(np.count_nonzero(same_row & (end[order][:-1] > ts[order][1:]))),
     )
 
 

@@ -1,9 +1,9 @@
 """Range queries over one flat array, answered for many ranges at once.
 
 ``RangeArgMax`` answers "which element of ``values[i:j]`` is the largest" in O(1) per range after an
-O(n) build, and "which elements of ``values[i:j]`` reach a threshold" in time proportional to the
-range length / 64 plus the answer. Both work on a flat array holding many rows back to back: a
-range never crosses a row, so blocks that straddle two rows do no harm.
+O(n) build; ``RangeAtLeast`` (its base) "which elements of ``values[i:j]`` reach a threshold" in
+time proportional to the range length / 64 plus the answer. Both work on a flat array holding many
+rows back to back: a range never crosses a row, so blocks that straddle two rows do no harm.
 
 Layout (block size ``B`` = 64): per block its argmax, a sparse table over blocks (argmax of
 ``2**k`` consecutive blocks), and per element the offset of the argmax of its block's prefix up to
@@ -42,18 +42,54 @@ def _lowest(dtype: np.dtype) -> int | float:
     return float("-inf") if np.issubdtype(dtype, np.floating) else int(np.iinfo(dtype).min)
 
 
-class RangeArgMax:
-    """Leftmost argmax of ``values[i:j]`` for arrays of ranges; see the module docstring."""
+def _blocks_of(values: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+    """``values`` padded with the lowest value to whole blocks, as a (blocks, BLOCK) grid."""
+    nb = max(1, -(-len(values) // BLOCK))
+    padded = np.full(nb * BLOCK, _lowest(values.dtype), dtype=values.dtype)
+    padded[: len(values)] = values
+    return padded.reshape(nb, BLOCK)
+
+
+class RangeAtLeast:
+    """Which elements of ``values[i:j]`` reach a threshold, for sorted disjoint ranges."""
 
     def __init__(self, values: npt.NDArray[np.generic]) -> None:
         self.values = values
-        n = len(values)
-        self.n = n
-        nb = max(1, -(-n // BLOCK))
-        low = _lowest(values.dtype)
-        padded = np.full(nb * BLOCK, low, dtype=values.dtype)
-        padded[:n] = values
-        grid = padded.reshape(nb, BLOCK)
+        self.n = len(values)
+        self.block_max = _blocks_of(values).max(axis=1)
+
+    def at_least(self, lo: npt.ArrayLike, hi: npt.ArrayLike, threshold: float) -> IntArray:
+        """Sorted indices ``i`` with ``values[i] >= threshold`` inside any ``[lo[k], hi[k])``.
+
+        The ranges must be sorted and disjoint. Cost: one look per block the ranges touch, then
+        64 looks per block that holds a match.
+        """
+        lo = np.asarray(lo, dtype=np.int64)
+        hi = np.asarray(hi, dtype=np.int64)
+        keep = hi > lo
+        lo, hi = lo[keep], hi[keep]
+        if len(lo) == 0:
+            return np.zeros(0, dtype=np.int64)
+        blocks = concat_ranges(lo // BLOCK, (hi - 1) // BLOCK + 1)
+        blocks = np.unique(blocks[self.block_max[blocks] >= threshold])
+        if len(blocks) == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx = (blocks[:, None] * BLOCK + np.arange(BLOCK, dtype=np.int64)[None, :]).ravel()
+        idx = idx[idx < self.n]
+        idx = idx[self.values[idx] >= threshold]
+        which = np.searchsorted(lo, idx, side="right") - 1
+        inside = (which >= 0) & (idx < hi[np.maximum(which, 0)])
+        return idx[inside]
+
+
+class RangeArgMax(RangeAtLeast):
+    """Leftmost argmax of ``values[i:j]`` for arrays of ranges; see the module docstring."""
+
+    def __init__(self, values: npt.NDArray[np.generic]) -> None:
+        super().__init__(values)
+        n = self.n
+        grid = _blocks_of(values)
+        nb = len(grid)
         pos = np.broadcast_to(np.arange(BLOCK, dtype=np.int8), grid.shape)
 
         # Prefix argmax within each block: the last position where the running max rose.
@@ -61,7 +97,6 @@ class RangeArgMax:
         rose = np.ones(grid.shape, dtype=bool)
         rose[:, 1:] = run[:, 1:] > run[:, :-1]
         self._prefix = np.maximum.accumulate(np.where(rose, pos, 0), axis=1).ravel()[:n]
-        self.block_max = run[:, -1].copy()
 
         # Suffix argmax within each block, leftmost on ties: scan the reversed block and keep the
         # last position (in reversed order) where the running max was reached or exceeded.
@@ -116,34 +151,16 @@ class RangeArgMax:
             # floor(log2(middle)), exactly, for middle >= 1.
             level = np.frexp(np.maximum(middle, 1))[1].astype(np.int64) - 1
             base = self._table_offset[level]
-            mid_left = np.where(has_middle, self._table[base + np.where(has_middle, fb + 1, 0)], -1)
+            # Without middle blocks the two table candidates fall back to the head (a tie, no win).
+            mid_left = np.where(has_middle, self._table[base + np.where(has_middle, fb + 1, 0)], head)
             mid_right_pos = np.where(has_middle, lb - (np.int64(1) << level), 0)
-            mid_right = np.where(has_middle, self._table[base + mid_right_pos], -1)
-            # Column order = left to right, so argmax's first-hit rule keeps ties leftmost.
-            stack = np.stack([head, mid_left.astype(np.int64), mid_right.astype(np.int64), tail], axis=1)
-            vals = np.where(stack >= 0, self.values[np.maximum(stack, 0)], low)
-            out[across] = stack[np.arange(len(a)), vals.argmax(axis=1)]
+            mid_right = np.where(has_middle, self._table[base + mid_right_pos], head)
+            # Candidates left to right; only a strictly larger value wins, so ties stay leftmost.
+            best, best_val = head, self.values[head]
+            for cand in (mid_left, mid_right, tail):
+                val = self.values[cand]
+                wins = val > best_val
+                best = np.where(wins, cand, best)
+                best_val = np.where(wins, val, best_val)
+            out[across] = best
         return out
-
-    def at_least(self, lo: npt.ArrayLike, hi: npt.ArrayLike, threshold: float) -> IntArray:
-        """Sorted indices ``i`` with ``values[i] >= threshold`` inside any ``[lo[k], hi[k])``.
-
-        The ranges must be sorted and disjoint. Cost: one look per block the ranges touch, then
-        64 looks per block that holds a match.
-        """
-        lo = np.asarray(lo, dtype=np.int64)
-        hi = np.asarray(hi, dtype=np.int64)
-        keep = hi > lo
-        lo, hi = lo[keep], hi[keep]
-        if len(lo) == 0:
-            return np.zeros(0, dtype=np.int64)
-        blocks = concat_ranges(lo // BLOCK, (hi - 1) // BLOCK + 1)
-        blocks = np.unique(blocks[self.block_max[blocks] >= threshold])
-        if len(blocks) == 0:
-            return np.zeros(0, dtype=np.int64)
-        idx = (blocks[:, None] * BLOCK + np.arange(BLOCK, dtype=np.int64)[None, :]).ravel()
-        idx = idx[idx < self.n]
-        idx = idx[self.values[idx] >= threshold]
-        which = np.searchsorted(lo, idx, side="right") - 1
-        inside = (which >= 0) & (idx < hi[np.maximum(which, 0)])
-        return idx[inside]

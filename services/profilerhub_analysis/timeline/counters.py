@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._layout import band_keys, event_order
+from ._layout import band_keys, event_order, rank_sorted
 from ._ranges import RangeArgMax
 
 IntArray = npt.NDArray[np.int64]
@@ -49,12 +49,11 @@ class CounterIndex:
         order = event_order(cid, ts, np.zeros_like(ts))
         if order is not None:
             cid, ts, val = cid[order], ts[order], val[order]
-        self.ids, rank = np.unique(cid, return_inverse=True)
+        self.ids, rank = rank_sorted(cid)
         self.ts, self.value = ts, val
         n = len(ts)
-        first = np.flatnonzero(np.concatenate([[True], rank[1:] != rank[:-1]])) if n else np.zeros(0, int)
-        self.row_start = first.astype(np.int64)
-        self.row_stop = np.append(self.row_start[1:], n).astype(np.int64)
+        self.row_start = np.flatnonzero(np.concatenate([[n > 0], rank[1:] != rank[:-1]])).astype(np.int64)
+        self.row_stop = np.append(self.row_start[1:], n)[: len(self.row_start)].astype(np.int64)
         self.t_min = int(ts.min()) if n else 0
         self.t_end = max(int(t_end), int(ts.max()) if n else 0)
         self.span = self.t_end - self.t_min + 2
@@ -84,7 +83,8 @@ class CounterIndex:
         ids = self.ids if counter_ids is None else np.asarray(counter_ids, dtype=np.int64)
         width = len(edges) - 1
         rank = np.searchsorted(self.ids, ids)
-        known = (rank < len(self.ids)) & (self.ids[np.minimum(rank, len(self.ids) - 1)] == ids)
+        known = rank < len(self.ids)
+        known[known] = self.ids[rank[known]] == ids[known]
         tracks = []
         for cid, r, ok in zip(ids.tolist(), rank.tolist(), known.tolist(), strict=True):
             if not ok:
@@ -100,10 +100,14 @@ class CounterIndex:
     def _track(self, cid: int, r: int, edges: IntArray, width: int) -> CounterTrack:
         start, stop = int(self.row_start[r]), int(self.row_stop[r])
         left, right = edges[:-1], edges[1:]
+        keys = self._local(r, edges)
+        at_or_before = np.searchsorted(self.key, keys, side="right")  # samples with ts <= edge
+        before = np.searchsorted(self.key, keys, side="left")  # samples with ts < edge
         # The sample in force at a column's left edge, then every sample before its right edge.
-        carried = np.searchsorted(self.key, self._local(r, left), side="right") - 1
+        # A column narrower than a nanosecond (left == right) holds the time just before its edge.
+        carried = np.where(right > left, at_or_before[:-1], before[:-1]) - 1
         lo = np.maximum(carried, start)
-        hi = np.minimum(np.searchsorted(self.key, self._local(r, right), side="left"), stop)
+        hi = np.minimum(before[1:], stop)
         first_ts = int(self.ts[start])
         has_value = (hi > lo) & (left <= self.t_end) & (right > first_ts)
         col = np.flatnonzero(has_value).astype(np.int32)
@@ -111,14 +115,16 @@ class CounterIndex:
         vmax = self.value[self._max.argmax(lo, hi)]
         vmin = self.value[self._min.argmax(lo, hi)]
 
-        # Time-weighted mean over the part of the column where the counter has a value.
+        # Time-weighted mean over the part of the column where the counter has a value: the
+        # integral of the step function between a and b, from per-sample running integrals.
         a = np.maximum(left[col], first_ts)
         b = np.minimum(right[col], self.t_end + 1)
+        j_a = np.where(left[col] >= first_ts, at_or_before[:-1][col] - 1, start)
+        j_b = np.where(right[col] <= self.t_end + 1, at_or_before[1:][col] - 1, stop - 1)
+        area = self._area_at(start, j_b, b) - self._area_at(start, j_a, a)
         length = (b - a).astype(np.float64)
-        area = self._area_at(r, b) - self._area_at(r, a)
-        base = self.value[start]
         single = (hi - lo == 1) | (length <= 0)
-        mean = np.where(single, self.value[lo], base + area / np.where(length > 0, length, 1.0))
+        mean = np.where(single, self.value[lo], self.value[start] + area / np.where(length > 0, length, 1.0))
 
         # Zoomed in past the sampling rate, neighbouring columns repeat one value: send it once.
         same = (col[1:] == col[:-1] + 1) & (vmin[1:] == vmin[:-1]) & (vmax[1:] == vmax[:-1])
@@ -129,11 +135,10 @@ class CounterIndex:
             counter_id=cid, column=col[first], span=span, min=vmin[first], max=vmax[first], mean=mean[first]
         )
 
-    def _area_at(self, r: int, t: IntArray) -> FloatArray:
-        """Integral of (value - first value) from the first sample of row ``r`` up to ``t``."""
-        j = np.searchsorted(self.key, self._local(r, t), side="right") - 1
-        j = np.maximum(j, int(self.row_start[r]))
-        step = self.value[j] - self.value[int(self.row_start[r])]
+    def _area_at(self, start: int, j: IntArray, t: IntArray) -> FloatArray:
+        """Integral of (value - first value) from sample ``start`` up to time ``t``; ``j`` is the
+        last sample at or before ``t``."""
+        step = self.value[j] - self.value[start]
         return self._area[j] + step * (t - self.ts[j]).astype(np.float64)
 
 

@@ -5,34 +5,38 @@ are in start order and do not overlap, so their ends are sorted too. All rows ar
 back in flat arrays, and each start and end is also stored as a "band key" ``row * span + (t -
 t_min)``, so one ``searchsorted`` over the whole flat array finds a time in any row.
 
-Query for a window ``[t0, t1)`` of ``width`` pixel columns, per row (all rows at once):
+Query for a window ``[t0, t1)`` of ``width`` pixels of ``P`` ns, per row (all rows at once):
 
 1. the events overlapping the window are one index range ``[lo, hi)``: two binary searches;
-2. events at least ``min_px`` pixels wide are found with ``RangeArgMax.at_least`` on durations
-   (cost ~ range/64 + answer), and returned as they are;
-3. the other events are cut at pixel-column boundaries (a binary search per column, or a look at
-   each event when the row has fewer events in the window than there are columns) and at the wide
-   events; each piece is one block. Its count is ``hi - lo``, its busy time a difference of prefix
-   sums of durations, its label the longest event's (``RangeArgMax.argmax``).
+2. events at least ``min_px`` pixels long are found with ``RangeAtLeast`` on durations (cost ~
+   range/64 + answer) and returned as they are;
+3. the range is cut around them and wherever the gap between two neighbours is a pixel or more
+   (``RangeAtLeast`` on the gaps); each piece between cuts is one block of narrow events. Its
+   count is an index difference, its busy time a difference of prefix sums of durations, its
+   label the longest event's (``RangeArgMax``).
 
-So a query costs O(rows x width x log n) whatever the zoom, and never touches the events a
-fully zoomed-out view merges. Each lane's answer is capped at ``max_items_per_px x width`` items:
-rows are kept top-down while they fit (the top row always fits, since a row yields at most
-``3 x width + 4`` items when ``min_px >= 1``).
+Long events and gaps of a pixel or more each take a pixel, so a row yields at most about
+``2 x width`` items (``2 x width + 5`` with ``min_px >= 1``), and a query costs O(rows x (range/64
++ width)) whatever the zoom: it never touches the events a zoomed-out view merges. Each lane's
+answer is also capped at ``max_items_per_px x width`` items: rows are kept top-down while they fit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from ._layout import band_keys, event_order, nesting_depth, stack_rows
-from ._ranges import RangeArgMax, concat_ranges
+from ._layout import band_keys, event_order, nesting_depth, rank_sorted, stack_rows
+from ._ranges import RangeArgMax, RangeAtLeast
 from .counters import CounterIndex, CounterTrack
 from .window import Blocks, Events, LaneWindow, Window
+
+if TYPE_CHECKING:
+    from ..store import EventStore
 
 IntArray = npt.NDArray[np.int64]
 
@@ -77,6 +81,7 @@ class TimelineIndex:
     _end_max: IntArray  # running max of the band key of the end
     _busy_prefix: IntArray  # _busy_prefix[i] = sum of _dur[:i]
     _longest: RangeArgMax  # over _dur
+    _gaps: RangeAtLeast  # over the gap after each event in its row (0 after a row's last)
     _row_lane: IntArray  # lane rank
     _row_depth: IntArray
     _row_start: IntArray
@@ -122,7 +127,7 @@ class TimelineIndex:
             base = np.arange(n, dtype=np.int64)
         lane_s, ts_s, dur_s = lane[base], ts[base], dur[base]
         end_s = ts_s + dur_s
-        self.lane_ids, lane_rank = np.unique(lane_s, return_inverse=True)
+        self.lane_ids, lane_rank = rank_sorted(lane_s)
         rows = stack_rows(lane_rank, ts_s, end_s, nesting_depth(lane_rank, ts_s, end_s))
         self.overlaps_left = rows.overlaps_left
         self.depth = np.empty(n, dtype=np.int64)
@@ -156,7 +161,30 @@ class TimelineIndex:
         self._end_max = np.maximum.accumulate(self._key + self._dur) if n else self._key.copy()
         self._busy_prefix = np.concatenate([[0], np.cumsum(self._dur)]).astype(np.int64)
         self._longest = RangeArgMax(self._dur)
+        gaps = np.zeros(n, dtype=np.int64)
+        if n:
+            gaps[:-1] = np.maximum(self._key[1:] - self._end_max[:-1], 0)
+            gaps[self._row_stop[:-1] - 1] = 0
+        self._gaps = RangeAtLeast(gaps)
         return self
+
+    @classmethod
+    def from_store(cls, store: EventStore) -> TimelineIndex:
+        """Index an ``EventStore``: its events, and its counters numbered in name order.
+
+        Lane ids are the store's ``lane_id`` (rows of ``store.lanes``); event ids are store rows.
+        """
+        counter_names, counter_id = np.unique(store.counter_column("name"), return_inverse=True)
+        return cls.build(
+            store.col("ts_ns"),
+            store.col("dur_ns"),
+            store.col("lane_id"),
+            store.col("name_id"),
+            store.name_list,
+            store.col("kind"),
+            counters=(counter_id, store.counter_column("ts_ns"), store.counter_column("value")),
+            counter_names=[str(name) for name in counter_names],
+        )
 
     def __len__(self) -> int:
         return len(self._ts)
@@ -201,7 +229,7 @@ class TimelineIndex:
         wide_ns = max(1, math.ceil(min_px * (t1 - t0) / width))
         cap = int(max_items_per_px * width) + 8
 
-        lane_windows = self._lanes(lane_list, t0, t1, edges, wide_ns, cap)
+        lane_windows = self._lanes(lane_list, t0, t1, (t1 - t0) / width, wide_ns, cap)
         tracks: list[CounterTrack] = []
         if self.counters is not None:
             tracks = self.counters.downsample(edges, counters)
@@ -224,7 +252,7 @@ class TimelineIndex:
         return row * self._span + local
 
     def _lanes(
-        self, lane_list: IntArray, t0: int, t1: int, edges: IntArray, wide_ns: int, cap: int
+        self, lane_list: IntArray, t0: int, t1: int, ns_per_px: float, wide_ns: int, cap: int
     ) -> list[LaneWindow]:
         rank = np.searchsorted(self.lane_ids, lane_list)
         known = rank < len(self.lane_ids)
@@ -241,15 +269,15 @@ class TimelineIndex:
         # 2. Wide events, as they are.
         wide = self._longest.at_least(lo, hi, wide_ns)
 
-        # 3. Narrow events, cut at column boundaries and around the wide events.
-        cuts = [lo, hi, wide, wide + 1, self._column_cuts(rows, lo, hi, edges)]
-        bounds = np.unique(np.concatenate(cuts))
+        # 3. Narrow events, cut around the wide events and at gaps of a pixel or more.
+        gap_cut = self._gaps.at_least(lo, hi - 1, ns_per_px) + 1
+        cuts = np.sort(np.concatenate([lo, hi, wide, wide + 1, gap_cut]))
+        bounds = cuts[np.concatenate([[True], cuts[1:] != cuts[:-1]])] if len(cuts) else cuts
         p, q = bounds[:-1], bounds[1:]
         seg_row = np.searchsorted(lo, p, side="right") - 1
         keep = (seg_row >= 0) & (p < hi[np.maximum(seg_row, 0)])
         keep &= ~_isin_sorted(p, wide)
         p, q, seg_row = p[keep], q[keep], seg_row[keep]
-        p, q, seg_row = self._merge_alike(rows, seg_row, p, q, t0, (t1 - t0) / len(edges[1:]))
         blocks = self._blocks(rows[seg_row], p, q, t0, t1)
         wide_row = np.searchsorted(lo, wide, side="right") - 1
 
@@ -285,56 +313,15 @@ class TimelineIndex:
             )
         return out
 
-    def _column_cuts(self, rows: IntArray, lo: IntArray, hi: IntArray, edges: IntArray) -> IntArray:
-        """Flat positions where a row's events cross into the next pixel column."""
-        inner = edges[1:-1]
-        dense = (hi - lo) > len(inner)
-        # Dense rows: a binary search per column edge.
-        d = np.flatnonzero(dense)
-        keys = self._local(rows[d][:, None], inner[None, :])
-        cuts_dense = np.searchsorted(self._key, keys.ravel(), side="left")
-        cuts_dense = np.clip(cuts_dense.reshape(keys.shape), lo[d][:, None], hi[d][:, None]).ravel()
-        # Sparse rows: the column of each event, cut where it changes.
-        s = np.flatnonzero(~dense)
-        idx = concat_ranges(lo[s], hi[s])
-        col = np.searchsorted(inner, self._ts[idx], side="right")
-        cuts_sparse = idx[1:][col[1:] != col[:-1]]
-        return np.concatenate([cuts_dense, cuts_sparse])
-
-    def _merge_alike(
-        self, rows: IntArray, seg_row: IntArray, p: IntArray, q: IntArray, t0: int, ns_per_px: float
-    ) -> tuple[IntArray, IntArray, IntArray]:
-        """Join neighbouring pieces of a row that would draw as one: same label, no gap of a pixel.
-
-        The picture does not change (a block is drawn in its label's colour) and the answer
-        shrinks: a run of steps zoomed out is one block, not one per pixel column.
-        """
-        if len(p) < 2:
-            return p, q, seg_row
-        label = self._name[self._longest.argmax(p, q)]
-        row = rows[seg_row]
-        end = self._end_max[q - 1] - row * self._span + self.t_min
-        start = np.maximum(self._ts[p], t0)
-        joins = (
-            (seg_row[1:] == seg_row[:-1])
-            & (q[:-1] == p[1:])
-            & (label[1:] == label[:-1])
-            & ((start[1:] - end[:-1]) < ns_per_px)
-        )
-        first = np.flatnonzero(np.concatenate([[True], ~joins]))
-        last = np.append(first[1:], len(p)) - 1
-        return p[first], q[last], seg_row[first]
-
     def _blocks(self, row: IntArray, p: IntArray, q: IntArray, t0: int, t1: int) -> Blocks:
+        longest = self._longest.argmax(p, q)
         ts, dur = self._ts, self._dur
         first_start = ts[p]
-        last_end_key = self._end_max[q - 1]
-        last_end = last_end_key - row * self._span + self.t_min
+        last_end = self._end_max[q - 1] - row * self._span + self.t_min
         # Only a row's first event in the window can start before t0, and its last end after t1.
         head_cut = np.clip(t0 - first_start, 0, dur[p])
         tail_cut = np.clip(ts[q - 1] + dur[q - 1] - t1, 0, dur[q - 1])
         busy = self._busy_prefix[q] - self._busy_prefix[p] - head_cut - tail_cut
-        longest = self._longest.argmax(p, q)
         return Blocks(
             start=np.maximum(first_start, t0),
             end=np.minimum(last_end, t1),

@@ -17,6 +17,8 @@ IntArray = npt.NDArray[np.int64]
 class _Columns:
     """Parallel arrays, one element per item (base of the dataclasses below)."""
 
+    start: IntArray
+
     def take(self, which: npt.NDArray[np.bool_] | IntArray) -> Self:
         """The items selected by a mask or an index array."""
         cols = {f.name: getattr(self, f.name)[which] for f in fields(self)}  # type: ignore[arg-type]
