@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Any
 
+from . import _procfs
 from ._clock import now_ns
 from ._log import log_once
 
@@ -27,18 +28,34 @@ class SystemSampler:
         self._nvml: Any = None
         self._gpus: list[Any] = []
         self._prev_ns = now_ns()
+        try:  # Linux: read /proc directly (see _procfs); elsewhere psutil
+            self._cpu = _procfs.CpuPercent()
+            self._disks = _procfs.whole_disks()
+            _procfs.memory()
+            self._fast = True
+        except (OSError, ValueError):
+            self._fast = False
+            psutil.cpu_percent(percpu=True)  # the first call only primes the counters
         self._prev_disk = self._disk()
         self._prev_net = self._net()
-        # The first cpu_percent call only primes the counters.
-        psutil.cpu_percent(percpu=True)
         self._proc.cpu_percent()
         self._init_nvml()
 
     def _disk(self) -> Any:
         try:
+            if self._fast:
+                return _procfs.disk_bytes(self._disks)
             return self._psutil.disk_io_counters(perdisk=False)
         except Exception:  # missing /proc/diskstats in some containers
             return None
+
+    def _cpu_and_memory(self) -> tuple[list[float], int, int]:
+        """Per-core CPU %, total and available memory bytes."""
+        if self._fast:
+            total, available = _procfs.memory()
+            return self._cpu(), total, available
+        vm = self._psutil.virtual_memory()
+        return self._psutil.cpu_percent(percpu=True), vm.total, vm.available
 
     def _net(self) -> Any:
         try:
@@ -65,18 +82,16 @@ class SystemSampler:
             self._nvml = None
 
     def sample(self) -> dict[str, Any]:
-        ps = self._psutil
         ts = now_ns()
         dt = max((ts - self._prev_ns) / 1e9, 1e-6)
-        per_core = ps.cpu_percent(percpu=True)
-        vm = ps.virtual_memory()
+        per_core, mem_total, mem_available = self._cpu_and_memory()
         rec: dict[str, Any] = {
             "ts_ns": ts,
             "cpu_percent": round(sum(per_core) / max(len(per_core), 1), 2),
             "cpu_percent_per_core": per_core,
-            "mem_used_bytes": vm.total - vm.available,
-            "mem_total_bytes": vm.total,
-            "mem_percent": vm.percent,
+            "mem_used_bytes": mem_total - mem_available,
+            "mem_total_bytes": mem_total,
+            "mem_percent": round(100.0 * (mem_total - mem_available) / mem_total, 1),
         }
         try:
             with self._proc.oneshot():
