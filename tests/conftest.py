@@ -15,8 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT / "infra"))
+sys.path.insert(0, str(ROOT / "tests"))  # for the fixture plugins below
 
 import testservices  # noqa: E402
+
+# Fixtures for the hub and what builds on it: see tests/hubfixtures.py.
+pytest_plugins = ["hubfixtures"]
 
 
 @pytest.fixture(scope="session")

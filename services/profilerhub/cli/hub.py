@@ -1,0 +1,51 @@
+"""``profilerhub hub``: the API server alone (production). It never migrates: run ``db upgrade``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from profilerhub.cli._extras import require
+from profilerhub.cli._server import bootstrap_and_announce, load_settings, require_migrated
+
+
+def hub(
+    host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
+    port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
+    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME; default ~/.profilerhub]."),
+    workers: int = typer.Option(1, min=1, help="Server processes (each with its own database pool)."),
+) -> None:
+    """Run the hub's HTTP API. Refuses an un-migrated database (run `profilerhub db upgrade`)."""
+    require("uvicorn", "server")
+    import uvicorn
+
+    from profilerhub_core.db.session import make_engine
+
+    # Options become environment variables so that worker processes build the same settings.
+    for name, value in (("HOST", host), ("PORT", port), ("HOME", home)):
+        if value is not None:
+            os.environ[f"PROFILERHUB_{name}"] = str(value)
+    settings = load_settings()
+    engine = make_engine(settings)
+    require_migrated(engine)
+    bootstrap_and_announce(settings, engine)
+    options = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": settings.access_log,
+        "server_header": False,
+    }
+    if workers > 1:
+        engine.dispose()
+        uvicorn.run("profilerhub_hub.app:app_from_env", factory=True, workers=workers, **options)  # type: ignore[arg-type]
+        return
+    from profilerhub_hub.app import create_app
+
+    uvicorn.run(create_app(settings, engine=engine), **options)  # type: ignore[arg-type]
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(hub)

@@ -1,0 +1,83 @@
+"""``profilerhub up``: everything on one machine with embedded defaults.
+
+It migrates the database, creates the platform administrator on first start (token printed
+once), then supervises the services as child processes (hub, Celery worker and beat, with an embedded
+Redis unless PROFILERHUB_REDIS_URL is set) and stops them all on
+Ctrl-C or SIGTERM. A later service adds itself in ``services()``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from profilerhub.cli._extras import err_console, require
+from profilerhub.cli._server import bootstrap_and_announce, load_settings
+from profilerhub.cli._supervisor import Supervisor
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "profilerhub.cli.main", *args]
+
+
+def services(env: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
+    """(name, argv, environment) of each child process ``up`` runs, in start order."""
+    return [("hub", _cli("hub"), env), ("worker", _cli("worker"), env), ("beat", _cli("beat"), env)]
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def up(
+    host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
+    port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
+    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME; default ~/.profilerhub]."),
+) -> None:
+    """Run ProfilerHub on this machine: migrate, bootstrap the admin, start and supervise services."""
+    require("sqlalchemy", "server")
+    from profilerhub_core.db.migrate import upgrade
+    from profilerhub_core.db.session import make_engine
+
+    settings = load_settings(host=host, port=port, home=home)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings)
+    upgrade(engine)
+    bootstrap_and_announce(settings, engine)
+    engine.dispose()
+
+    env = dict(os.environ)
+    env.update(
+        PROFILERHUB_HOME=str(settings.home),
+        PROFILERHUB_HOST=settings.host,
+        PROFILERHUB_PORT=str(settings.port),
+        PROFILERHUB_DATABASE_URL=settings.database_url,
+    )
+    from profilerhub_worker.local_stack import apps_stack
+
+    with apps_stack(settings, env):  # embedded Redis unless configured; apps suspended on exit
+        supervisor = Supervisor(on_event=lambda message: err_console.print(f"[dim]up:[/dim] {message}"))
+        for name, argv, child_env in services(env):
+            supervisor.add(name, argv, child_env)
+        supervisor.start_all()
+        local = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        health = f"http://{local}:{settings.port}/healthz"
+        code = supervisor.wait(
+            ready=lambda: _answers(health),
+            on_ready=lambda: err_console.print(
+                f"ProfilerHub is running at [bold]{settings.public_url}[/bold] (Ctrl-C stops it)"
+            ),
+        )
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(up)

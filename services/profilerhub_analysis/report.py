@@ -1,0 +1,57 @@
+"""All analyses of one trace as one JSON-ready dict (what ``profilerhub analyze`` prints)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from profilerhub_analysis.build import load_trace
+from profilerhub_analysis.kernels import kernel_breakdown, kernel_kinds
+from profilerhub_analysis.launch import launch_latency
+from profilerhub_analysis.memory import memory_ops
+from profilerhub_analysis.precision import precision_breakdown
+from profilerhub_analysis.steps import steps
+from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.sync import sync_ops
+from profilerhub_analysis.temporal import idle_breakdown, temporal_breakdown
+from profilerhub_analysis.utilization import DEFAULT_BUCKETS, utilization
+
+
+def analyze_store(
+    store: EventStore, top: int | None = None, buckets: int = DEFAULT_BUCKETS
+) -> dict[str, Any]:
+    """Every analysis of one trace. ``top`` keeps only the N kernels with the most time.
+
+    Times are in µs of the trace's own time base.
+    """
+    kernels = kernel_breakdown(store)
+    meta = store.meta
+    report: dict[str, Any] = {
+        "source": meta.source,
+        "rank": meta.rank,
+        "events": meta.events_total,
+        "x_events": len(store),
+        "skipped_events": meta.skipped,
+        "devices": [p.get("name") for p in meta.device_properties if isinstance(p, dict)],
+        "kernels": kernels[:top] if top is not None else kernels,
+        "kernel_count": sum(k["count"] for k in kernels),
+        "kernel_time_us": sum(k["total_us"] for k in kernels),
+        "distinct_kernels": len(kernels),
+        "kernel_kinds": kernel_kinds(store),
+        "launch_latency": launch_latency(store),
+        "temporal": temporal_breakdown(store),
+        "idle_time": idle_breakdown(store),
+        "memory_ops": memory_ops(store),
+        "sync_ops": sync_ops(store),
+        "steps": steps(store),
+        "utilization": utilization(store, buckets),
+        "precision": precision_breakdown(store),
+    }
+    return report
+
+
+def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None = None) -> dict[str, Any]:
+    return analyze_store(load_trace(path, max_bytes), top=top)
+
+
+__all__ = ["analyze_file", "analyze_store"]

@@ -1,0 +1,50 @@
+"""Run one profiler app: ``python -m profilerhub_app`` (what ``profilerhub app`` runs).
+
+Binds its port first (port 0 = a free one), tells the spawner which port through the port
+file, then serves until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+
+def _write_port_file(path: str, port: int) -> None:
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps({"port": port, "pid": os.getpid()}))
+    tmp.replace(target)
+
+
+def run() -> None:
+    import uvicorn
+
+    from profilerhub_app.main import create_app
+    from profilerhub_app.settings import AppServiceSettings
+
+    settings = AppServiceSettings()  # type: ignore[call-arg]  # from the environment
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(settings),
+        loop="asyncio",
+        http="h11",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    if settings.port_file:
+        _write_port_file(settings.port_file, port)
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,1 @@
+"""Routers of the profiler app, each included by ``create_app`` under ``/apps/{app_id}/``."""

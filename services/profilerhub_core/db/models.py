@@ -1,0 +1,247 @@
+"""The database schema: SQLAlchemy 2 declarative models.
+
+Every table the hub, workers and apps share lives here, so a feature that only adds behaviour needs
+no migration. Status columns hold the ``StrEnum`` values below as plain strings (no native enum
+types), which keeps SQLite and PostgreSQL alike. Timestamps are timezone-aware UTC on both.
+
+Changing a model means adding an Alembic revision (``alembic revision --autogenerate`` against a
+migrated database); ``tests/core`` checks that the models and the migrations agree.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# The reserved domain that holds platform administrators (see UserProfile).
+SYSTEM_DOMAIN = "system"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A timestamp stored as UTC and always read back timezone-aware (SQLite keeps no zone)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class DomainStatus(enum.StrEnum):
+    Pending = "Pending"
+    InService = "InService"
+    Updating = "Updating"
+    Deleting = "Deleting"
+    Failed = "Failed"
+
+
+class Role(enum.StrEnum):
+    admin = "admin"
+    user = "user"
+
+
+class AppType(enum.StrEnum):
+    DetailedProfiler = "DetailedProfiler"
+    TensorBoard = "TensorBoard"
+
+
+class AppStatus(enum.StrEnum):
+    Pending = "Pending"
+    InService = "InService"
+    Deleting = "Deleting"
+    Deleted = "Deleted"
+    Failed = "Failed"
+
+
+class JobStatus(enum.StrEnum):
+    InProgress = "InProgress"
+    Processing = "Processing"
+    Ready = "Ready"
+    Failed = "Failed"
+
+
+def _enum(cls: type[enum.StrEnum]) -> sa.Enum:
+    return sa.Enum(cls, native_enum=False, length=32, values_callable=lambda e: [m.value for m in e])
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: sa.JSON(), list[str]: sa.JSON()}
+
+
+class Timestamped:
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Domain(Timestamped, Base):
+    """A group of users with shared settings (``profilerhub_core.domain_settings.DomainSettings``)."""
+
+    __tablename__ = "domains"
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(sa.String(63), unique=True)
+    status: Mapped[DomainStatus] = mapped_column(_enum(DomainStatus), default=DomainStatus.InService)
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class UserProfile(Base):
+    """A user of one domain. ``role`` admin = domain administrator.
+
+    Platform administrators are the admins of the reserved domain ``system`` (created at first
+    start): ``is_platform_admin`` is true exactly for them. Keeping them in a domain means every
+    user has one, and auth and audit need no special case.
+    """
+
+    __tablename__ = "user_profiles"
+    __table_args__ = (sa.UniqueConstraint("domain_id", "name"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    domain_id: Mapped[str] = mapped_column(sa.ForeignKey("domains.id", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(sa.String(63))
+    role: Mapped[Role] = mapped_column(_enum(Role))
+    is_platform_admin: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    domain: Mapped[Domain] = relationship(lazy="joined", innerjoin=True)
+
+
+class ApiToken(Base):
+    """A bearer token. Only ``token_hash`` (sha256 of the secret) is stored; ``prefix`` helps people
+    tell their tokens apart. Lookup is one indexed query on ``token_hash``."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(sa.String(16))
+    scopes: Mapped[list[str]] = mapped_column(default=lambda: ["*"])
+    note: Mapped[str] = mapped_column(sa.String(200), default="")
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_used_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AuditEvent(Base):
+    """Who did what to which resource, with the outcome. Names, not foreign keys: the trail outlives
+    the resources it mentions."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (sa.Index(None, "domain", "id"),)
+
+    id: Mapped[int] = mapped_column(sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(sa.String(130), index=True)
+    action: Mapped[str] = mapped_column(sa.String(64), index=True)
+    target_type: Mapped[str] = mapped_column(sa.String(32))
+    target: Mapped[str] = mapped_column(sa.String(300))
+    domain: Mapped[str | None] = mapped_column(sa.String(63), default=None)
+    outcome: Mapped[str] = mapped_column(sa.String(16))
+    detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+LIVE_APP = sa.text("status != 'Deleted'")
+
+
+class App(Timestamped, Base):
+    """A user's profiler (or TensorBoard) app. At most one live app per (user, app_type, app_name);
+    deleted ones stay readable. ``spawner_state`` is the spawner's JSON state, so a restarted
+    worker finds the instance again."""
+
+    __tablename__ = "apps"
+    __table_args__ = (
+        sa.Index(
+            "uq_apps_live_user_type_name",
+            "user_id",
+            "app_type",
+            "app_name",
+            unique=True,
+            sqlite_where=LIVE_APP,
+            postgresql_where=LIVE_APP,
+        ),
+        sa.Index(None, "domain_id", "status"),
+        sa.Index(None, "status"),
+    )
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    domain_id: Mapped[str] = mapped_column(sa.ForeignKey("domains.id", ondelete="RESTRICT"))
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_profiles.id", ondelete="CASCADE"))
+    app_type: Mapped[AppType] = mapped_column(_enum(AppType))
+    app_name: Mapped[str] = mapped_column(sa.String(63), default="default")
+    status: Mapped[AppStatus] = mapped_column(_enum(AppStatus), default=AppStatus.Pending)
+    failure_reason: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    endpoint: Mapped[str | None] = mapped_column(sa.String(300), default=None)
+    spawner_state: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status_changed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_activity_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Job(Timestamped, Base):
+    """One profiled training run of one user: raw artifacts in storage, processing status, summary."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (sa.Index(None, "user_id", "created_at"), sa.Index(None, "domain_id", "status"))
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    domain_id: Mapped[str] = mapped_column(sa.ForeignKey("domains.id", ondelete="RESTRICT"))
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_profiles.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(sa.String(200))
+    status: Mapped[JobStatus] = mapped_column(_enum(JobStatus), default=JobStatus.InProgress)
+    failure_reason: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    metric_definitions: Mapped[list[Any]] = mapped_column(sa.JSON, default=list)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+__all__ = [
+    "SYSTEM_DOMAIN",
+    "ApiToken",
+    "App",
+    "AppStatus",
+    "AppType",
+    "AuditEvent",
+    "Base",
+    "Domain",
+    "DomainStatus",
+    "Job",
+    "JobStatus",
+    "Role",
+    "UTCDateTime",
+    "UserProfile",
+    "new_id",
+    "utcnow",
+]

@@ -1,0 +1,63 @@
+"""Engines and sessions (synchronous SQLAlchemy, shared by the hub, Celery tasks and the CLI).
+
+    engine = make_engine(settings)
+    Session = session_factory(engine)
+    with Session() as session:
+        ...model functions (they flush)...
+        session.commit()          # the caller commits once
+
+The hub's routes are plain ``def`` functions that run in FastAPI's thread pool, each with its own
+session from the pool.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from profilerhub_core.settings import Settings
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets readers run beside the one writer; busy_timeout makes a second writer wait its
+    # turn instead of failing at once.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
+    """An engine for ``settings.database_url`` (or a URL), tuned for the backend it names."""
+    url = make_url(settings if isinstance(settings, str) else settings.database_url)
+    options: dict[str, Any] = {}
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        options["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    else:
+        pool_size = settings.db_pool_size if isinstance(settings, Settings) else 5
+        options.update(pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800)
+    options.update(overrides)
+    engine = sa.create_engine(url, **options)
+    if url.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_on_connect)
+    return engine
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions bound to ``engine``; objects stay readable after commit (no reload per attribute)."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+__all__ = ["make_engine", "session_factory"]

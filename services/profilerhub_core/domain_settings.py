@@ -1,0 +1,28 @@
+"""Per-domain settings, stored as JSON on ``Domain.settings`` and read through this model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DomainSettings(BaseModel):
+    """What a domain's administrators (and the platform) tune. Missing keys take these defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    idle_minutes: int = Field(120, ge=0, le=7 * 24 * 60, description="Delete apps idle this long; 0 = never.")
+    users_manage_own_apps: bool = Field(True, description="Users may create and delete their own apps.")
+    max_live_apps: int = Field(
+        50, ge=0, le=10_000, description="Live (not Deleted) apps allowed in the domain."
+    )
+
+    @classmethod
+    def of(cls, stored: dict[str, Any] | None) -> DomainSettings:
+        """The effective settings of a domain row (stored keys over defaults; unknown keys ignored)."""
+        stored = stored or {}
+        return cls.model_validate({k: v for k, v in stored.items() if k in cls.model_fields})
+
+
+__all__ = ["DomainSettings"]

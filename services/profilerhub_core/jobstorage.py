@@ -1,0 +1,78 @@
+"""Where one job's objects are, for the hub (uploads, delete), the ingest worker and the app.
+
+    store = open_job_store(settings)
+    place = JobPlace("acme", "alice", job_id)
+    store.put_stream(place.raw_key("system/000001.jsonl.gz"), chunks, max_bytes=...)
+    store.list(place.raw_prefix)           # what the SDK uploaded
+    place.processed_key("summary.json")    # what ingest wrote
+
+Keys follow ``profilerhub_core.storage.layout``: ``{domain}/{user}/jobs/{job_id}/raw|processed/…``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import Domain, Job, UserProfile
+from profilerhub_core.settings import Settings
+from profilerhub_core.storage import ObjectStore, layout, open_store
+
+SUMMARY = "summary.json"
+"""``processed/summary.json``: the full summary ingest writes (the row keeps a compact copy)."""
+STATUS = "status.json"
+"""``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
+ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
+
+
+def open_job_store(settings: Settings) -> ObjectStore:
+    """The object store the settings name (``storage_url``, ``s3_endpoint_url``)."""
+    return open_store(settings.storage_url, s3_endpoint_url=settings.s3_endpoint_url)
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlace:
+    """One job's folders in the store: its owner's domain and user names, and its id."""
+
+    domain: str
+    user: str
+    job_id: str
+
+    @property
+    def prefix(self) -> str:
+        return layout.job_prefix(self.domain, self.user, self.job_id)
+
+    @property
+    def raw_prefix(self) -> str:
+        return layout.raw_prefix(self.domain, self.user, self.job_id)
+
+    @property
+    def processed_prefix(self) -> str:
+        return layout.processed_prefix(self.domain, self.user, self.job_id)
+
+    def raw_key(self, name: str) -> str:
+        """The key of ``name`` under ``raw/``; ``InvalidInput`` for an unsafe name."""
+        return layout.raw_key(self.domain, self.user, self.job_id, name)
+
+    def processed_key(self, name: str) -> str:
+        return layout.processed_key(self.domain, self.user, self.job_id, name)
+
+
+def place_of(session: Session, job: Job) -> JobPlace:
+    """The ``JobPlace`` of a job row (looks up its domain and user names)."""
+    row = session.execute(
+        sa.select(Domain.name, UserProfile.name)
+        .join(UserProfile, UserProfile.domain_id == Domain.id)
+        .where(Domain.id == job.domain_id, UserProfile.id == job.user_id)
+    ).one()
+    return JobPlace(row[0], row[1], job.id)
+
+
+def raw_bytes(store: ObjectStore, place: JobPlace, *, besides: str | None = None) -> int:
+    """Total size of the job's raw files, leaving out the key ``besides`` (a file being replaced)."""
+    return sum(info.size for info in store.list(place.raw_prefix) if info.key != besides)
+
+
+__all__ = ["STATUS", "SUMMARY", "JobPlace", "open_job_store", "place_of", "raw_bytes"]

@@ -1,0 +1,153 @@
+"""Apps: create (Pending), read, list, ask to delete, record activity.
+
+Status changes after creation go through ``app_states.transition`` only.  Creating checks the
+domain's live-app limit and the one-live-app-per-(user, type, name) rule under a lock on the
+domain row, so concurrent requests cannot both slip past either.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
+from profilerhub_core.errors import Conflict, LimitExceeded, NotFound
+from profilerhub_core.records.app_states import DELETABLE, transition
+from profilerhub_core.records.audit import record_audit
+
+LIVE = sa.and_(App.status != AppStatus.Deleted)
+
+
+def app_not_found(user: UserProfile, app_type: str, app_name: str) -> NotFound:
+    return NotFound(f"App '{app_type}/{app_name}' not found for user '{user.name}'")
+
+
+def get_app_by_id(session: Session, app_id: str) -> App | None:
+    return session.get(App, app_id)
+
+
+def get_app(session: Session, user: UserProfile, app_type: AppType, app_name: str) -> App | None:
+    """The live app of that name, else the most recently deleted one (deleted apps stay readable)."""
+    stmt = (
+        sa.select(App)
+        .where(App.user_id == user.id, App.app_type == app_type, App.app_name == app_name)
+        .order_by((App.status == AppStatus.Deleted).asc(), App.created_at.desc())
+        .limit(1)
+    )
+    return session.scalar(stmt)
+
+
+def require_app(session: Session, user: UserProfile, app_type: AppType, app_name: str) -> App:
+    app = get_app(session, user, app_type, app_name)
+    if app is None:
+        raise app_not_found(user, app_type, app_name)
+    return app
+
+
+def live_apps_in_domain(session: Session, domain: Domain) -> int:
+    return session.scalar(sa.select(sa.func.count()).where(App.domain_id == domain.id, LIVE)) or 0
+
+
+def create_app(
+    session: Session, domain: Domain, user: UserProfile, app_type: AppType, app_name: str, *, actor: str
+) -> App:
+    """Add a Pending app (flushed).  ``Conflict`` if a live one of that name exists,
+    ``LimitExceeded`` past the domain's ``max_live_apps``."""
+    # A no-op write takes the domain row's lock (PostgreSQL) or the write lock (SQLite) first,
+    # so the count below cannot be overtaken by a concurrent create.
+    session.execute(sa.update(Domain).where(Domain.id == domain.id).values(updated_at=Domain.updated_at))
+    existing = session.scalar(
+        sa.select(App).where(App.user_id == user.id, App.app_type == app_type, App.app_name == app_name, LIVE)
+    )
+    if existing is not None:
+        raise Conflict(
+            f"App '{app_type}/{app_name}' of user '{user.name}' already exists ({existing.status})"
+        )
+    limit = DomainSettings.of(domain.settings).max_live_apps
+    if live_apps_in_domain(session, domain) >= limit:
+        raise LimitExceeded(f"Domain '{domain.name}' has reached its limit of {limit} live apps")
+    app = App(
+        domain_id=domain.id, user_id=user.id, app_type=app_type, app_name=app_name, status=AppStatus.Pending
+    )
+    try:
+        with session.begin_nested():
+            session.add(app)
+            session.flush()
+    except IntegrityError:
+        raise Conflict(f"App '{app_type}/{app_name}' of user '{user.name}' already exists") from None
+    record_audit(
+        session,
+        actor=actor,
+        action="AppPending",
+        target_type="App",
+        target=app.id,
+        domain=domain.name,
+        detail={"user": user.name, "app_type": app_type.value, "app_name": app_name},
+    )
+    return app
+
+
+def request_delete(session: Session, app: App, *, actor: str) -> App:
+    """Move an InService or Failed app to Deleting (flushed); ``Conflict`` from any other state."""
+    current = AppStatus(app.status)
+    if current not in DELETABLE or not transition(session, app.id, current, AppStatus.Deleting, actor=actor):
+        session.refresh(app)
+        raise Conflict(f"App is {app.status}; only InService or Failed apps can be deleted")
+    session.refresh(app)
+    return app
+
+
+def apps_query(
+    *, domain_id: str | None = None, user_id: str | None = None, status: AppStatus | None = None
+) -> sa.Select[tuple[App]]:
+    """Apps matching every given filter (unordered; the caller paginates)."""
+    stmt = sa.select(App)
+    if domain_id is not None:
+        stmt = stmt.where(App.domain_id == domain_id)
+    if user_id is not None:
+        stmt = stmt.where(App.user_id == user_id)
+    if status is not None:
+        stmt = stmt.where(App.status == status)
+    return stmt
+
+
+def record_activity(session: Session, seen: dict[str, datetime]) -> None:
+    """Set ``last_activity_at`` of each app id to its time, never moving it backwards."""
+    for app_id, at in seen.items():
+        session.execute(
+            sa.update(App)
+            .where(App.id == app_id, sa.or_(App.last_activity_at.is_(None), App.last_activity_at < at))
+            .values(last_activity_at=at)
+            .execution_options(synchronize_session=False)
+        )
+    session.flush()
+
+
+def save_instance(session: Session, app_id: str, status: AppStatus, **fields: object) -> bool:
+    """Update the endpoint/spawner state of an app still in ``status`` (never the status itself)."""
+    allowed = {k: v for k, v in fields.items() if k in ("endpoint", "spawner_state")}
+    result = session.execute(
+        sa.update(App)
+        .where(App.id == app_id, App.status == status)
+        .values(updated_at=utcnow(), **allowed)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+__all__ = [
+    "app_not_found",
+    "apps_query",
+    "create_app",
+    "get_app",
+    "get_app_by_id",
+    "live_apps_in_domain",
+    "record_activity",
+    "request_delete",
+    "require_app",
+    "save_instance",
+]

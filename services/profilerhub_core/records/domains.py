@@ -1,0 +1,75 @@
+"""Domains: create, read, update settings, delete (only when empty)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import SYSTEM_DOMAIN, Domain, DomainStatus, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
+from profilerhub_core.errors import Conflict, InvalidInput, NotFound
+
+
+def domain_not_found(name: str) -> NotFound:
+    return NotFound(f"Domain '{name}' not found")
+
+
+def get_domain(session: Session, name: str) -> Domain | None:
+    return session.scalar(sa.select(Domain).where(Domain.name == name))
+
+
+def require_domain(session: Session, name: str) -> Domain:
+    domain = get_domain(session, name)
+    if domain is None:
+        raise domain_not_found(name)
+    return domain
+
+
+def create_domain(session: Session, name: str, settings: dict[str, Any] | None = None) -> Domain:
+    if get_domain(session, name) is not None:
+        raise Conflict(f"Domain '{name}' already exists")
+    effective = DomainSettings.model_validate(settings or {})
+    domain = Domain(name=name, status=DomainStatus.InService, settings=effective.model_dump())
+    session.add(domain)
+    session.flush()
+    return domain
+
+
+def update_domain(session: Session, domain: Domain, settings: dict[str, Any]) -> Domain:
+    """Change the given settings keys; the others keep their values."""
+    merged = DomainSettings.of(domain.settings).model_dump() | settings
+    domain.settings = DomainSettings.model_validate(merged).model_dump()
+    domain.updated_at = utcnow()
+    session.flush()
+    return domain
+
+
+def delete_domain(session: Session, domain: Domain) -> None:
+    if domain.name == SYSTEM_DOMAIN:
+        raise InvalidInput(
+            f"Domain '{SYSTEM_DOMAIN}' holds the platform administrators and cannot be deleted"
+        )
+    users = session.scalar(sa.select(sa.func.count()).where(UserProfile.domain_id == domain.id)) or 0
+    if users:
+        raise Conflict(f"Domain '{domain.name}' has {users} user profile(s); delete them first")
+    session.delete(domain)
+    session.flush()
+
+
+def domains_query(domain_id: str | None = None) -> sa.Select[Domain]:
+    """All domains, or only ``domain_id`` (what a domain member may list)."""
+    stmt = sa.select(Domain)
+    return stmt if domain_id is None else stmt.where(Domain.id == domain_id)
+
+
+__all__ = [
+    "create_domain",
+    "delete_domain",
+    "domain_not_found",
+    "domains_query",
+    "get_domain",
+    "require_domain",
+    "update_domain",
+]

@@ -1,0 +1,63 @@
+"""User profiles. Platform administrators are the admins of the reserved domain ``system``."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import SYSTEM_DOMAIN, App, AppStatus, Domain, Role, UserProfile
+from profilerhub_core.errors import Conflict, InvalidInput, NotFound
+
+
+def user_not_found(domain: str, name: str) -> NotFound:
+    return NotFound(f"User profile '{name}' not found in domain '{domain}'")
+
+
+def get_user(session: Session, domain: Domain, name: str) -> UserProfile | None:
+    return session.scalar(
+        sa.select(UserProfile).where(UserProfile.domain_id == domain.id, UserProfile.name == name)
+    )
+
+
+def create_user(session: Session, domain: Domain, name: str, role: Role) -> UserProfile:
+    if domain.name == SYSTEM_DOMAIN and role != Role.admin:
+        raise InvalidInput(f"Domain '{SYSTEM_DOMAIN}' holds platform administrators only; use role 'admin'")
+    if get_user(session, domain, name) is not None:
+        raise Conflict(f"User profile '{name}' already exists in domain '{domain.name}'")
+    user = UserProfile(
+        domain_id=domain.id,
+        domain=domain,
+        name=name,
+        role=role,
+        is_platform_admin=domain.name == SYSTEM_DOMAIN,
+    )
+    session.add(user)
+    session.flush()
+    return user
+
+
+def live_app_count(session: Session, user: UserProfile) -> int:
+    stmt = sa.select(sa.func.count()).where(App.user_id == user.id, App.status != AppStatus.Deleted)
+    return session.scalar(stmt) or 0
+
+
+def delete_user(session: Session, user: UserProfile) -> None:
+    """Delete a profile with its tokens; refused while it has live apps or is the last platform admin."""
+    live = live_app_count(session, user)
+    if live:
+        raise Conflict(f"User profile '{user.name}' has {live} live app(s); delete them first")
+    if user.is_platform_admin:
+        admins = (
+            session.scalar(sa.select(sa.func.count()).where(UserProfile.is_platform_admin.is_(True))) or 0
+        )
+        if admins <= 1:
+            raise Conflict("Cannot delete the last platform administrator")
+    session.delete(user)
+    session.flush()
+
+
+def users_query(domain: Domain) -> sa.Select[UserProfile]:
+    return sa.select(UserProfile).where(UserProfile.domain_id == domain.id)
+
+
+__all__ = ["create_user", "delete_user", "get_user", "live_app_count", "user_not_found", "users_query"]

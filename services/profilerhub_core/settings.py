@@ -1,0 +1,218 @@
+"""ProfilerHub's settings: one object per process, built from ``PROFILERHUB_*`` environment variables.
+
+Build it once at the edge (a CLI command, a test fixture) with ``Settings()`` (or
+``Settings(home=..., ...)``) and pass it into factories such as ``create_app(settings)`` and
+``make_engine(settings)``. Nothing reads settings from a module global at import time.
+
+Adding a setting: add one annotated field with ``Field(default=..., description=...)`` below; the
+environment variable ``PROFILERHUB_<FIELD_NAME>`` sets it. Settings derived from others (like the
+default database in the home directory) are filled in ``_fill_derived``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, PrivateAttr, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Values that mean "nobody chose a secret"; refused outside development.
+PLACEHOLDER_SECRETS = frozenset(
+    {"", "changeme", "change-me", "changethis", "secret", "admin", "password", "token"}
+)
+MIN_SECRET_LENGTH = 16
+
+
+class Settings(BaseSettings):
+    """Every setting of the hub, workers and CLI. Environment: ``PROFILERHUB_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="PROFILERHUB_", extra="ignore", validate_default=True)
+    _signing_key: bytes | None = PrivateAttr(default=None)
+
+    home: Path = Field(
+        default_factory=lambda: Path.home() / ".profilerhub",
+        description="Directory for the embedded database, local storage, the admin token and keys.",
+    )
+    environment: Literal["development", "production"] = Field(
+        default="development",
+        description="'production' refuses placeholder secrets and requires a secret key to be set.",
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL of the database. Default: SQLite file <home>/profilerhub.db. "
+        "PostgreSQL: postgresql+psycopg://user:password@host:5432/dbname.",
+    )
+    storage_url: str = Field(
+        default="",
+        description="Where traces live: file:///absolute/dir (default file://<home>/storage) "
+        "or s3://bucket/prefix for any S3-compatible store.",
+    )
+    s3_endpoint_url: str | None = Field(
+        default=None, description="Endpoint of an S3-compatible store (MinIO, Ceph); unset for AWS S3."
+    )
+    admin_token: SecretStr | None = Field(
+        default=None,
+        description="The platform administrator's API token. Unset: generated on first start, printed "
+        "once and written to <home>/admin-token (mode 0600).",
+    )
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Key that signs pagination tokens and other short-lived values; every hub process "
+        "must share it. Unset in development: generated once into <home>/secret-key.",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="URL of a Redis server (redis://host:6379/0). Unset: `up` runs an embedded one.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address the hub listens on.")
+    port: int = Field(default=8080, ge=0, le=65535, description="Port the hub listens on.")
+    public_url: str = Field(
+        default="", description="URL users reach the hub at (behind a proxy). Default: http://<host>:<port>."
+    )
+    max_request_body_bytes: int = Field(
+        default=1024 * 1024,
+        ge=1024,
+        description="Largest JSON request body the API accepts; larger gets 413.",
+    )
+    # -- jobs: uploads and ingest (issue 5) --
+    job_max_file_bytes: int = Field(
+        default=512 * 1024 * 1024, ge=1, description="Largest raw file a job may upload; larger gets 413."
+    )
+    job_max_total_bytes: int = Field(
+        default=4 * 1024 * 1024 * 1024, ge=1, description="Largest total of one job's raw files."
+    )
+    job_presigned_uploads: bool = Field(
+        default=True,
+        description="On S3 storage, let the SDK upload straight to presigned URLs (false: through the hub).",
+    )
+    job_ingest_timeout_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        description="An ingest running longer is taken as dead: the job is ingested again (or Failed "
+        "after job_ingest_max_attempts).",
+    )
+    job_ingest_max_attempts: int = Field(
+        default=3, ge=1, description="Ingest attempts before a job is Failed."
+    )
+    default_page_size: int = Field(
+        default=50, ge=1, description="Items per page when a list request gives no limit."
+    )
+    max_page_size: int = Field(default=1000, ge=1, description="Largest `limit` a list request may ask for.")
+    db_pool_size: int = Field(
+        default=10, ge=1, description="Database connections each hub process keeps open."
+    )
+    token_touch_seconds: int = Field(
+        default=60,
+        ge=0,
+        description="A token's last_used_at is written at most this often (saves a write per request).",
+    )
+    log_level: str = Field(default="info", description="Log level of the hub (debug, info, warning, error).")
+    access_log: bool = Field(default=True, description="Log one line per HTTP request.")
+
+    # -- apps: spawner, workers, proxy (issue 3) --
+    spawner: str = Field(
+        default="local",
+        description="How apps run: 'local' (a process on the worker's machine) or 'module:Class' "
+        "of a Spawner subclass.",
+    )
+    app_start_timeout: float = Field(default=30.0, gt=0, description="Seconds for an app instance to start.")
+    app_http_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds from an app starting to its health endpoint answering."
+    )
+    app_stop_grace: float = Field(
+        default=5.0, ge=0, description="Seconds between SIGTERM and SIGKILL when an app is stopped."
+    )
+    app_token_private_key: SecretStr | None = Field(
+        default=None,
+        description="PEM of the Ed25519 key that signs app tokens; every hub and worker must share it. "
+        "Unset: generated once into <home>/app-token-key.pem (mode 0600).",
+    )
+    app_token_ttl: int = Field(
+        default=60, ge=5, description="Seconds the token minted for each proxied request is valid."
+    )
+    app_session_hours: float = Field(
+        default=12.0, gt=0, description="Hours an app's browser session cookie (from a presigned URL) lasts."
+    )
+    activity_write_seconds: float = Field(
+        default=30.0, ge=0, description="An app's last_activity_at is written at most this often per app."
+    )
+    celery_queue: str = Field(
+        default="profilerhub-apps",
+        pattern=r"^[A-Za-z0-9_.-]{1,100}$",
+        description="Queue (and Redis key prefix) of the app tasks; each installation sharing a Redis "
+        "needs its own.",
+    )
+    worker_concurrency: int = Field(
+        default=16, ge=1, description="App tasks one worker runs at once (threads)."
+    )
+    reconcile_seconds: float = Field(default=15.0, gt=0, description="How often the reconciler runs.")
+    app_poll_seconds: float = Field(
+        default=1.0, gt=0, description="How often running apps are polled (a dead app becomes Failed)."
+    )
+    cull_seconds: float = Field(default=60.0, gt=0, description="How often idle apps are looked for.")
+    app_resend_seconds: float = Field(
+        default=10.0, gt=0, description="A Pending or Deleting app no worker holds is re-sent after this."
+    )
+
+    @model_validator(mode="after")
+    def _fill_derived(self) -> Settings:
+        self.home = self.home.expanduser().resolve()
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.home / 'profilerhub.db'}"
+        if not self.storage_url:
+            self.storage_url = (self.home / "storage").as_uri()
+        if not self.public_url:
+            self.public_url = f"http://{self.host}:{self.port}"
+        self.public_url = self.public_url.rstrip("/")
+        if self.default_page_size > self.max_page_size:
+            raise ValueError("default_page_size must not exceed max_page_size")
+        if self.environment != "development":
+            self._refuse_placeholders()
+        return self
+
+    def _refuse_placeholders(self) -> None:
+        if self.secret_key is None:
+            raise ValueError("PROFILERHUB_SECRET_KEY must be set when PROFILERHUB_ENVIRONMENT=production")
+        for name in ("secret_key", "admin_token"):
+            value: SecretStr | None = getattr(self, name)
+            if value is None:
+                continue
+            raw = value.get_secret_value()
+            if raw.lower() in PLACEHOLDER_SECRETS or len(raw) < MIN_SECRET_LENGTH:
+                raise ValueError(
+                    f"PROFILERHUB_{name.upper()} is a placeholder or shorter than {MIN_SECRET_LENGTH} "
+                    "characters; set a random value (e.g. `openssl rand -hex 32`)"
+                )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def signing_key(self) -> bytes:
+        """The secret key, generating and keeping ``<home>/secret-key`` when none is configured."""
+        if self._signing_key is None:
+            if self.secret_key is not None:
+                self._signing_key = self.secret_key.get_secret_value().encode()
+            else:
+                path = self.home / "secret-key"
+                if not path.exists():
+                    self.home.mkdir(parents=True, exist_ok=True)
+                    write_private_file(path, secrets.token_hex(32))
+                self._signing_key = path.read_text().strip().encode()
+        return self._signing_key
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (mode 0600), replacing it atomically."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+__all__ = ["Settings", "write_private_file"]

@@ -1,0 +1,70 @@
+"""The hub's ASGI application: ``create_app(settings)``.
+
+    app = create_app(Settings())          # checks the database is migrated, then builds the app
+    uvicorn.run(app, host=..., port=...)
+
+For ``uvicorn --factory`` (several worker processes), ``app_from_env`` builds the settings from
+the environment. ``app.state`` holds ``settings``, ``engine`` and ``sessions`` (a sessionmaker)
+for dependencies and for later features (proxy, console) to reuse.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from sqlalchemy.engine import Engine
+
+from profilerhub_core.db.migrate import check_migrated
+from profilerhub_core.db.session import make_engine, session_factory
+from profilerhub_core.settings import Settings
+from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
+from profilerhub_hub.proxy import install_app_proxy
+from profilerhub_hub.routes import api_router
+from profilerhub_hub.routes.health import router as health_router
+
+API_PREFIX = "/api/v1"
+
+# Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
+BODY_LIMIT_OVERRIDES: dict[str, int | None] = {
+    "/apps/": None,
+    r"^/api/v1/domains/[^/]+/users/[^/]+/jobs/[^/]+/files/": None,
+}
+
+
+def create_app(settings: Settings, *, engine: Engine | None = None, check_schema: bool = True) -> FastAPI:
+    """Build the hub for ``settings``. Raises ``SchemaNotMigrated`` on an un-migrated database."""
+    engine = engine or make_engine(settings)
+    if check_schema:
+        check_migrated(engine)
+    app = FastAPI(
+        title="ProfilerHub",
+        version=_version(),
+        summary="Control-plane API: domains, users, tokens, apps, jobs, audit.",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessions = session_factory(engine)
+    install_error_handlers(app)
+    app.include_router(api_router, prefix=API_PREFIX)
+    app.include_router(health_router, include_in_schema=False)
+    install_app_proxy(app)
+    app.add_middleware(
+        BodyLimitMiddleware, limit=settings.max_request_body_bytes, overrides=dict(BODY_LIMIT_OVERRIDES)
+    )
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory profilerhub_hub.app:app_from_env``."""
+    return create_app(Settings())
+
+
+def _version() -> str:
+    from profilerhub import __version__
+
+    return str(__version__)
+
+
+__all__ = ["API_PREFIX", "BODY_LIMIT_OVERRIDES", "app_from_env", "create_app"]

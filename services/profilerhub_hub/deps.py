@@ -1,0 +1,220 @@
+"""FastAPI dependencies, declared once as ``Annotated`` aliases and used as parameter types.
+
+    SettingsDep   the process's Settings (passed to create_app)
+    SessionDep    a database Session for this request; the route commits once
+    CallerDep     the authenticated Caller (401 without a valid bearer token)
+    PageDep       ``limit`` and ``next_token`` query parameters of a list route
+
+A route declares the action it performs, and gets the resolved target back:
+
+    @router.get("/domains/{domain}/users/{user}")
+    def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserProfile)]) -> UserRead:
+        return UserRead.of(target.user)
+
+``allow`` looks up the ``{domain}`` and ``{user}`` path parameters (404 when missing, or hidden
+from this caller) and asks ``permissions.authorize``; a refused change is written to the audit log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+import sqlalchemy as sa
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from profilerhub_core.db.models import Domain, UserProfile
+from profilerhub_core.domain_settings import DomainSettings
+from profilerhub_core.errors import AccessDenied, InvalidInput, Unauthorized
+from profilerhub_core.names import is_valid_name
+from profilerhub_core.pagination import paginate
+from profilerhub_core.records import audit, domains, tokens, users
+from profilerhub_core.settings import Settings
+from profilerhub_hub.permissions import MUTATING, Action, Caller, Target, authorize, check_domain_visible
+from profilerhub_hub.schemas import Page
+
+T = TypeVar("T")
+
+
+async def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+async def get_session(request: Request) -> Any:
+    # async: creating a Session does no I/O, and this keeps the dependency off the thread pool.
+    session: Session = request.app.state.sessions()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+_bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer <token>`")
+
+
+def caller_from_token(session: Session, secret: str, settings: Settings) -> Caller:
+    """Authenticate ``secret`` (raises ``Unauthorized``); also used by the app proxy."""
+    token, user = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
+    return Caller(
+        user_id=user.id,
+        user_name=user.name,
+        domain_id=user.domain_id,
+        domain_name=user.domain.name,
+        role=user.role.value,
+        is_platform_admin=user.is_platform_admin,
+        users_manage_own_apps=DomainSettings.of(user.domain.settings).users_manage_own_apps,
+        token_id=token.id,
+        scopes=tuple(token.scopes),
+    )
+
+
+def get_caller(
+    session: SessionDep,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Caller:
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`")
+    return caller_from_token(session, credentials.credentials, settings)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The target of a request, looked up from its path and authorized for the caller."""
+
+    caller: Caller
+    target: Target
+    domain: Domain | None = None
+    user: UserProfile | None = None
+
+    @property
+    def name(self) -> str:
+        """How the audit log names the target (``domain/user`` or ``domain``)."""
+        if self.user is not None and self.domain is not None:
+            return f"{self.domain.name}/{self.user.name}"
+        return self.domain.name if self.domain is not None else "*"
+
+
+def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
+    """Look up ``{domain}`` and ``{user}`` from the path, hiding what the caller may not see."""
+    if "domain" not in path:
+        return Resolved(caller, Target())
+    name = path["domain"]
+    not_found = domains.domain_not_found(name)
+    domain = domains.get_domain(session, name) if is_valid_name(name) else None
+    if domain is None:
+        raise not_found
+    check_domain_visible(caller, domain.id, not_found)
+    if "user" not in path:
+        return Resolved(caller, Target(domain_id=domain.id, not_found=not_found), domain)
+    user_name = path["user"]
+    not_found = users.user_not_found(domain.name, user_name)
+    user = users.get_user(session, domain, user_name) if is_valid_name(user_name) else None
+    if user is None:
+        raise not_found
+    return Resolved(caller, Target(domain_id=domain.id, owner_id=user.id, not_found=not_found), domain, user)
+
+
+def allow(action: Action) -> Any:
+    """A dependency that authorizes ``action`` on the request's target and returns ``Resolved``."""
+
+    def dependency(request: Request, session: SessionDep, caller: CallerDep) -> Resolved:
+        resolved = resolve(session, caller, request.path_params)
+        try:
+            authorize(caller, action, resolved.target)
+        except AccessDenied as denied:
+            if action in MUTATING:
+                audit.record_audit(
+                    session,
+                    actor=caller.actor,
+                    action=action.value,
+                    target_type=_target_type(resolved),
+                    target=resolved.name,
+                    domain=resolved.domain.name if resolved.domain else None,
+                    outcome=audit.DENIED,
+                    detail={"reason": denied.message},
+                )
+                session.commit()
+            raise
+        return resolved
+
+    dependency.__name__ = f"allow_{action.value}"
+    return Depends(dependency)
+
+
+def _target_type(resolved: Resolved) -> str:
+    if resolved.user is not None:
+        return "UserProfile"
+    return "Domain" if resolved.domain is not None else "Hub"
+
+
+@dataclass(frozen=True, slots=True)
+class PageParams:
+    """``limit`` and ``next_token`` of a list request, and the key that signs page tokens."""
+
+    limit: int
+    next_token: str | None
+    key: bytes
+
+    def fetch(
+        self,
+        session: Session,
+        stmt: sa.Select[Any],
+        order: Sequence[InstrumentedAttribute[Any]],
+        read: Callable[[Any], T],
+        *,
+        scope: str,
+        descending: bool = False,
+    ) -> Page[T]:
+        """One page of ``stmt`` ordered by ``order``, each row turned into a schema by ``read``."""
+        result = paginate(
+            session,
+            stmt,
+            order,
+            limit=self.limit,
+            next_token=self.next_token,
+            key=self.key,
+            scope=scope,
+            descending=descending,
+        )
+        return Page[T](items=[read(row) for row in result.items], next_token=result.next_token)
+
+
+async def get_page(
+    settings: SettingsDep,
+    limit: Annotated[
+        int | None, Query(ge=1, description="Items per page (default and maximum in settings).")
+    ] = None,
+    next_token: Annotated[str | None, Query(max_length=2000, description="From the previous page.")] = None,
+) -> PageParams:
+    if limit is not None and limit > settings.max_page_size:
+        raise InvalidInput(f"limit must be at most {settings.max_page_size}")
+    return PageParams(limit or settings.default_page_size, next_token or None, settings.signing_key())
+
+
+PageDep = Annotated[PageParams, Depends(get_page)]
+
+
+__all__ = [
+    "CallerDep",
+    "PageDep",
+    "PageParams",
+    "Resolved",
+    "SessionDep",
+    "SettingsDep",
+    "allow",
+    "caller_from_token",
+    "resolve",
+]

@@ -1,0 +1,128 @@
+"""Request and response bodies of the job API (``JobCreate`` in, ``JobRead`` out)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+
+from profilerhub_core.db.models import Job, JobStatus
+from profilerhub_core.names import ResourceName
+
+# SageMaker's limits for metric definitions.
+MAX_METRIC_DEFINITIONS = 40
+MAX_METRIC_NAME = 255
+MAX_METRIC_REGEX = 500
+
+
+class MetricDefinition(BaseModel):
+    """A SageMaker-style metric read from the script's output: ``{"Name", "Regex"}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    Name: str = Field(min_length=1, max_length=MAX_METRIC_NAME)
+    Regex: str = Field(min_length=1, max_length=MAX_METRIC_REGEX)
+
+    @field_validator("Regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression ({exc})") from exc
+        return value
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: ResourceName
+    metric_definitions: list[MetricDefinition] = Field(
+        default_factory=list, max_length=MAX_METRIC_DEFINITIONS
+    )
+
+
+class UploadInfo(BaseModel):
+    """Where the job's raw files go.
+
+    ``hub``: ``PUT {files_url}/{relative_path}`` with the raw bytes. ``s3``: ``POST {uploads_url}``
+    ``{"path", "size"}`` for a presigned URL, then ``PUT`` the bytes there.
+    """
+
+    mode: Literal["hub", "s3"]
+    files_url: str
+    uploads_url: str
+    max_file_bytes: int
+    max_total_bytes: int
+
+
+class JobRead(BaseModel):
+    job_id: str
+    name: str
+    domain: str
+    user: str
+    status: JobStatus
+    failure_reason: str | None
+    metric_definitions: list[dict[str, Any]]
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+    summary: dict[str, Any] | None = Field(
+        None, description="The compact summary once Ready (only when one job is read)."
+    )
+    upload: UploadInfo | None = Field(None, description="Where files go, while the job takes them.")
+
+    @classmethod
+    def of(
+        cls, job: Job, domain: str, user: str, *, upload: UploadInfo | None = None, summary: bool = False
+    ) -> JobRead:
+        return cls(
+            job_id=job.id,
+            name=job.name,
+            domain=domain,
+            user=user,
+            status=job.status,
+            failure_reason=job.failure_reason,
+            metric_definitions=list(job.metric_definitions or []),
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            completed_at=job.completed_at,
+            summary=job.summary if summary else None,
+            upload=upload,
+        )
+
+
+class UploadGrantCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, max_length=900, description="Relative path in the job's raw layout.")
+    size: StrictInt | None = Field(
+        None, ge=0, description="Bytes the file will have (checked against limits)."
+    )
+
+
+class UploadGrant(BaseModel):
+    """A presigned request: send the file with ``method`` to ``url``, adding ``headers``."""
+
+    url: str
+    method: Literal["PUT"] = "PUT"
+    headers: dict[str, str] = Field(default_factory=dict)
+    expires_in: int
+
+
+class FileStored(BaseModel):
+    path: str
+    size: int
+
+
+__all__ = [
+    "FileStored",
+    "JobCreate",
+    "JobRead",
+    "MetricDefinition",
+    "UploadGrant",
+    "UploadGrantCreate",
+    "UploadInfo",
+]

@@ -1,0 +1,126 @@
+"""The work behind the job routes that touch storage: streamed uploads, presigned grants, deletes.
+
+Uploads stream: the request body goes to ``ObjectStore.put_stream`` chunk by chunk (a worker
+thread pulls each chunk from the event loop), so a 500 MiB trace never sits in memory. Limits
+(``job_max_file_bytes`` per file, ``job_max_total_bytes`` per job) are checked from
+``Content-Length`` before reading and again while streaming; over a limit the store keeps nothing
+and the answer is 413. The per-job total is the sum of the job's stored raw files, so two
+uploads racing each other may pass it by at most one file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio.from_thread
+from starlette.requests import ClientDisconnect
+
+from profilerhub_core.errors import InvalidInput, PayloadTooLarge
+from profilerhub_core.jobstorage import JobPlace, open_job_store, raw_bytes
+from profilerhub_core.settings import Settings
+from profilerhub_core.storage import ObjectStore
+from profilerhub_hub.job_schemas import UploadGrant, UploadInfo
+
+PRESIGN_SECONDS = 3600
+
+
+def job_store(state: Any) -> ObjectStore:
+    """The hub's object store (``app.state.storage``), opened on first use."""
+    store: ObjectStore | None = getattr(state, "storage", None)
+    if store is None:
+        store = state.storage = open_job_store(state.settings)
+    return store
+
+
+def upload_info(settings: Settings, store: ObjectStore, job_url: str) -> UploadInfo:
+    presigned = settings.job_presigned_uploads and store.supports_presigned_urls
+    return UploadInfo(
+        mode="s3" if presigned else "hub",
+        files_url=f"{job_url}/files",
+        uploads_url=f"{job_url}/uploads",
+        max_file_bytes=settings.job_max_file_bytes,
+        max_total_bytes=settings.job_max_total_bytes,
+    )
+
+
+def _room(settings: Settings, store: ObjectStore, place: JobPlace, key: str, size: int | None) -> int:
+    """The most bytes the file at ``key`` may have; 413 when ``size`` is already over it."""
+    used = raw_bytes(store, place, besides=key)
+    left = settings.job_max_total_bytes - used
+    if size is not None and size > settings.job_max_file_bytes:
+        raise _file_too_large(settings, key)
+    if size is not None and size > left or left <= 0:
+        raise PayloadTooLarge(
+            f"The job's raw files would pass the limit of {settings.job_max_total_bytes} bytes "
+            f"({used} bytes stored already); nothing was stored"
+        )
+    return min(settings.job_max_file_bytes, left)
+
+
+def _file_too_large(settings: Settings, key: str) -> PayloadTooLarge:
+    name = key.rsplit("/raw/", 1)[-1]
+    return PayloadTooLarge(
+        f"File '{name}' is larger than the limit of {settings.job_max_file_bytes} bytes per file; "
+        "nothing was stored"
+    )
+
+
+class _SyncChunks(Iterator[bytes]):
+    """An async body stream read from a worker thread, one chunk at a time."""
+
+    def __init__(self, stream: AsyncIterator[bytes]) -> None:
+        self._stream = stream
+
+    async def _next(self) -> bytes:
+        return await self._stream.__anext__()
+
+    def __next__(self) -> bytes:
+        try:
+            return anyio.from_thread.run(self._next)
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+
+def store_upload(
+    settings: Settings,
+    store: ObjectStore,
+    place: JobPlace,
+    path: str,
+    body: AsyncIterator[bytes],
+    content_length: int | None,
+) -> int:
+    """Stream ``body`` to the job's ``raw/{path}``; the size stored. Run it in a worker thread."""
+    key = place.raw_key(path)  # InvalidInput for '..', '/x', '\\', control characters
+    limit = _room(settings, store, place, key, content_length)
+    try:
+        return store.put_stream(key, _SyncChunks(body), max_bytes=limit)
+    except PayloadTooLarge:
+        if limit == settings.job_max_file_bytes:
+            raise _file_too_large(settings, key) from None
+        raise PayloadTooLarge(
+            f"The job's raw files would pass the limit of {settings.job_max_total_bytes} bytes; "
+            "nothing was stored"
+        ) from None
+    except ClientDisconnect:
+        raise InvalidInput(f"The upload of '{path}' was interrupted; nothing was stored") from None
+
+
+def grant_upload(
+    settings: Settings, store: ObjectStore, place: JobPlace, path: str, size: int | None
+) -> UploadGrant:
+    """A presigned PUT for the job's ``raw/{path}`` (S3 storage only)."""
+    key = place.raw_key(path)
+    if not (settings.job_presigned_uploads and store.supports_presigned_urls):
+        raise InvalidInput("This hub takes files through the hub: PUT them to the job's files/ URL")
+    _room(settings, store, place, key, size)
+    url = store.presigned_url(key, "PUT", PRESIGN_SECONDS)
+    return UploadGrant(url=url, expires_in=PRESIGN_SECONDS)
+
+
+def delete_objects(store: ObjectStore, place: JobPlace) -> int:
+    """Remove every object of the job (raw and processed); how many."""
+    return store.delete_prefix(place.prefix)
+
+
+__all__ = ["delete_objects", "grant_upload", "job_store", "store_upload", "upload_info"]

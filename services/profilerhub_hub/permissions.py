@@ -1,0 +1,183 @@
+"""Who may do what: every action of the API and the one function that decides it.
+
+Routes never check roles. Each declares the ``Action`` it performs (``deps.allow(Action.X)``) and
+``authorize(caller, action, target)`` decides from three facts: the caller (role, domain, token
+scopes), the action, and the target (which domain it is in, which user owns it).
+
+Roles:
+
+    platform admin   admin of the reserved domain ``system``: every action everywhere
+    domain admin     every action inside their own domain, except the platform's own
+                     (create, update, delete domains)
+    user             their own resources only (``RULES`` says which); apps only when their
+                     domain's ``users_manage_own_apps`` is true
+
+Outcomes: allowed; ``AccessDenied`` (403) when the caller may see the target but not do this; and
+``NotFound`` (404, worded exactly like a missing resource) when the target is in another domain
+or belongs to another user, because a different answer would reveal that it exists.
+
+``RULES`` is checked when this module loads: every action has exactly one rule.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from profilerhub_core.errors import AccessDenied, NotFound
+from profilerhub_core.records.tokens import ALL_SCOPES
+
+
+class Action(enum.StrEnum):
+    CreateDomain = "CreateDomain"
+    ListDomains = "ListDomains"
+    DescribeDomain = "DescribeDomain"
+    UpdateDomain = "UpdateDomain"
+    DeleteDomain = "DeleteDomain"
+    CreateUserProfile = "CreateUserProfile"
+    ListUserProfiles = "ListUserProfiles"
+    DescribeUserProfile = "DescribeUserProfile"
+    DeleteUserProfile = "DeleteUserProfile"
+    CreateToken = "CreateToken"
+    ListTokens = "ListTokens"
+    DeleteToken = "DeleteToken"
+    ReadAudit = "ReadAudit"
+    CreateApp = "CreateApp"
+    ListApps = "ListApps"
+    DescribeApp = "DescribeApp"
+    DeleteApp = "DeleteApp"
+    OpenApp = "OpenApp"
+    ListAllApps = "ListAllApps"
+    CreateJob = "CreateJob"
+    ListJobs = "ListJobs"
+    ReadJob = "ReadJob"
+    CompleteJob = "CompleteJob"
+    UploadJobFile = "UploadJobFile"
+    DeleteJob = "DeleteJob"
+
+
+class Rule(enum.Enum):
+    """The least a caller must be for an action (platform admins pass every rule)."""
+
+    PLATFORM = "platform admin only"
+    DOMAIN_ADMIN = "an admin of the target's domain (or any admin, for cross-domain listings)"
+    MEMBER = "any member of the target's domain"
+    OWNER = "the owner of the target, or an admin of its domain"
+    OWNER_IF_SELF_SERVICE = "like OWNER, but users only where the domain lets users manage their own apps"
+
+
+RULES: dict[Action, Rule] = {
+    Action.CreateDomain: Rule.PLATFORM,
+    Action.UpdateDomain: Rule.PLATFORM,
+    Action.DeleteDomain: Rule.PLATFORM,
+    Action.ListDomains: Rule.MEMBER,
+    Action.DescribeDomain: Rule.MEMBER,
+    Action.CreateUserProfile: Rule.DOMAIN_ADMIN,
+    Action.ListUserProfiles: Rule.DOMAIN_ADMIN,
+    Action.DescribeUserProfile: Rule.OWNER,
+    Action.DeleteUserProfile: Rule.DOMAIN_ADMIN,
+    Action.CreateToken: Rule.OWNER,
+    Action.ListTokens: Rule.OWNER,
+    Action.DeleteToken: Rule.OWNER,
+    Action.ReadAudit: Rule.DOMAIN_ADMIN,
+    Action.CreateApp: Rule.OWNER_IF_SELF_SERVICE,
+    Action.ListApps: Rule.OWNER,
+    Action.DescribeApp: Rule.OWNER,
+    Action.DeleteApp: Rule.OWNER_IF_SELF_SERVICE,
+    Action.OpenApp: Rule.OWNER,
+    Action.ListAllApps: Rule.DOMAIN_ADMIN,
+    Action.CreateJob: Rule.OWNER,
+    Action.ListJobs: Rule.OWNER,
+    Action.ReadJob: Rule.OWNER,
+    Action.CompleteJob: Rule.OWNER,
+    Action.UploadJobFile: Rule.OWNER,
+    Action.DeleteJob: Rule.OWNER,
+}
+
+# Actions that change something: refusals of these are written to the audit log.
+MUTATING = frozenset(
+    a for a in Action if a.value.startswith(("Create", "Update", "Delete", "Complete", "Upload"))
+)
+
+
+def _validate_rules() -> None:
+    missing = set(Action) - set(RULES)
+    if missing:
+        raise RuntimeError(f"permissions.RULES has no rule for {sorted(missing)}")
+
+
+_validate_rules()
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The authenticated user behind a request (built once per request from the token)."""
+
+    user_id: str
+    user_name: str
+    domain_id: str
+    domain_name: str
+    role: str
+    is_platform_admin: bool
+    users_manage_own_apps: bool
+    token_id: str
+    scopes: tuple[str, ...]
+
+    @property
+    def is_domain_admin(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def actor(self) -> str:
+        """How the audit log names this caller."""
+        return f"{self.domain_name}/{self.user_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an action acts on. ``domain_id`` None: the action spans domains (create or list domains,
+    read the audit log, list all apps); the route then narrows what a non-platform caller sees.
+    ``not_found`` is the 404 error a hidden target answers with: the same one a missing target gets."""
+
+    domain_id: str | None = None
+    owner_id: str | None = None
+    not_found: NotFound | None = None
+
+
+def _hidden(target: Target) -> NotFound:
+    return target.not_found or NotFound("Resource not found")
+
+
+def check_domain_visible(caller: Caller, domain_id: str, not_found: NotFound) -> None:
+    """Raise ``not_found`` unless ``caller`` may see the domain at all. Call it before looking up
+    anything inside the domain, so a missing and a hidden resource there answer alike."""
+    if not caller.is_platform_admin and domain_id != caller.domain_id:
+        raise not_found
+
+
+def authorize(caller: Caller, action: Action, target: Target) -> None:
+    """Return when ``caller`` may do ``action`` on ``target``; raise ``AccessDenied`` or ``NotFound``."""
+    if ALL_SCOPES not in caller.scopes and action.value not in caller.scopes:
+        raise AccessDenied(f"This token's scopes do not include {action.value}")
+    if caller.is_platform_admin:
+        return
+    rule = RULES[action]
+    if target.domain_id is not None:
+        if target.domain_id != caller.domain_id:
+            raise _hidden(target)
+        # Users cannot see each other's resources at all, whatever the action.
+        if not caller.is_domain_admin and target.owner_id not in (None, caller.user_id):
+            raise _hidden(target)
+    if rule is Rule.PLATFORM:
+        raise AccessDenied(f"{action.value} is for platform administrators")
+    if caller.is_domain_admin or rule is Rule.MEMBER:
+        return
+    if rule is Rule.DOMAIN_ADMIN:
+        raise AccessDenied(f"{action.value} is for domain administrators")
+    if target.owner_id is None:
+        raise AccessDenied(f"{action.value} needs a resource of your own")
+    if rule is Rule.OWNER_IF_SELF_SERVICE and not caller.users_manage_own_apps:
+        raise AccessDenied(f"Your domain does not let users {action.value}; ask a domain administrator")
+
+
+__all__ = ["MUTATING", "RULES", "Action", "Caller", "Rule", "Target", "authorize", "check_domain_visible"]

@@ -1,0 +1,292 @@
+"""The reverse proxy ``/apps/{app_id}/…`` -> the app's endpoint, for the app's owner only.
+
+Who may pass: the owner, with an API token (``Authorization: Bearer``) or with the browser
+session cookie ``profilerhub_session`` that a one-time presigned URL sets (HttpOnly, SameSite=Lax,
+scoped to the app's path).  Everyone else, administrators included, gets 404.  A cookie-carried
+request that changes state must come from the hub's own origin (``Origin``/``Referer``): the CSRF
+check.
+
+The hub strips its own credentials and forwards a fresh hub-signed JWT (audience = app id,
+subject = owner) that the app checks on every request.  Bodies stream both ways; any method
+passes.  Traffic updates the app's ``last_activity_at`` at most every
+``activity_write_seconds`` per app, not once per request.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import quote, urlsplit
+
+import httpx
+from fastapi import APIRouter, FastAPI, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse, StreamingResponse
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.background import BackgroundTask
+
+from profilerhub_core.apptokens import hub_signing_key, issue_app_token
+from profilerhub_core.db.models import App, AppStatus, utcnow
+from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized, Unavailable
+from profilerhub_core.pagination import decode_page_token, encode_page_token
+from profilerhub_core.records.apps import record_activity
+from profilerhub_core.settings import Settings
+from profilerhub_hub.deps import caller_from_token
+from profilerhub_hub.permissions import Action, Target, authorize
+
+log = logging.getLogger("profilerhub.proxy")
+
+SESSION_COOKIE = "profilerhub_session"
+LOGIN_PATH = "_hub/login"
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_LOGIN_SCOPE, _SESSION_SCOPE = "app-login", "app-session"
+# Not forwarded upstream: connection-level headers, and the hub's own credentials.
+_DROP_REQUEST = frozenset(
+    {
+        "host",
+        "authorization",
+        "cookie",
+        "connection",
+        "keep-alive",
+        "te",
+        "upgrade",
+        "proxy-authorization",
+        "proxy-connection",
+        "trailer",
+    }
+)
+_DROP_RESPONSE = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "trailer"})
+
+
+def _not_found(app_id: str) -> NotFound:
+    return NotFound(f"App '{app_id}' not found")
+
+
+def app_login_url(settings: Settings, app_id: str, user_id: str, ttl: int) -> str:
+    """A one-time URL, valid ``ttl`` seconds, that gives a browser the app's session cookie."""
+    expires = int(time.time()) + ttl
+    token = encode_page_token(
+        settings.signing_key(), _LOGIN_SCOPE, [app_id, user_id, expires, secrets.token_hex(12)]
+    )
+    return f"{settings.public_url}/apps/{app_id}/{LOGIN_PATH}?token={quote(token)}"
+
+
+def _signed_values(settings: Settings, scope: str, token: str, size: int) -> list[object]:
+    try:
+        values = decode_page_token(settings.signing_key(), scope, token)
+    except InvalidInput:
+        values = []
+    if len(values) != size or not isinstance(values[-2 if scope == _LOGIN_SCOPE else -1], int):
+        raise Unauthorized("This link or session is not valid; ask for a new presigned URL")
+    return values
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    endpoint: str
+    owner_id: str
+    via_cookie: bool
+
+
+class AppProxy:
+    """Per-hub-process proxy state: the token key, used login nonces, the activity throttle."""
+
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session]) -> None:
+        self.settings = settings
+        self.sessions = sessions
+        self.key = hub_signing_key(settings)
+        self._written: dict[str, float] = {}
+        self._nonces: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._redis = None
+        if settings.redis_url:
+            import redis
+
+            self._redis = redis.Redis.from_url(settings.redis_url, socket_timeout=2)
+
+    # -- who may open -------------------------------------------------------------------------
+
+    def open(self, app_id: str, bearer: str | None, cookie: str | None) -> Opened:
+        """Check the caller may open ``app_id`` and return where it runs (database calls: thread)."""
+        with self.sessions() as session:
+            app = session.get(App, app_id)
+            if bearer:
+                caller = caller_from_token(session, bearer, self.settings)
+                session.commit()  # the token's last-used time
+                if app is None:
+                    raise _not_found(app_id)
+                authorize(caller, Action.OpenApp, Target(app.domain_id, app.user_id, _not_found(app_id)))
+                if caller.user_id != app.user_id:  # OpenApp is for the owner alone, admins included
+                    raise _not_found(app_id)
+            elif cookie:
+                _, user_id, *_ = self._session_values(cookie, app_id)
+                if app is None or app.user_id != user_id:
+                    raise _not_found(app_id)
+            else:
+                raise Unauthorized("Open the app with an API token, or from the console or a presigned URL")
+            if app.status != AppStatus.InService or not app.endpoint:
+                state = "restarting" if app.status == AppStatus.InService else app.status.value
+                raise Unavailable(f"App is {state}; it answers once it is InService")
+            return Opened(app.endpoint, app.user_id, via_cookie=not bearer)
+
+    def _session_values(self, cookie: str, app_id: str) -> list[object]:
+        values = _signed_values(self.settings, _SESSION_SCOPE, cookie, 3)
+        if values[0] != app_id or int(values[2]) < time.time():  # type: ignore[call-overload]
+            raise _not_found(app_id)
+        return values
+
+    def login(self, app_id: str, token: str) -> tuple[str, int]:
+        """Redeem a presigned URL's token once; return the session cookie value and its lifetime."""
+        link_app, user_id, expires, nonce = _signed_values(self.settings, _LOGIN_SCOPE, token, 4)
+        if link_app != app_id:
+            raise _not_found(app_id)
+        if int(expires) < time.time():  # type: ignore[call-overload]
+            raise Unauthorized("This presigned URL has expired; ask for a new one")
+        if not self._first_use(str(nonce), int(expires)):  # type: ignore[call-overload]
+            raise Unauthorized("This presigned URL was already used; ask for a new one")
+        with self.sessions() as session:
+            app = session.get(App, app_id)
+            if app is None or app.user_id != user_id or app.status == AppStatus.Deleted:
+                raise _not_found(app_id)
+        lifetime = int(self.settings.app_session_hours * 3600)
+        value = encode_page_token(
+            self.settings.signing_key(), _SESSION_SCOPE, [app_id, user_id, int(time.time()) + lifetime]
+        )
+        return value, lifetime
+
+    def _first_use(self, nonce: str, expires: int) -> bool:
+        ttl = max(1, expires - int(time.time()) + 60)
+        if self._redis is not None:
+            return bool(self._redis.set(f"{self.settings.celery_queue}:presign:{nonce}", 1, nx=True, ex=ttl))
+        with self._lock:  # no Redis: one hub process, remember nonces here
+            now = time.time()
+            self._nonces = {n: t for n, t in self._nonces.items() if t > now}
+            if nonce in self._nonces:
+                return False
+            self._nonces[nonce] = now + ttl
+            return True
+
+    # -- activity -----------------------------------------------------------------------------
+
+    async def note_activity(self, app_id: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._written.get(app_id, float("-inf")) < self.settings.activity_write_seconds:
+                return
+            self._written[app_id] = now
+        await run_in_threadpool(self._write_activity, app_id)
+
+    def _write_activity(self, app_id: str) -> None:
+        try:
+            with self.sessions() as session:
+                record_activity(session, {app_id: utcnow()})
+                session.commit()
+        except Exception as exc:  # activity is best effort; the request already succeeded
+            log.warning("could not record activity of app %s: %s", app_id, exc)
+
+
+def _check_same_origin(request: Request, settings: Settings) -> None:
+    source = request.headers.get("origin") or request.headers.get("referer")
+    allowed = {urlsplit(settings.public_url).netloc, request.headers.get("host", "")}
+    if not source or urlsplit(source).netloc not in allowed:
+        raise AccessDenied(
+            "Cross-site request refused: state-changing requests must come from the hub's pages"
+        )
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
+    return secret.strip() or None if scheme.lower() == "bearer" else None
+
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.api_route("/apps/{app_id}", methods=METHODS)
+async def app_root(app_id: str) -> RedirectResponse:
+    return RedirectResponse(f"/apps/{quote(app_id)}/", status_code=308)
+
+
+@router.get(f"/apps/{{app_id}}/{LOGIN_PATH}")
+async def app_login(request: Request, app_id: str, token: Annotated[str, Query(max_length=2000)]) -> Response:
+    """Where a presigned URL lands: set the app's session cookie, then show the app."""
+    proxy: AppProxy = request.app.state.app_proxy
+    value, lifetime = await run_in_threadpool(proxy.login, app_id, token)
+    response = RedirectResponse(f"/apps/{quote(app_id)}/", status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        value,
+        max_age=lifetime,
+        path=f"/apps/{app_id}/",
+        httponly=True,
+        samesite="lax",
+        secure=proxy.settings.public_url.startswith("https://"),
+    )
+    return response
+
+
+@router.api_route("/apps/{app_id}/{path:path}", methods=METHODS)
+async def app_proxy(request: Request, app_id: str, path: str) -> Response:
+    proxy: AppProxy = request.app.state.app_proxy
+    opened = await run_in_threadpool(
+        proxy.open, app_id, _bearer(request), request.cookies.get(SESSION_COOKIE)
+    )
+    if opened.via_cookie and request.method not in _SAFE_METHODS:
+        _check_same_origin(request, proxy.settings)
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]
+    other_cookies = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k != SESSION_COOKIE)
+    if other_cookies:
+        headers.append(("cookie", other_cookies))
+    token = issue_app_token(proxy.key, app_id, opened.owner_id, ttl=proxy.settings.app_token_ttl)
+    headers += [
+        ("authorization", f"Bearer {token}"),
+        ("x-forwarded-host", request.headers.get("host", "")),
+        ("x-forwarded-proto", request.url.scheme),
+        ("x-forwarded-for", request.client.host if request.client else ""),
+    ]
+    has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
+    client = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0))
+    upstream_request = client.build_request(
+        request.method,
+        httpx.URL(f"{opened.endpoint}/apps/{app_id}/{path}", query=request.url.query.encode()),
+        headers=headers,
+        content=request.stream() if has_body else None,
+    )
+    try:
+        upstream = await client.send(upstream_request, stream=True)
+    except httpx.HTTPError as exc:
+        await client.aclose()
+        raise Unavailable("The app is not answering; if it stopped, it is marked Failed shortly") from exc
+    await proxy.note_activity(app_id)
+
+    async def close() -> None:
+        await upstream.aclose()
+        await client.aclose()
+
+    response = StreamingResponse(
+        upstream.aiter_raw(), status_code=upstream.status_code, background=BackgroundTask(close)
+    )
+    response.raw_headers = [  # every header as sent, repeated ones (Set-Cookie) included
+        (k.encode("latin-1"), v.encode("latin-1"))
+        for k, v in upstream.headers.multi_items()
+        if k.lower() not in _DROP_RESPONSE
+    ]
+    return response
+
+
+def install_app_proxy(app: FastAPI) -> None:
+    """Mount the proxy and give routes what they need (``create_app`` calls this)."""
+    from profilerhub_hub.tasks import TaskSender
+
+    settings: Settings = app.state.settings
+    app.state.app_proxy = AppProxy(settings, app.state.sessions)
+    app.state.app_tasks = TaskSender(settings)
+    app.include_router(router)
+
+
+__all__ = ["SESSION_COOKIE", "AppProxy", "app_login_url", "install_app_proxy", "router"]

@@ -1,0 +1,172 @@
+"""Apps: ``/domains/{domain}/users/{user}/apps[/{app_type}/{app_name}]`` and ``/apps`` (admins).
+
+Each route writes and commits, then enqueues the worker task with the app id only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Query, Request
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
+from profilerhub_core.pagination import paginate
+from profilerhub_core.records import apps
+from profilerhub_hub.app_schemas import AppCreate, AppRead, PresignedUrlCreate, PresignedUrlRead
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.proxy import app_login_url
+from profilerhub_hub.schemas import Page
+from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
+
+router = APIRouter(tags=["apps"])
+USER_APPS = "/domains/{domain}/users/{user}/apps"
+ONE_APP = USER_APPS + "/{app_type}/{app_name}"
+
+StatusFilter = Annotated[AppStatus | None, Query(description="Only apps in this status.")]
+
+
+def _commit_and_enqueue(
+    request: Request, session: Session, target: Resolved, action: Action, app: App, task_name: str
+) -> AppRead:
+    """Commit the change with its audit event, THEN send the task (with the id only)."""
+    assert target.domain is not None
+    commit_audited(
+        session,
+        target.caller,
+        action,
+        target_type="App",
+        target=f"{target.name}/{app.app_type.value}/{app.app_name}",
+        domain=target.domain.name,
+        detail={"app_id": app.id},
+    )
+    request.app.state.app_tasks.send(task_name, app.id)
+    return _read(target, app)
+
+
+def _read(target: Resolved, app: App) -> AppRead:
+    assert target.domain is not None and target.user is not None
+    return AppRead.of(app, target.domain.name, target.user.name)
+
+
+def _the_app(session: Session, target: Resolved, app_type: AppType, app_name: str) -> App:
+    assert target.user is not None
+    return apps.require_app(session, target.user, app_type, app_name)
+
+
+@router.post(USER_APPS, status_code=202)
+def create_app(
+    body: AppCreate,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.CreateApp)],
+) -> AppRead:
+    assert target.domain is not None and target.user is not None
+    app = apps.create_app(
+        session, target.domain, target.user, body.app_type, body.app_name, actor=target.caller.actor
+    )
+    return _commit_and_enqueue(request, session, target, Action.CreateApp, app, SPAWN_APP)
+
+
+@router.get(USER_APPS)
+def list_apps(
+    session: SessionDep,
+    settings: SettingsDep,
+    page: PageDep,
+    target: Annotated[Resolved, allow(Action.ListApps)],
+    status: StatusFilter = None,
+) -> Page[AppRead]:
+    assert target.user is not None
+    result = paginate(
+        session,
+        apps.apps_query(user_id=target.user.id, status=status),
+        [App.created_at, App.id],
+        limit=page.limit,
+        next_token=page.next_token,
+        key=settings.signing_key(),
+        scope=f"apps:{target.user.id}:{status}",
+    )
+    return Page(items=[_read(target, a) for a in result.items], next_token=result.next_token)
+
+
+@router.get(ONE_APP)
+def describe_app(
+    app_type: AppType,
+    app_name: str,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.DescribeApp)],
+) -> AppRead:
+    return _read(target, _the_app(session, target, app_type, app_name))
+
+
+@router.delete(ONE_APP, status_code=202)
+def delete_app(
+    app_type: AppType,
+    app_name: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.DeleteApp)],
+) -> AppRead:
+    app = apps.request_delete(
+        session, _the_app(session, target, app_type, app_name), actor=target.caller.actor
+    )
+    return _commit_and_enqueue(request, session, target, Action.DeleteApp, app, DELETE_APP)
+
+
+@router.post(ONE_APP + "/presigned-url")
+def create_presigned_url(
+    app_type: AppType,
+    app_name: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    target: Annotated[Resolved, allow(Action.OpenApp)],
+    body: PresignedUrlCreate | None = None,
+) -> PresignedUrlRead:
+    """A one-time URL that opens the app in a browser (sets its session cookie), for its owner only."""
+    app = _the_app(session, target, app_type, app_name)
+    if app.user_id != target.caller.user_id:  # OpenApp is for the owner alone, admins included
+        raise apps.app_not_found(target.user, app_type, app_name)  # type: ignore[arg-type]
+    ttl = (body or PresignedUrlCreate()).expires_in_seconds
+    url = app_login_url(settings, app.id, app.user_id, ttl)
+    return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
+
+
+@router.get("/apps")
+def list_all_apps(
+    session: SessionDep,
+    settings: SettingsDep,
+    page: PageDep,
+    target: Annotated[Resolved, allow(Action.ListAllApps)],
+    status: StatusFilter = None,
+) -> Page[AppRead]:
+    """Every app the caller administers: all of them for platform admins, their domain's for domain admins."""
+    caller = target.caller
+    domain_id = None if caller.is_platform_admin else caller.domain_id
+    result = paginate(
+        session,
+        apps.apps_query(domain_id=domain_id, status=status),
+        [App.created_at, App.id],
+        limit=page.limit,
+        next_token=page.next_token,
+        key=settings.signing_key(),
+        scope=f"all-apps:{domain_id}:{status}",
+    )
+    names = _names(session, result.items)
+    return Page(items=[AppRead.of(a, *names[a.id]) for a in result.items], next_token=result.next_token)
+
+
+def _names(session: Session, rows: list[App]) -> dict[str, tuple[str, str]]:
+    """``app_id -> (domain name, user name)`` for a page of apps, in one query."""
+    if not rows:
+        return {}
+    stmt = (
+        sa.select(App.id, Domain.name, UserProfile.name)
+        .join(UserProfile, App.user_id == UserProfile.id)
+        .join(Domain, App.domain_id == Domain.id)
+        .where(App.id.in_([a.id for a in rows]))
+    )
+    return {app_id: (domain, user) for app_id, domain, user in session.execute(stmt)}

@@ -1,0 +1,78 @@
+"""Domains: ``/domains`` and ``/domains/{domain}``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Response
+
+from profilerhub_core.db.models import Domain
+from profilerhub_core.records import domains
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.schemas import DomainCreate, DomainRead, DomainUpdate, Page
+
+router = APIRouter(prefix="/domains", tags=["domains"])
+
+
+@router.post("", status_code=201)
+def create_domain(
+    body: DomainCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateDomain)]
+) -> DomainRead:
+    settings = body.settings.model_dump() if body.settings else None
+    domain = domains.create_domain(session, body.name, settings)
+    commit_audited(
+        session,
+        target.caller,
+        Action.CreateDomain,
+        target_type="Domain",
+        target=domain.name,
+        domain=domain.name,
+        detail={"settings": domain.settings},
+    )
+    return DomainRead.of(domain)
+
+
+@router.get("")
+def list_domains(
+    session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListDomains)]
+) -> Page[DomainRead]:
+    only = None if target.caller.is_platform_admin else target.caller.domain_id
+    return page.fetch(session, domains.domains_query(only), [Domain.name], DomainRead.of, scope="domains")
+
+
+@router.get("/{domain}")
+def describe_domain(target: Annotated[Resolved, allow(Action.DescribeDomain)]) -> DomainRead:
+    assert target.domain is not None
+    return DomainRead.of(target.domain)
+
+
+@router.patch("/{domain}")
+def update_domain(
+    body: DomainUpdate, session: SessionDep, target: Annotated[Resolved, allow(Action.UpdateDomain)]
+) -> DomainRead:
+    assert target.domain is not None
+    changes = body.settings.model_dump(exclude_none=True)
+    domain = domains.update_domain(session, target.domain, changes)
+    commit_audited(
+        session,
+        target.caller,
+        Action.UpdateDomain,
+        target_type="Domain",
+        target=domain.name,
+        domain=domain.name,
+        detail={"changes": changes},
+    )
+    return DomainRead.of(domain)
+
+
+@router.delete("/{domain}", status_code=204)
+def delete_domain(session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteDomain)]) -> Response:
+    assert target.domain is not None
+    name = target.domain.name
+    domains.delete_domain(session, target.domain)
+    commit_audited(
+        session, target.caller, Action.DeleteDomain, target_type="Domain", target=name, domain=name
+    )
+    return Response(status_code=204)

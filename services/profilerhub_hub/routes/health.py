@@ -1,0 +1,50 @@
+"""``/healthz`` (the process answers) and ``/readyz`` (its dependencies answer)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from profilerhub_hub.schemas import Health
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+def _check_database(request: Request) -> str:
+    try:
+        with request.app.state.engine.connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+        return "ok"
+    except Exception as exc:  # any failure means "not ready"; the reason is reported
+        return f"unavailable: {type(exc).__name__}"
+
+
+def _check_redis(url: str) -> str:
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        try:
+            client.ping()
+        finally:
+            client.close()
+        return "ok"
+    except Exception as exc:
+        return f"unavailable: {type(exc).__name__}"
+
+
+@router.get("/readyz", responses={503: {"model": Health}})
+def readyz(request: Request) -> JSONResponse:
+    settings = request.app.state.settings
+    checks = {"database": _check_database(request)}
+    if settings.redis_url:
+        checks["redis"] = _check_redis(settings.redis_url)
+    ready = all(v == "ok" for v in checks.values())
+    body = Health(status="ok" if ready else "unavailable", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

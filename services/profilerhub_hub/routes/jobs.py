@@ -1,0 +1,197 @@
+"""Jobs: ``/domains/{domain}/users/{user}/jobs[/{job_id}[/files/{path}|/uploads|/complete]]``.
+
+The SDK's upload protocol (``docs/jobs.md``): create the job, upload raw files (through the hub,
+or to presigned URLs on S3), complete it; the hub then sends the ingest task, after the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from profilerhub_core.db.models import Job, JobStatus
+from profilerhub_core.jobstorage import JobPlace
+from profilerhub_core.records import jobs
+from profilerhub_hub import job_uploads
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGrant, UploadGrantCreate
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.schemas import Page
+from profilerhub_worker.ingest import INGEST_JOB
+
+log = logging.getLogger("profilerhub.hub")
+
+router = APIRouter(tags=["jobs"])
+USER_JOBS = "/domains/{domain}/users/{user}/jobs"
+ONE_JOB = USER_JOBS + "/{job_id}"
+
+StatusFilter = Annotated[JobStatus | None, Query(description="Only jobs in this status.")]
+
+
+def _place(target: Resolved, job_id: str) -> JobPlace:
+    assert target.domain is not None and target.user is not None
+    return JobPlace(target.domain.name, target.user.name, job_id)
+
+
+def _job(session: Session, target: Resolved, job_id: str) -> Job:
+    assert target.user is not None
+    return jobs.require_job(session, target.user, job_id)
+
+
+def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False) -> JobRead:
+    from profilerhub_hub.app import API_PREFIX
+
+    place = _place(target, job.id)
+    upload = None
+    if job.status is JobStatus.InProgress and job.completed_at is None:
+        url = f"{API_PREFIX}/domains/{place.domain}/users/{place.user}/jobs/{job.id}"
+        store = job_uploads.job_store(request.app.state)
+        upload = job_uploads.upload_info(request.app.state.settings, store, url)
+    return JobRead.of(job, place.domain, place.user, upload=upload, summary=summary)
+
+
+@router.post(USER_JOBS, status_code=201)
+def create_job(
+    body: JobCreate,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.CreateJob)],
+) -> JobRead:
+    assert target.domain is not None and target.user is not None
+    definitions = [d.model_dump() for d in body.metric_definitions]
+    job = jobs.create_job(session, target.domain, target.user, body.name, definitions)
+    commit_audited(
+        session,
+        target.caller,
+        Action.CreateJob,
+        target_type="Job",
+        target=job.id,
+        domain=target.domain.name,
+        detail={"user": target.user.name, "name": job.name},
+    )
+    return _read(request, target, job)
+
+
+@router.get(USER_JOBS)
+def list_jobs(
+    session: SessionDep,
+    page: PageDep,
+    request: Request,
+    target: Annotated[Resolved, allow(Action.ListJobs)],
+    status: StatusFilter = None,
+) -> Page[JobRead]:
+    """The user's jobs, newest first."""
+    assert target.user is not None
+    stmt = jobs.jobs_query(target.user, status)
+    scope = f"jobs:{target.user.id}:{status or ''}"
+    return page.fetch(
+        session,
+        stmt,
+        [Job.created_at, Job.id],
+        lambda job: _read(request, target, job),
+        scope=scope,
+        descending=True,
+    )
+
+
+@router.get(ONE_JOB)
+def describe_job(
+    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
+) -> JobRead:
+    return _read(request, target, _job(session, target, job_id), summary=True)
+
+
+@router.put(ONE_JOB + "/files/{path:path}", status_code=201)
+async def upload_file(
+    job_id: str,
+    path: str,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    target: Annotated[Resolved, allow(Action.UploadJobFile)],
+) -> FileStored:
+    """Store the request body as the job's raw file ``path`` (streamed; replaces a file of that name)."""
+    job = await run_in_threadpool(_job, session, target, job_id)
+    jobs.require_uploading(job)
+    session.close()  # no connection held while the body streams in
+    length = request.headers.get("content-length")
+    size = await run_in_threadpool(
+        job_uploads.store_upload,
+        settings,
+        job_uploads.job_store(request.app.state),
+        _place(target, job_id),
+        path,
+        request.stream(),
+        int(length) if length and length.isdigit() else None,
+    )
+    return FileStored(path=path, size=size)
+
+
+@router.post(ONE_JOB + "/uploads")
+def grant_upload(
+    job_id: str,
+    body: UploadGrantCreate,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    target: Annotated[Resolved, allow(Action.UploadJobFile)],
+) -> UploadGrant:
+    """A presigned URL to PUT one raw file straight to S3 (when the hub's storage is S3)."""
+    jobs.require_uploading(_job(session, target, job_id))
+    store = job_uploads.job_store(request.app.state)
+    return job_uploads.grant_upload(settings, store, _place(target, job_id), body.path, body.size)
+
+
+@router.post(ONE_JOB + "/complete", status_code=202)
+def complete_job(
+    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.CompleteJob)]
+) -> JobRead:
+    """Mark the upload finished and start ingest. Repeating it is harmless (and re-sends ingest)."""
+    assert target.domain is not None
+    job = _job(session, target, job_id)
+    if jobs.mark_complete(session, job):
+        commit_audited(
+            session,
+            target.caller,
+            Action.CompleteJob,
+            target_type="Job",
+            target=job.id,
+            domain=target.domain.name,
+        )
+    if job.status is JobStatus.InProgress:
+        _enqueue(request, INGEST_JOB, job.id)
+    return _read(request, target, job)
+
+
+@router.delete(ONE_JOB, status_code=204)
+def delete_job(
+    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteJob)]
+) -> Response:
+    """Delete the job and every object it has in storage (refused while Processing)."""
+    assert target.domain is not None
+    job = _job(session, target, job_id)
+    jobs.delete_job(session, job)
+    removed = job_uploads.delete_objects(job_uploads.job_store(request.app.state), _place(target, job_id))
+    commit_audited(
+        session,
+        target.caller,
+        Action.DeleteJob,
+        target_type="Job",
+        target=job_id,
+        domain=target.domain.name,
+        detail={"objects_removed": removed},
+    )
+    return Response(status_code=204)
+
+
+def _enqueue(request: Request, task_name: str, job_id: str) -> None:
+    sender = getattr(request.app.state, "app_tasks", None)
+    if sender is None:
+        log.warning("no task sender: %s for job %s waits for the reconciler", task_name, job_id)
+        return
+    sender.send(task_name, job_id)

@@ -1,0 +1,78 @@
+"""API tokens of one user: ``/domains/{domain}/users/{user}/tokens``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Response
+
+from profilerhub_core.db.models import ApiToken, utcnow
+from profilerhub_core.records import tokens
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.schemas import Page, TokenCreate, TokenCreated, TokenRead
+
+router = APIRouter(prefix="/domains/{domain}/users/{user}/tokens", tags=["tokens"])
+
+
+@router.post("", status_code=201)
+def create_token(
+    body: TokenCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateToken)]
+) -> TokenCreated:
+    assert target.user is not None and target.domain is not None
+    token, secret = tokens.issue_token(
+        session,
+        target.user,
+        expires_in_seconds=body.expires_in_seconds,
+        note=body.note,
+        scopes=[str(s) for s in body.scopes],
+    )
+    commit_audited(
+        session,
+        target.caller,
+        Action.CreateToken,
+        target_type="ApiToken",
+        target=f"{target.name}/{token.id}",
+        domain=target.domain.name,
+        detail={
+            "token_id": token.id,
+            "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+        },
+    )
+    return TokenCreated(
+        token=secret,
+        token_id=token.id,
+        prefix=token.prefix,
+        expires_at=token.expires_at,
+        scopes=list(token.scopes),
+        note=token.note,
+    )
+
+
+@router.get("")
+def list_tokens(
+    session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListTokens)]
+) -> Page[TokenRead]:
+    assert target.user is not None
+    now = utcnow()
+    stmt = tokens.tokens_query(target.user)
+    order = [ApiToken.created_at, ApiToken.id]
+    return page.fetch(session, stmt, order, lambda t: TokenRead.of(t, now), scope=f"tokens:{target.user.id}")
+
+
+@router.delete("/{token_id}", status_code=204)
+def delete_token(
+    token_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteToken)]
+) -> Response:
+    assert target.user is not None and target.domain is not None
+    token = tokens.revoke_token(session, tokens.get_token(session, target.user, token_id))
+    commit_audited(
+        session,
+        target.caller,
+        Action.DeleteToken,
+        target_type="ApiToken",
+        target=f"{target.name}/{token.id}",
+        domain=target.domain.name,
+    )
+    return Response(status_code=204)

@@ -1,0 +1,67 @@
+"""User profiles: ``/domains/{domain}/users`` and ``/domains/{domain}/users/{user}``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Response
+
+from profilerhub_core.db.models import UserProfile
+from profilerhub_core.records import users
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.schemas import Page, UserCreate, UserRead
+
+router = APIRouter(prefix="/domains/{domain}/users", tags=["users"])
+
+
+@router.post("", status_code=201)
+def create_user(
+    body: UserCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateUserProfile)]
+) -> UserRead:
+    assert target.domain is not None
+    user = users.create_user(session, target.domain, body.name, body.role)
+    commit_audited(
+        session,
+        target.caller,
+        Action.CreateUserProfile,
+        target_type="UserProfile",
+        target=f"{target.domain.name}/{user.name}",
+        domain=target.domain.name,
+        detail={"role": user.role.value},
+    )
+    return UserRead.of(user)
+
+
+@router.get("")
+def list_users(
+    session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListUserProfiles)]
+) -> Page[UserRead]:
+    assert target.domain is not None
+    stmt = users.users_query(target.domain)
+    return page.fetch(session, stmt, [UserProfile.name], UserRead.of, scope=f"users:{target.domain.id}")
+
+
+@router.get("/{user}")
+def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserProfile)]) -> UserRead:
+    assert target.user is not None
+    return UserRead.of(target.user)
+
+
+@router.delete("/{user}", status_code=204)
+def delete_user(
+    session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteUserProfile)]
+) -> Response:
+    assert target.user is not None and target.domain is not None
+    name = target.name
+    users.delete_user(session, target.user)
+    commit_audited(
+        session,
+        target.caller,
+        Action.DeleteUserProfile,
+        target_type="UserProfile",
+        target=name,
+        domain=target.domain.name,
+    )
+    return Response(status_code=204)

@@ -1,0 +1,55 @@
+"""The profiler app process: every request but health needs the hub's token for this app."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from profilerhub_app.main import create_app
+from profilerhub_app.settings import AppServiceSettings
+from profilerhub_core.apptokens import generate_signing_key, issue_app_token, public_key_pem
+
+pytestmark = pytest.mark.anyio
+
+APP_ID = "3c1d1a52-1111-4222-8333-444455556666"
+
+
+@pytest.fixture(scope="module")
+def key():
+    return generate_signing_key()
+
+
+@pytest.fixture
+def client(key):
+    settings = AppServiceSettings(
+        id=APP_ID, owner="bob", owner_id="user-bob", domain="vision", public_key=public_key_pem(key)
+    )
+    transport = httpx.ASGITransport(app=create_app(settings))
+    return httpx.AsyncClient(transport=transport, base_url="http://app")
+
+
+@pytest.mark.parametrize(
+    "path", [f"/apps/{APP_ID}/", f"/apps/{APP_ID}/api/whoami", "/", "/apps/other/", "/docs"]
+)
+async def test_every_path_without_token_answers_401_only(client: httpx.AsyncClient, path: str) -> None:
+    answer = await client.get(path)
+    assert answer.status_code == 401
+    assert "bob" not in answer.text
+
+
+async def test_health_needs_no_token(client: httpx.AsyncClient) -> None:
+    assert (await client.get(f"/apps/{APP_ID}/health")).json() == {"status": "ok"}
+
+
+async def test_owner_token_for_another_app_is_refused(client: httpx.AsyncClient, key) -> None:
+    token = issue_app_token(key, "another-app", "user-bob")
+    answer = await client.get(f"/apps/{APP_ID}/", headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 401
+
+
+async def test_any_method_and_body_reach_the_app_with_a_token(client: httpx.AsyncClient, key) -> None:
+    headers = {"Authorization": f"Bearer {issue_app_token(key, APP_ID, 'user-bob')}"}
+    answer = await client.put(f"/apps/{APP_ID}/api/echo?x=1", content=b"abc", headers=headers)
+    assert answer.json() == {"method": "PUT", "size": 3, "query": "x=1"}
+    missing = await client.get(f"/apps/{APP_ID}/nothing-here", headers=headers)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "ResourceNotFound"

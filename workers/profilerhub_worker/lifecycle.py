@@ -1,0 +1,369 @@
+"""What the app tasks do, as plain functions of a ``WorkerContext`` (tests call them directly).
+
+Each function re-reads the app row, acts only if the state is still the one it handles, and
+moves it on with a compare-and-set (``app_states.transition``).  Work on one app is serialised
+by a short Redis lock, so a duplicated task waits its turn or finds nothing left to do.
+
+    spawn(ctx, app_id)    Pending  -> InService (instance answering) | Failed (with a reason)
+    delete(ctx, app_id)   Deleting -> Deleted   (instance gone)
+    poll_running(ctx)     InService apps whose instance died -> Failed
+    reconcile(ctx)        the above, plus: stuck Pending re-sent or failed, stuck Deleting
+                          re-sent, suspended apps restarted, instances no app owns stopped
+    cull_idle(ctx)        InService apps idle past their domain's idle_minutes -> Deleting
+    suspend_all(ctx)      stop every local instance but keep the apps InService (``up`` exit)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import redis
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from profilerhub_core.db.models import App, AppStatus, Domain, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
+from profilerhub_core.records.app_states import transition
+from profilerhub_core.records.apps import save_instance
+from profilerhub_worker.spawners import (
+    AppSpec,
+    Spawner,
+    SpawnerConfig,
+    SpawnError,
+    make_spawner,
+    spawner_class,
+)
+
+log = logging.getLogger(__name__)
+
+SUSPENDED = "suspended"
+"""Key in ``spawner_state``: the instance was stopped on purpose by ``up``'s exit; restart it."""
+
+
+@dataclass
+class WorkerContext:
+    """Everything the lifecycle functions need; built once per worker process."""
+
+    sessions: sessionmaker[Session]
+    redis: redis.Redis
+    spawner: str
+    spawner_config: SpawnerConfig
+    app_env: dict[str, str]
+    """Environment every app gets: the hub's public key and URL."""
+    enqueue: Callable[[str, str], None]
+    """``enqueue(task_name, app_id)``: send a task (the reconciler re-sends stuck work)."""
+    resend_after: float = 10.0
+    """Seconds a Pending/Deleting app may wait, unclaimed, before the reconciler re-sends its task."""
+    lock_seconds: float = 10.0
+    """Lifetime of an app's lock; the holder renews it, so a killed worker's lock lapses this fast."""
+    key_prefix: str = "profilerhub"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pending_timeout(self) -> float:
+        """A Pending app older than this failed to start, whatever the reason."""
+        cfg = self.spawner_config
+        return 2 * (cfg.start_timeout + cfg.http_timeout + cfg.stop_grace) + self.resend_after
+
+
+def _lock_name(ctx: WorkerContext, app_id: str) -> str:
+    return f"{ctx.key_prefix}:app-lock:{app_id}"
+
+
+@contextmanager
+def app_lock(ctx: WorkerContext, app_id: str) -> Iterator[bool]:
+    """Hold the app's lock if nobody else does; yields whether it was acquired.
+
+    The lock lives ``lock_seconds`` and a thread renews it while it is held, so a long start
+    keeps it, and a worker killed mid-task frees the app for another worker within seconds.
+    """
+    lock = ctx.redis.lock(_lock_name(ctx, app_id), timeout=ctx.lock_seconds, blocking=False)
+    if not lock.acquire(blocking=False):
+        yield False
+        return
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(ctx.lock_seconds / 3):
+            with suppress(redis.exceptions.RedisError):
+                lock.reacquire()
+
+    renewer = threading.Thread(target=renew, name=f"lock-{app_id}", daemon=True)
+    renewer.start()
+    try:
+        yield True
+    finally:
+        done.set()
+        renewer.join()
+        # LockError: it lapsed (Redis was unreachable), and another holder may own it now.
+        with suppress(redis.exceptions.LockError, redis.exceptions.RedisError):
+            lock.release()
+
+
+def _is_locked(ctx: WorkerContext, app_id: str) -> bool:
+    return bool(ctx.redis.exists(_lock_name(ctx, app_id)))
+
+
+def _spec(session: Session, app: App, ctx: WorkerContext) -> AppSpec:
+    user = session.get(UserProfile, app.user_id)
+    domain = session.get(Domain, app.domain_id)
+    return AppSpec(
+        app_id=app.id,
+        domain=domain.name if domain else "",
+        user=user.name if user else "",
+        user_id=app.user_id,
+        app_type=str(app.app_type),
+        app_name=app.app_name,
+        env=dict(ctx.app_env),
+    )
+
+
+def _spawner(session: Session, app: App, ctx: WorkerContext) -> Spawner:
+    return make_spawner(ctx.spawner, _spec(session, app, ctx), ctx.spawner_config, app.spawner_state)
+
+
+@contextmanager
+def _claimed(ctx: WorkerContext, app_id: str, status: AppStatus) -> Iterator[tuple[App, Spawner] | None]:
+    """Hold the app's lock and yield ``(app, spawner)`` if the app is still in ``status``, else None."""
+    with app_lock(ctx, app_id) as mine:
+        if not mine:
+            yield None
+            return
+        with ctx.sessions() as session:
+            app = session.get(App, app_id)
+            claimed = None if app is None or app.status != status else (app, _spawner(session, app, ctx))
+        yield claimed
+
+
+def _commit_transition(
+    ctx: WorkerContext, app_id: str, from_: AppStatus, to: AppStatus, **fields: Any
+) -> bool:
+    with ctx.sessions() as session:
+        moved = transition(session, app_id, from_, to, **fields)
+        session.commit()
+    return moved
+
+
+def spawn(ctx: WorkerContext, app_id: str) -> str:
+    """Start a Pending app's instance and move it to InService, or to Failed with the reason."""
+    with _claimed(ctx, app_id, AppStatus.Pending) as claimed:
+        if claimed is None:
+            return "skipped"
+        _, spawner = claimed
+        try:
+            endpoint = spawner.start()
+        except SpawnError as exc:
+            _commit_transition(
+                ctx, app_id, AppStatus.Pending, AppStatus.Failed, failure_reason=exc.reason, spawner_state={}
+            )
+            return "failed"
+        moved = _commit_transition(
+            ctx,
+            app_id,
+            AppStatus.Pending,
+            AppStatus.InService,
+            endpoint=endpoint,
+            spawner_state=spawner.get_state(),
+            last_activity_at=utcnow(),
+        )
+        if not moved:  # failed by the reconciler meanwhile: nobody will use this instance
+            spawner.stop()
+            return "superseded"
+        return "started"
+
+
+def delete(ctx: WorkerContext, app_id: str) -> str:
+    """Stop a Deleting app's instance and move it to Deleted."""
+    with _claimed(ctx, app_id, AppStatus.Deleting) as claimed:
+        if claimed is None:
+            return "skipped"
+        claimed[1].stop()
+        _commit_transition(
+            ctx, app_id, AppStatus.Deleting, AppStatus.Deleted, endpoint=None, spawner_state={}
+        )
+        return "deleted"
+
+
+def _fail_if_dead(ctx: WorkerContext, session: Session, app: App) -> bool:
+    if app.spawner_state.get(SUSPENDED):
+        return False
+    status = _spawner(session, app, ctx).poll()
+    if status is None:
+        return False
+    reason = (
+        f"The app stopped unexpectedly ({status})"
+        if isinstance(status, str)
+        else (f"The app exited unexpectedly with status {status}")
+    )
+    moved = transition(session, app.id, AppStatus.InService, AppStatus.Failed, failure_reason=reason)
+    session.commit()
+    return moved
+
+
+def poll_running(ctx: WorkerContext) -> int:
+    """Fail every InService app whose instance is no longer running; return how many."""
+    failed = 0
+    with ctx.sessions() as session:
+        for app in session.scalars(sa.select(App).where(App.status == AppStatus.InService)).all():
+            failed += _fail_if_dead(ctx, session, app)
+    return failed
+
+
+def _restart_suspended(ctx: WorkerContext, app_id: str) -> None:
+    with _claimed(ctx, app_id, AppStatus.InService) as claimed:
+        if claimed is None or not claimed[0].spawner_state.get(SUSPENDED):
+            return
+        spawner = claimed[1]
+        try:
+            endpoint = spawner.start()
+        except SpawnError as exc:
+            _commit_transition(
+                ctx,
+                app_id,
+                AppStatus.InService,
+                AppStatus.Failed,
+                failure_reason=f"Could not restart the app: {exc.reason}",
+                spawner_state={},
+            )
+            return
+        with ctx.sessions() as session:
+            saved = save_instance(
+                session, app_id, AppStatus.InService, endpoint=endpoint, spawner_state=spawner.get_state()
+            )
+            session.commit()
+        if not saved:
+            spawner.stop()
+
+
+def _age(since: datetime) -> float:
+    return (utcnow() - since).total_seconds()
+
+
+def reconcile(ctx: WorkerContext) -> dict[str, int]:
+    """Compare app records with running instances and heal the differences; return counts."""
+    counts = {"failed": 0, "resent": 0, "restarted": 0, "orphans_stopped": 0}
+    from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
+
+    with ctx.sessions() as session:
+        apps = session.scalars(sa.select(App).where(App.status != AppStatus.Deleted)).all()
+        for app in apps:
+            if app.status == AppStatus.InService:
+                if app.spawner_state.get(SUSPENDED):
+                    _restart_suspended(ctx, app.id)
+                    counts["restarted"] += 1
+                else:
+                    counts["failed"] += _fail_if_dead(ctx, session, app)
+            elif app.status == AppStatus.Pending:
+                age = _age(app.status_changed_at)
+                if age > ctx.pending_timeout and not _is_locked(ctx, app.id):
+                    _spawner(session, app, ctx).stop()
+                    counts["failed"] += transition(
+                        session,
+                        app.id,
+                        AppStatus.Pending,
+                        AppStatus.Failed,
+                        failure_reason=f"The app did not start within {ctx.pending_timeout:.0f}s",
+                        spawner_state={},
+                    )
+                    session.commit()
+                elif age > ctx.resend_after and not _is_locked(ctx, app.id):
+                    ctx.enqueue(SPAWN_APP, app.id)
+                    counts["resent"] += 1
+            elif (
+                app.status == AppStatus.Deleting
+                and _age(app.status_changed_at) > ctx.resend_after
+                and not _is_locked(ctx, app.id)
+            ):
+                ctx.enqueue(DELETE_APP, app.id)
+                counts["resent"] += 1
+        counts["orphans_stopped"] = _stop_orphans(ctx, session)
+    return counts
+
+
+def _stop_orphans(ctx: WorkerContext, session: Session) -> int:
+    """Stop instances that no app row owns (deleted, failed, or replaced by a newer instance)."""
+    cls = spawner_class(ctx.spawner)
+    lister = getattr(cls, "list_instances", None)
+    if lister is None:
+        return 0
+    stopped = 0
+    session.expire_all()  # the loop above may have restarted apps: compare with what is stored now
+    for app_id, state in list(lister(ctx.spawner_config)):
+        app = session.get(App, app_id)
+        if app is not None and (
+            app.status in (AppStatus.Pending, AppStatus.Deleting) or _is_locked(ctx, app_id)
+        ):
+            continue  # a task is (or will be) working on it
+        if app is not None and app.status == AppStatus.InService and _same_instance(app.spawner_state, state):
+            continue
+        spec = AppSpec(app_id=app_id, domain="", user="", user_id="", app_type="", app_name="")
+        orphan = cls(spec, ctx.spawner_config)
+        orphan.load_state(state)
+        if orphan.poll() is None:
+            log.warning("stopping app instance %s that no app record owns", app_id)
+            stopped += 1
+        orphan.stop()
+    return stopped
+
+
+def _same_instance(saved: dict[str, Any], found: dict[str, Any]) -> bool:
+    keys = set(saved) | set(found)
+    return all(saved.get(k) == found.get(k) for k in keys if k != SUSPENDED)
+
+
+def cull_idle(ctx: WorkerContext) -> int:
+    """Ask to delete every InService app idle longer than its domain's ``idle_minutes``."""
+    from profilerhub_worker.celery_app import DELETE_APP
+
+    culled: list[str] = []
+    with ctx.sessions() as session:
+        rows = session.execute(
+            sa.select(App, Domain.settings)
+            .join(Domain, App.domain_id == Domain.id)
+            .where(App.status == AppStatus.InService)
+        ).all()
+        for app, domain_settings in rows:
+            idle_minutes = DomainSettings.of(domain_settings).idle_minutes
+            last = app.last_activity_at or app.status_changed_at
+            if (
+                idle_minutes
+                and utcnow() - last > timedelta(minutes=idle_minutes)
+                and transition(
+                    session,
+                    app.id,
+                    AppStatus.InService,
+                    AppStatus.Deleting,
+                    actor="culler",
+                    failure_reason=None,
+                )
+            ):
+                culled.append(app.id)
+        session.commit()
+    for app_id in culled:
+        ctx.enqueue(DELETE_APP, app_id)
+    return len(culled)
+
+
+def suspend_all(ctx: WorkerContext) -> int:
+    """Stop every running instance but keep its app InService, marked to restart (``up``'s exit)."""
+    suspended = 0
+    with ctx.sessions() as session:
+        for app in session.scalars(sa.select(App).where(App.status == AppStatus.InService)).all():
+            spawner = _spawner(session, app, ctx)
+            spawner.stop()
+            save_instance(
+                session,
+                app.id,
+                AppStatus.InService,
+                endpoint=None,
+                spawner_state={**spawner.get_state(), SUSPENDED: True},
+            )
+            suspended += 1
+        session.commit()
+    return suspended

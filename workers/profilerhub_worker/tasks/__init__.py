@@ -1,0 +1,1 @@
+"""Celery tasks.  Each is a thin wrapper over a plain function in ``profilerhub_worker.lifecycle``."""

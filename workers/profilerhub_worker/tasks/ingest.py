@@ -1,0 +1,56 @@
+"""Job ingest tasks: thin Celery wrappers over ``profilerhub_worker.ingest.run``.
+
+Arguments are job ids only. ``ingest`` retries storage and database failures with exponential
+backoff and jitter, keeping its claim on the job (``claim``); a worker killed mid-ingest has its
+task delivered again (``acks_late``), and the reconciler re-sends jobs whose claim went stale.
+
+The ingest context (database, object store, limits) is built once per worker process from the
+worker's settings (``app.profilerhub_settings`` when the worker set it, else the environment).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from celery import Task, shared_task
+
+from profilerhub_worker.ingest import INGEST_JOB, RECONCILE_JOBS
+from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+
+_lock = threading.Lock()
+
+
+def ingest_context(task: Task) -> IngestContext:
+    """This worker process's ``IngestContext`` (built on first use, kept on the Celery app)."""
+    app: Any = task.app
+    with _lock:
+        ctx: IngestContext | None = getattr(app, "profilerhub_ingest", None)
+        if ctx is None:
+            from profilerhub_core.jobstorage import open_job_store
+            from profilerhub_core.settings import Settings
+
+            settings = getattr(app, "profilerhub_settings", None) or Settings()
+            ctx = IngestContext.from_settings(
+                settings,
+                open_job_store(settings),
+                enqueue=lambda name, job_id: app.send_task(name, args=[job_id]),
+            )
+            app.profilerhub_ingest = ctx
+        return ctx
+
+
+@shared_task(name=INGEST_JOB, bind=True, max_retries=8)
+def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
+    """InProgress (completed) -> Processing -> Ready | Failed."""
+    try:
+        return ingest_job(job_id, ingest_context(self), claim)
+    except IngestInterrupted as exc:
+        countdown = min(60, 2**self.request.retries)
+        raise self.retry(kwargs={"job_id": job_id, "claim": exc.claim}, countdown=countdown, exc=exc) from exc
+
+
+@shared_task(name=RECONCILE_JOBS, bind=True)
+def reconcile(self: Task) -> dict[str, int]:
+    """Re-send ingest for completed jobs nobody took and for jobs whose ingest died."""
+    return reconcile_jobs(ingest_context(self))
