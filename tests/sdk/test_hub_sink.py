@@ -73,7 +73,7 @@ def test_hub_down_at_the_end_reports_dropped_counts_and_returns_in_time(
     train(torch, 3)
     t0 = time.monotonic()
     summary = ph.finish(timeout=1.5)
-    assert time.monotonic() - t0 < 4
+    assert time.monotonic() - t0 < 5
     assert not summary["completed"]
     assert summary["dropped_files"]["annotations"] >= 1 and summary["dropped_files"]["_SUCCESS"] == 1
     messages = [r.getMessage() for r in sdk_records(sdk_log)]
@@ -134,6 +134,6 @@ def test_a_hub_that_stops_answering_cannot_hold_finish_past_its_timeout(
             pass
     t0 = time.monotonic()
     summary = ph.finish(timeout=1.0)
-    assert time.monotonic() - t0 < 3.5
+    assert time.monotonic() - t0 < 5  # not the 30 s HTTP timeout
     assert not summary["completed"] and summary["dropped_files"]["_SUCCESS"] == 1
     assert not [r for r in sdk_records(sdk_log, logging.ERROR)]
