@@ -8,6 +8,7 @@ the SDK's cost.  Each reader raises OSError where /proc is missing; the sampler 
 from __future__ import annotations
 
 import os
+import time
 from typing import NamedTuple
 
 
@@ -75,3 +76,47 @@ class CpuPercent:
             pct.append(round(100.0 * (busy1 - busy0) / dt, 1) if dt > 0 else 0.0)
         self._prev = now
         return pct
+
+
+class NetBytes(NamedTuple):
+    bytes_recv: int
+    bytes_sent: int
+
+
+def net_bytes() -> NetBytes:
+    """Bytes received and sent by every interface but loopback, from /proc/net/dev."""
+    recv = sent = 0
+    with open("/proc/net/dev", "rb") as fh:
+        for line in fh.readlines()[2:]:
+            name, _, counters = line.partition(b":")
+            if name.strip() == b"lo":
+                continue
+            f = counters.split()
+            recv += int(f[0])
+            sent += int(f[8])
+    return NetBytes(recv, sent)
+
+
+class ProcessUsage:
+    """This process's CPU % between calls (100 = one core) and its resident memory."""
+
+    _TICKS = os.sysconf("SC_CLK_TCK")
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+
+    def __init__(self) -> None:
+        self._prev = self._read()
+
+    @staticmethod
+    def _read() -> tuple[float, int, int]:
+        with open(f"/proc/{os.getpid()}/stat", "rb") as fh:
+            # The command name (field 2) may hold spaces: split after its closing parenthesis.
+            f = fh.read().rpartition(b")")[2].split()
+        # f[11], f[12]: utime, stime (fields 14, 15); f[21]: rss in pages (field 24).
+        return time.monotonic(), int(f[11]) + int(f[12]), int(f[21])
+
+    def __call__(self) -> tuple[float, int]:
+        now = self._read()
+        dt = now[0] - self._prev[0]
+        pct = 100.0 * (now[1] - self._prev[1]) / self._TICKS / dt if dt > 0 else 0.0
+        self._prev = now
+        return round(pct, 1), now[2] * self._PAGE
