@@ -1,8 +1,8 @@
-"""System metrics: CPU, memory, disk and network I/O through psutil; GPUs through NVML.
+"""System metrics: CPU, memory, disk and network I/O from /proc (psutil elsewhere); GPUs by NVML.
 
 :meth:`SystemSampler.sample` returns one record (see ``docs/sdk.md`` for the fields).  Rates are
 computed from the counters' difference since the previous sample.  A source that fails (no NVML,
-a psutil call refused inside a container) is logged once and left out from then on.
+a counter file missing inside a container) is logged once and left out from then on.
 """
 
 from __future__ import annotations
@@ -12,36 +12,63 @@ import logging
 import os
 from typing import Any
 
+from . import _procfs
 from ._clock import now_ns
 from ._log import log_once
 
 
 class SystemSampler:
-    """Stateful sampler; create it in the thread that samples (psutil keeps per-call state)."""
+    """Stateful sampler (rates and CPU % are since the previous call); one thread uses it."""
 
     def __init__(self) -> None:
-        import psutil
-
-        self._psutil = psutil
-        self._proc = psutil.Process(os.getpid())
         self._nvml: Any = None
         self._gpus: list[Any] = []
         self._prev_ns = now_ns()
+        self._psutil: Any = None
+        try:  # Linux: read /proc directly (see _procfs)
+            self._cpu = _procfs.CpuPercent()
+            self._proc_usage = _procfs.ProcessUsage()
+            self._disks = _procfs.whole_disks()
+            _procfs.memory()
+            _procfs.net_bytes()
+        except (OSError, ValueError, IndexError):  # elsewhere (or an odd /proc): psutil
+            import psutil
+
+            self._psutil = psutil
+            self._proc = psutil.Process(os.getpid())
+            psutil.cpu_percent(percpu=True)  # the first calls only prime the counters
+            self._proc.cpu_percent()
         self._prev_disk = self._disk()
         self._prev_net = self._net()
-        # The first cpu_percent call only primes the counters.
-        psutil.cpu_percent(percpu=True)
-        self._proc.cpu_percent()
         self._init_nvml()
+
+    def _cpu_and_memory(self) -> tuple[list[float], int, int]:
+        """Per-core CPU %, total and available memory bytes."""
+        if self._psutil is None:
+            total, available = _procfs.memory()
+            return self._cpu(), total, available
+        vm = self._psutil.virtual_memory()
+        return self._psutil.cpu_percent(percpu=True), vm.total, vm.available
+
+    def _process(self) -> tuple[float, int]:
+        """This process's CPU % (100 = one core) and resident bytes."""
+        if self._psutil is None:
+            return self._proc_usage()
+        with self._proc.oneshot():
+            return self._proc.cpu_percent(), self._proc.memory_info().rss
 
     def _disk(self) -> Any:
         try:
+            if self._psutil is None:
+                return _procfs.disk_bytes(self._disks)
             return self._psutil.disk_io_counters(perdisk=False)
         except Exception:  # missing /proc/diskstats in some containers
             return None
 
     def _net(self) -> Any:
         try:
+            if self._psutil is None:
+                return _procfs.net_bytes()
             return self._psutil.net_io_counters(pernic=False)
         except Exception:
             return None
@@ -65,23 +92,19 @@ class SystemSampler:
             self._nvml = None
 
     def sample(self) -> dict[str, Any]:
-        ps = self._psutil
         ts = now_ns()
         dt = max((ts - self._prev_ns) / 1e9, 1e-6)
-        per_core = ps.cpu_percent(percpu=True)
-        vm = ps.virtual_memory()
+        per_core, mem_total, mem_available = self._cpu_and_memory()
         rec: dict[str, Any] = {
             "ts_ns": ts,
             "cpu_percent": round(sum(per_core) / max(len(per_core), 1), 2),
             "cpu_percent_per_core": per_core,
-            "mem_used_bytes": vm.total - vm.available,
-            "mem_total_bytes": vm.total,
-            "mem_percent": vm.percent,
+            "mem_used_bytes": mem_total - mem_available,
+            "mem_total_bytes": mem_total,
+            "mem_percent": round(100.0 * (mem_total - mem_available) / mem_total, 1),
         }
         try:
-            with self._proc.oneshot():
-                rec["proc_cpu_percent"] = self._proc.cpu_percent()
-                rec["proc_rss_bytes"] = self._proc.memory_info().rss
+            rec["proc_cpu_percent"], rec["proc_rss_bytes"] = self._process()
         except Exception as exc:
             log_once("proc-metrics", logging.INFO, "profilerhub: no process metrics (%s)", exc)
         disk = self._disk()

@@ -153,6 +153,8 @@ class Uploader:
             try:
                 ok = self._do(item)
             except Exception as exc:  # a bug in a sink must not kill the thread silently
+                if self._stop_at is not None:
+                    return  # close() gave up on this request and closed the sink under it
                 logger.exception("profilerhub: unexpected error in the uploader: %s", exc)
                 ok = True
                 if isinstance(item, tuple):

@@ -41,6 +41,8 @@ class HubJob:
     job_id: str
     name: str
     upload_mode: str  # "hub": PUT to the hub; "s3": PUT to presigned URLs the hub hands out
+    #: hub mode: where ``PUT {files_url}{path}`` goes ("" = ``{job path}/files/``, the default)
+    files_url: str = ""
 
     @property
     def path(self) -> str:
@@ -90,7 +92,19 @@ class HubClient:
         data = self._json("POST", path, json_body=body, missing_is_fatal=True)
         try:
             upload = data.get("upload") or {"mode": "hub"}
-            return HubJob(domain, user, str(data["job_id"]), str(data.get("name", name)), str(upload["mode"]))
+            mode = str(upload["mode"])
+            files_url = str(upload.get("files_url") or upload.get("base_url") or "") if mode == "hub" else ""
+            if files_url.startswith(self.url + "/"):
+                files_url = files_url[len(self.url) :]
+            if "://" in files_url:
+                files_url = ""  # never send the token to another origin: use the documented path
+            if files_url and not files_url.endswith("/"):
+                files_url += "/"
+            if mode not in ("hub", "s3"):
+                raise HubError(
+                    f"the hub asked for upload mode {mode!r}; this SDK knows 'hub' and 's3'", fatal=True
+                )
+            return HubJob(domain, user, str(data["job_id"]), str(data.get("name", name)), mode, files_url)
         except (KeyError, TypeError, AttributeError) as exc:
             raise HubError(
                 f"the hub's answer to {path} lacks job_id/upload: {data!r}"[:300], fatal=True
@@ -120,7 +134,7 @@ class HubClient:
             self._send(
                 self._http,
                 "PUT",
-                f"{job.path}/files/{quote(path, safe='/')}",
+                f"{job.files_url or job.path + '/files/'}{quote(path, safe='/')}",
                 content=data,
                 headers={"Content-Type": content_type},
                 what=f"upload of {path}",

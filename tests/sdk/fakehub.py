@@ -7,7 +7,8 @@ HTTP on a free port, keeps everything in memory, and can misbehave on purpose:
 - ``stop()`` / ``start()``: the hub goes down (connections refused) and comes back on the same port;
 - a wrong bearer token answers 401 like the real hub;
 - ``mode="s3"`` hands out presigned PUT URLs for a real (moto) S3 bucket instead of taking files;
-- ``refuse[path] = status`` answers that file's upload with an error.
+- ``refuse[path] = status`` answers that file's upload with an error;
+- ``stalled.set()`` makes it accept requests and never answer (until cleared or stopped).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class FakeHub:
         self.bucket = bucket
         self.jobs: dict[str, FakeJob] = {}
         self.refuse: dict[str, int] = {}  # file path -> status to answer its PUT with (misbehaving storage)
+        self.stalled = threading.Event()  # set: requests hang (accepted, never answered) until cleared
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
         self.lock = threading.Lock()
         self.port = 0
@@ -151,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("PUT")
 
     def _dispatch(self, method: str) -> None:
+        while self.fake.stalled.is_set() and self.fake._server is not None:
+            time.sleep(0.02)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         path = urlsplit(self.path).path

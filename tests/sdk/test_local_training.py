@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import psutil
+import pytest
 
 import profilerhub as ph
+from profilerhub import _torch
 
 from .rawfiles import files_of_dir, job_json, records, torch_traces
 from .training import ANNOTATIONS, PRINTED_LOSS, train
@@ -133,3 +135,43 @@ def test_sdk_calls_without_init_do_nothing_and_raise_nothing() -> None:
     with ph.step(), ph.annotate("x"):
         ph.log_metric("m", 1.0)
     assert f(1) == 2 and ph.finish() == {}
+
+
+def test_steps_number_themselves_and_annotations_take_the_current_step(tmp_path: Path) -> None:
+    ph.init(job="autostep", output=tmp_path)
+    for _ in range(3):
+        with ph.step(), ph.annotate("inner"):
+            pass
+    ph.finish()
+    ranges = records(files_of_dir(tmp_path / "autostep"), "annotations")
+    assert [(r["name"], r["step"], r["depth"]) for r in ranges] == [
+        (name, i, depth) for i in range(3) for name, depth in (("inner", 1), (f"step_{i}", 0))
+    ]
+
+
+class FakeCudaTorch:
+    """Stands in for a CUDA build of torch (none here): records NVTX pushes and pops."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        nvtx = SimpleNamespace(
+            range_push=lambda name: self.calls.append(f"push {name}"),
+            range_pop=lambda: self.calls.append("pop"),
+        )
+        self.cuda = SimpleNamespace(is_available=lambda: True, nvtx=nvtx)
+        self.autograd = SimpleNamespace(
+            _profiler_enabled=lambda: False, profiler=SimpleNamespace(record_function=None)
+        )
+
+
+def test_on_cuda_annotations_and_steps_are_nvtx_ranges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeCudaTorch()
+    monkeypatch.setattr(_torch, "_hooks", _torch.TorchHooks(fake))
+    monkeypatch.setattr(_torch, "_hooks_checked", True)
+    ph.init(job="nvtx", output=tmp_path)
+    with ph.step(4), ph.annotate("forward"), ph.annotate("matmul"):
+        pass
+    ph.finish()
+    assert fake.calls == ["push step_4", "push forward", "push matmul", "pop", "pop", "pop"]

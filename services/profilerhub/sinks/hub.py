@@ -66,7 +66,9 @@ class HubSink(Sink):
         """Whether a job given to resume (``self.job`` set before ``open``) still takes files."""
         assert self._client is not None
         try:
-            return self._client.get_job(job).get("status") == "InProgress"
+            found = self._client.get_job(job)
+            # A completed job may stay InProgress until ingest starts; "upload": null tells it apart.
+            return found.get("status") == "InProgress" and found.get("upload", {}) is not None
         except HubError as exc:
             if exc.status == 404:
                 return False
