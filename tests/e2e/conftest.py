@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from jobs_stack import JobStack
 
 
-@pytest.fixture
-def job_stack(hub_process: Any, tmp_path: Path, redis_url: str) -> Iterator[JobStack]:
-    """Hub and worker on SQLite and local storage under ``tmp_path/home``."""
-    stack = JobStack.start(hub_process, tmp_path, redis_url)
+@pytest.fixture(scope="module")
+def job_stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[JobStack]:
+    """Hub and worker on SQLite and local storage, shared by a module's tests (each uses its own
+    user); a test that stops the hub starts it again before it ends."""
+    stack = JobStack.start(tmp_path_factory.mktemp("jobstack"), redis_url)
     yield stack
     stack.stop()

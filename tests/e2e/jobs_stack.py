@@ -1,7 +1,7 @@
 """A running ProfilerHub for the job end-to-end tests: a migrated database, ``profilerhub hub``
 and ``profilerhub worker`` as real processes on a real Redis, and a real training script.
 
-    stack = JobStack.start(hub_process, tmp_path, redis_url, env={...})
+    stack = JobStack.start(tmp_path, redis_url, env={...})
     token = stack.user_token("ml", "alice")
     result = stack.train(token, steps=12)            # runs TRAIN_SCRIPT in a subprocess
     job = stack.wait_for_job(token, result.job_id)   # until Ready or Failed
@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import testservices
 
-from hubfixtures import TEST_SECRET_KEY, RunningHub, auth, cli_command, wait_for
+from hubfixtures import TEST_SECRET_KEY, auth, cli_command, wait_for
 
 # A small PyTorch model trained on the CPU, instrumented with the SDK the way the README shows.
 # ``GATES`` (env) lists "step:file" pairs: at that step the script writes file.reached and waits
@@ -77,27 +77,19 @@ class Training:
 
 @dataclass
 class JobStack:
-    hub_process: Callable[..., RunningHub]
     tmp: Path
     env: dict[str, str]
     port: int
-    hub: RunningHub | None = None
+    hub: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
-    worker_log: Path | None = None
-    users: dict[str, str] = field(default_factory=dict)
+    logs: list[Path] = field(default_factory=list)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     @classmethod
-    def start(
-        cls,
-        hub_process: Callable[..., RunningHub],
-        tmp: Path,
-        redis_url: str,
-        env: dict[str, str] | None = None,
-    ) -> JobStack:
+    def start(cls, tmp: Path, redis_url: str, env: dict[str, str] | None = None) -> JobStack:
         home = tmp / "home"
         base = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
         stack_env = {
@@ -111,44 +103,42 @@ class JobStack:
         subprocess.run(
             [*cli_command(), "db", "upgrade"], env=base | stack_env, check=True, capture_output=True
         )
-        stack = cls(hub_process, tmp, stack_env, testservices.free_port())
+        stack = cls(tmp, stack_env, testservices.free_port())
         stack.start_hub()
         stack.start_worker()
         return stack
 
+    def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = self.tmp / f"{name}-{len(self.logs)}.log"
+        self.logs.append(log)
+        base = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
+        env = base | self.env | {"PROFILERHUB_PORT": str(self.port), "PROFILERHUB_PUBLIC_URL": self.url}
+        with log.open("wb") as sink:
+            return subprocess.Popen(
+                [*cli_command(), name, *args], env=env, stdout=sink, stderr=subprocess.STDOUT
+            )
+
+    def output(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in self.logs)
+
     def start_hub(self) -> None:
-        env = self.env | {"PROFILERHUB_PORT": str(self.port), "PROFILERHUB_PUBLIC_URL": self.url}
-        self.hub = self.hub_process("hub", home=Path(self.env["PROFILERHUB_HOME"]), env=env, wait=False)
-        wait_for(lambda: _healthy(self.url) or self.hub.process.poll() is not None, "the hub answering", 60)
-        assert self.hub.process.poll() is None, self.hub.output()
+        hub = self.hub = self._spawn("hub")
+        wait_for(lambda: _healthy(self.url) or hub.poll() is not None, "the hub answering", 60)
+        assert hub.poll() is None, self.output()
 
     def stop_hub(self) -> None:
-        assert self.hub is not None
-        self.hub.stop()
+        _stop(self.hub)
         wait_for(lambda: not _healthy(self.url), "the hub stopping", 20)
 
     def start_worker(self) -> None:
-        self.worker_log = self.tmp / "worker.log"
-        base = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
-        with self.worker_log.open("wb") as sink:
-            self.worker = subprocess.Popen(
-                [*cli_command(), "worker", "--concurrency", "2"],
-                env=base | self.env | {"PROFILERHUB_PUBLIC_URL": self.url},
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-            )
-        wait_for(lambda: b"ready" in self.worker_log.read_bytes() or self.worker.poll() is not None,
-                 "the worker ready", 60)  # fmt: skip
-        assert self.worker.poll() is None, self.worker_log.read_text()
+        worker = self.worker = self._spawn("worker", "--concurrency", "2")
+        log = self.logs[-1]
+        wait_for(lambda: b"ready" in log.read_bytes() or worker.poll() is not None, "the worker ready", 60)
+        assert worker.poll() is None, self.output()
 
     def stop(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.terminate()
-            try:
-                self.worker.wait(20)
-            except subprocess.TimeoutExpired:
-                self.worker.kill()
-                self.worker.wait()
+        _stop(self.worker)
+        _stop(self.hub)
 
     def admin(self) -> dict[str, str]:
         return auth((Path(self.env["PROFILERHUB_HOME"]) / "admin-token").read_text().strip())
@@ -198,15 +188,27 @@ class JobStack:
         answer.raise_for_status()
         return dict(answer.json())
 
-    def wait_for_job(self, token: str, job_id: str, timeout: float = 90) -> dict[str, Any]:
+    def wait_for_job(
+        self, token: str, job_id: str, user: str = "alice", timeout: float = 90
+    ) -> dict[str, Any]:
         state: dict[str, Any] = {}
 
         def done() -> bool:
-            state.update(self.job(token, job_id))
+            state.update(self.job(token, job_id, user=user))
             return state["status"] in ("Ready", "Failed")
 
-        wait_for(done, f"job {job_id} Ready or Failed (worker log: {self.worker_log})", timeout, 0.25)
+        wait_for(done, f"job {job_id} Ready or Failed (logs in {self.tmp})", timeout, 0.25)
         return state
+
+
+def _stop(process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _healthy(url: str) -> bool:

@@ -54,7 +54,7 @@ def test_a_training_run_becomes_a_ready_job_with_its_summary(job_stack: JobStack
 
 
 def test_training_survives_the_hub_going_away_and_uploads_when_it_returns(job_stack: JobStack) -> None:
-    token = job_stack.user_token("ml", "alice")
+    token = job_stack.user_token("ml", "bob")
     gate1, gate2 = job_stack.tmp / "half", job_stack.tmp / "late"
 
     def outage() -> None:
@@ -69,7 +69,7 @@ def test_training_survives_the_hub_going_away_and_uploads_when_it_returns(job_st
     assert run.returncode == 0, run.output
     assert "Traceback" not in run.output
     assert run.finish["completed"] is True, run.finish
-    job = job_stack.wait_for_job(token, run.job_id)
+    job = job_stack.wait_for_job(token, run.job_id, user="bob")
     assert job["status"] == "Ready", job["failure_reason"]
     assert job["summary"]["steps"]["count"] == 20
     assert job["summary"]["metrics"]["train:loss"]["count"] == 20
@@ -78,15 +78,18 @@ def test_training_survives_the_hub_going_away_and_uploads_when_it_returns(job_st
 def test_training_finishes_and_reports_what_was_dropped_when_the_hub_never_returns(
     job_stack: JobStack,
 ) -> None:
-    token = job_stack.user_token("ml", "alice")
-    gate = job_stack.tmp / "half"
+    token = job_stack.user_token("ml", "carol")
+    gate = job_stack.tmp / "gone"
 
     def outage() -> None:
         wait_for_file(gate.with_suffix(".reached"))
         job_stack.stop_hub()
         gate.with_suffix(".go").touch()
 
-    run = job_stack.train(token, 10, env={"GATES": f"5:{gate}", "FLUSH": "3"}, on_output=outage)
+    try:
+        run = job_stack.train(token, 10, env={"GATES": f"5:{gate}", "FLUSH": "3"}, on_output=outage)
+    finally:
+        job_stack.start_hub()  # the module's other tests share this hub
     assert run.returncode == 0, run.output
     assert "Traceback" not in run.output
     assert run.output.count("acc=") == 10  # every step ran
