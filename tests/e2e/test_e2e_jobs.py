@@ -95,3 +95,32 @@ def test_training_finishes_and_reports_what_was_dropped_when_the_hub_never_retur
     assert run.output.count("acc=") == 10  # every step ran
     assert run.finish["completed"] is False
     assert sum(run.finish["dropped_files"].values()) > 0 and run.finish["dropped_bytes"] > 0
+
+
+def test_a_corrupt_upload_fails_its_job_through_the_worker_and_leaves_others_alone(
+    job_stack: JobStack,
+) -> None:
+    import gzip
+    import json
+
+    token = job_stack.user_token("ml", "dave")
+    jobs = f"{job_stack.url}/api/v1/domains/ml/users/dave/jobs"
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}
+        ]
+    }
+    good = gzip.compress(json.dumps(trace).encode())
+    ids = {}
+    with httpx.Client(headers=auth(token), timeout=30) as http:
+        for name, data in (("bad", good[: len(good) // 2]), ("good", good)):
+            job_id = http.post(jobs, json={"name": name}).json()["job_id"]
+            assert http.put(f"{jobs}/{job_id}/files/torch/t.json.gz", content=data).status_code == 201
+            assert http.post(f"{jobs}/{job_id}/complete").status_code == 202
+            ids[name] = job_id
+    bad = job_stack.wait_for_job(token, ids["bad"], user="dave")
+    assert bad["status"] == "Failed"
+    assert bad["failure_reason"].startswith("raw/torch/t.json.gz: gzip data is truncated")
+    good_job = job_stack.wait_for_job(token, ids["good"], user="dave")
+    assert good_job["status"] == "Ready"
+    assert good_job["summary"]["traces"][0]["ops"][0]["name"] == "aten::mm"

@@ -174,7 +174,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         job = session.get(Job, job_id)
         assert job is not None
         place = place_of(session, job)
-        start = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
+        start: dict[str, Any] = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
     try:
         ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
         summary = build_summary(
