@@ -142,11 +142,9 @@ class annotate:  # noqa: N801 - used like a function: ph.annotate("forward")
         self._run: Run | None = None
 
     def __enter__(self) -> annotate:
-        run = _current
-        if run is None or not run.enabled:
-            self._run = None
+        run = self._run = _live_run()
+        if run is None:
             return self
-        self._run = run
         self._depth = _enter_depth(run)
         hooks = torch_hooks()
         try:
@@ -162,16 +160,13 @@ class annotate:  # noqa: N801 - used like a function: ph.annotate("forward")
         if run is None:
             return
         end = now_ns()
-        _tls.depth = self._depth
         hooks = torch_hooks()
         if hooks is not None:
             try:
                 hooks.exit(self._token)
             except Exception as exc_:
                 log_once("torch-exit", logging.WARNING, "profilerhub: torch range failed (%s)", exc_)
-        run.annotations.append(
-            ("annotation", self.name, self._start, end, _tls.tid, self._depth, run.current_step)
-        )
+        _record(run, "annotation", self.name, self._start, end, self._depth, run.current_step)
 
     def __call__(self, func: F) -> F:
         import inspect  # here, not at the top: it costs ~15 ms of import time
@@ -208,11 +203,9 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         self._run: Run | None = None
 
     def __enter__(self) -> step:
-        run = _current
-        if run is None or not run.enabled:
-            self._run = None
+        run = self._run = _live_run()
+        if run is None:
             return self
-        self._run = run
         if self.number is None:
             self.number = 0 if run.current_step is None else run.current_step + 1
         run.current_step = self.number
@@ -226,11 +219,7 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         run = self._run
         if run is None:
             return
-        end = now_ns()
-        _tls.depth = self._depth
-        run.annotations.append(
-            ("step", f"step_{self.number}", self._start, end, _tls.tid, self._depth, self.number)
-        )
+        _record(run, "step", f"step_{self.number}", self._start, now_ns(), self._depth, self.number)
         if self._nvtx:
             hooks = torch_hooks()
             if hooks is not None:
@@ -240,6 +229,17 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
                 run.torch_profiler.step()
             except Exception as exc_:
                 log_once("torch-step", logging.WARNING, "profilerhub: torch profiler step failed (%s)", exc_)
+
+
+def _live_run() -> Run | None:
+    run = _current
+    return run if run is not None and run.enabled else None
+
+
+def _record(run: Run, kind: str, name: str, start: int, end: int, depth: int, step: int | None) -> None:
+    """Append a finished range and restore this thread's depth to what it was before it."""
+    _tls.depth = depth
+    run.annotations.append((kind, name, start, end, _tls.tid, depth, step))
 
 
 def _enter_depth(run: Run) -> int:

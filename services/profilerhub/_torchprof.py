@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import tempfile
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -46,13 +47,23 @@ class TorchProfiler:
             **dict(cfg.flags),  # type: ignore[arg-type]
         )
         self._running = False
+        self._repeats = cfg.repeat != 1
 
     def start(self) -> None:
         self._prof.start()
         self._running = True
 
     def step(self) -> None:
-        if self._running:
+        if not self._running:
+            return
+        if not self._repeats:
+            self._prof.step()
+            return
+        # Each new cycle warns that the previous cycle's events are cleared: expected here (each
+        # cycle's trace is exported on its own), and fatal in a process that turns warnings into
+        # errors (the exception leaves Kineto half-started: torch 2.13 then segfaults at stop).
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
             self._prof.step()
 
     def stop(self) -> None:

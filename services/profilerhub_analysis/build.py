@@ -1,30 +1,30 @@
 """Turn decoded trace events into an ``EventStore`` (columns, interning, lanes, launch join).
 
 Every step works on whole columns: attribute extraction runs through ``map``/``attrgetter`` in C,
-the rest is numpy/pyarrow. The only Python loops run over metadata (``M``) events, distinct
+the rest is numpy. The only Python loops run over metadata (``M``) events, distinct
 categories and lanes, and the rare ``C`` counter events.
 """
 
 from __future__ import annotations
 
+import re
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from profilerhub_analysis.reader import Decoded, Event, decode, decode_counters, read_bytes
 from profilerhub_analysis.store import (
-    COUNTER_SCHEMA,
-    EVENT_SCHEMA,
+    COUNTER_COLUMNS,
     GPU_LANE_KINDS,
     GPU_OP_KINDS,
-    LANE_SCHEMA,
+    Columns,
     EventStore,
     Kind,
     TraceMeta,
+    empty_columns,
 )
 
 #: Category spellings (lower-cased) of Kineto traces, current and 2021-era.
@@ -90,14 +90,14 @@ def _values(items: list[Any], attr: str) -> list[Any]:
     return list(map(attrgetter(attr), items))
 
 
-class _Interner(dict[str, int]):
-    def __missing__(self, key: str) -> int:
+class _Interner(dict[Any, int]):
+    def __missing__(self, key: Any) -> int:
         value = self[key] = len(self)
         return value
 
 
-def _intern(values: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Strings -> (int32 ids in first-seen order, distinct strings). Dict lookups run in C."""
+def _intern(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Hashable values -> (int32 ids in first-seen order, distinct values). Lookups run in C."""
     table = _Interner()
     ids = np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
     return ids, list(table)
@@ -130,36 +130,35 @@ def _number_array(items: list[Any]) -> np.ndarray:
     return arr
 
 
-def _ids_and_labels(values: list[int | str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """pid/tid values (ints, or labels like "Spans") -> (int64 ids, is_label mask, labels).
+def _lane_keys(
+    gpu: np.ndarray, pids: list[int | str], tids: list[int | str]
+) -> tuple[np.ndarray, list[tuple[bool, int | str, int | str]]]:
+    """Per event, the index of its distinct (is GPU work, pid, tid) key, and those keys."""
+    pid_ids, pid_values = _intern(pids)
+    tid_ids, tid_values = _intern(tids)
+    code = (gpu.astype(np.int64) * len(pid_values) + pid_ids) * len(tid_values) + tid_ids
+    uniq, inverse = np.unique(code, return_inverse=True)
+    keys = []
+    for c in uniq.tolist():  # once per lane
+        rest, t = divmod(c, len(tid_values))
+        g, p = divmod(rest, len(pid_values))
+        keys.append((bool(g), pid_values[p], tid_values[t]))
+    return inverse.reshape(-1).astype(np.int64), keys
 
-    Labels get negative ids ``-(1 + index into labels)`` so they stay distinct from real ids.
-    """
-    n = len(values)
-    is_label = np.fromiter(map(str.__instancecheck__, values), dtype=bool, count=n)
-    if not is_label.any():
-        return np.array(values, dtype=np.int64), is_label, []
-    obj = np.array(values, dtype=object)
-    labels_arr = pa.array(obj[is_label].tolist(), pa.string()).dictionary_encode()
-    ids = np.empty(n, dtype=np.int64)
-    ids[~is_label] = obj[~is_label].astype(np.int64)
-    ids[is_label] = -1 - labels_arr.indices.to_numpy().astype(np.int64)
-    return ids, is_label, labels_arr.dictionary.to_pylist()
+
+def _label_number(label: str) -> int:
+    """The last number in a label ("stream 7" -> 7, "0x1" -> 1), else -1."""
+    try:
+        return int(label, 0)
+    except ValueError:
+        digits = re.findall(r"\d+", label)
+        return int(digits[-1]) if digits else -1
 
 
-def _stream_values(values: list[int | str]) -> np.ndarray:
-    is_label = np.fromiter(map(str.__instancecheck__, values), dtype=bool, count=len(values))
-    if not is_label.any():
-        return np.array(values, dtype=np.int64)
-    out = np.full(len(values), -1, dtype=np.int64)
-    obj = np.array(values, dtype=object)
-    out[~is_label] = obj[~is_label].astype(np.int64)
-    for i in np.flatnonzero(is_label):  # ROCm writes "0x0": only its few distinct spellings
-        try:
-            out[i] = int(str(obj[i]), 0)
-        except ValueError:
-            out[i] = -1
-    return out
+def _as_int(value: int | str | None) -> int:
+    if value is None:
+        return -1
+    return value if isinstance(value, int) else _label_number(value)
 
 
 def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trace") -> EventStore:
@@ -173,7 +172,7 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     m = len(xs)
 
     cat_ids, cat_names = _intern(_values(xs, "cat"))
-    cat_lut = np.array([category_kind(c) for c in cat_names] or [0], dtype=np.int8)
+    cat_lut = np.array([int(category_kind(c)) for c in cat_names] or [0], dtype=np.int8)
     kind = cat_lut[cat_ids]
 
     ts_raw = _number_array(_values(xs, "ts"))
@@ -185,13 +184,13 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
         dur_ok &= np.where(np.isfinite(dur_raw), dur_raw, 0) < _MAX_DUR_US
     ts_type = "int" if ts_raw.dtype.kind in "iu" and dur_raw.dtype.kind in "iu" else "float"
 
-    pid, pid_label, pid_labels = _ids_and_labels(_values(xs, "pid"))
-    tid, tid_label, tid_labels = _ids_and_labels(_values(xs, "tid"))
     args = _values(xs, "args")
     correlation = np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m)
     nbytes = np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m)
-    arg_device = np.fromiter(map(attrgetter("device"), args), dtype=np.int64, count=m)
-    stream = _stream_values(_values(args, "stream"))
+    stream_ids, stream_values = _intern(_values(args, "stream"))
+    stream = np.array([_as_int(v) for v in stream_values] or [-1], dtype=np.int64)[stream_ids]
+    gpu_lane = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8))
+    raw_lane, raw_keys = _lane_keys(gpu_lane, _values(xs, "pid"), _values(xs, "tid"))
     name_id, name_list = _intern(_values(xs, "name"))
 
     valid = ts_ok & dur_ok
@@ -202,11 +201,6 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
             skipped["X event with a missing, negative or absurd dur"] = bad_dur
         skipped = {k: v for k, v in skipped.items() if v}
 
-    gpu_lane = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8)) & ~pid_label
-    other_lane = pid_label | tid_label | (kind == Kind.TRACE_SPAN)
-    lane_cls = np.where(other_lane, _LANE_OTHER, np.where(gpu_lane, _LANE_GPU, _LANE_CPU)).astype(np.int64)
-    device = np.where(gpu_lane, np.where(pid >= 0, pid, arg_device), -1).astype(np.int32)
-
     keep = np.flatnonzero(valid)
     cols = {
         "ts_ns": ts_ns[keep],
@@ -216,19 +210,17 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
         "correlation": correlation[keep],
         "bytes": nbytes[keep],
         "stream": stream[keep],
-        "device": device[keep],
     }
     meta_events = list(compress(evs, _is(ph_ids, ph_names, "M")))
-    lanes, lane_id = _build_lanes(
-        lane_cls[keep], pid[keep], tid[keep], pid_labels, tid_labels, cols["device"], meta_events
-    )
+    lanes, lane_of_raw, device_of_raw = _build_lanes(raw_keys, raw_lane, keep, args, meta_events)
+    lane_id = lane_of_raw[raw_lane[keep]]
+    cols["device"] = device_of_raw[raw_lane[keep]]
     order = _lane_time_order(lane_id, cols["ts_ns"])
     cols = {k: v[order] for k, v in cols.items()}
     cols["lane_id"] = lane_id[order].astype(np.int32)
-    lane_kind_codes = np.array([_LANE_KIND_NAMES.index(k) for k in lanes.column("kind").to_pylist()] or [0])
+    lane_kind_codes = np.array([_LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0])
     cols["launch"] = launch_join(cols["kind"], cols["correlation"], lane_kind_codes[cols["lane_id"]])
 
-    events = pa.table({f.name: pa.array(cols[f.name], f.type) for f in EVENT_SCHEMA}, schema=EVENT_SCHEMA)
     doc = decoded.doc
     dist = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
     rank = dist.get("rank") if dist else None
@@ -247,8 +239,7 @@ def build_store(decoded: Decoded, data: bytes | None = None, source: str = "trac
     )
     instants = list(compress(evs, _is(ph_ids, ph_names, "i") | _is(ph_ids, ph_names, "I")))
     counters = _build_counters(instants, data if phases.get("C") else None)
-    names = pa.array(name_list, pa.string())
-    return EventStore(events=events, names=names, lanes=lanes, counters=counters, meta=meta)
+    return EventStore(columns=cols, names=name_list, lanes=lanes, counters=counters, meta=meta)
 
 
 def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
@@ -288,22 +279,22 @@ def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray
 
 
 def _build_lanes(
-    lane_cls: np.ndarray,
-    pid: np.ndarray,
-    tid: np.ndarray,
-    pid_labels: list[str],
-    tid_labels: list[str],
-    device: np.ndarray,
+    raw_keys: list[tuple[bool, int | str, int | str]],
+    raw_lane: np.ndarray,
+    keep: np.ndarray,
+    args: list[Any],
     meta_events: list[Event],
-) -> tuple[pa.Table, np.ndarray]:
-    """Distinct (lane class, pid, tid) -> lanes table in display order, and each event's lane id."""
-    # one int64 key per (class, pid, tid): 1-D unique is far faster than unique(axis=0)
-    pids, pid_idx = np.unique(pid, return_inverse=True)
-    tids, tid_idx = np.unique(tid, return_inverse=True)
-    key = (lane_cls * len(pids) + pid_idx.reshape(-1)) * max(len(tids), 1) + tid_idx.reshape(-1)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    uniq = np.stack([lane_cls[first], pid[first], tid[first]], axis=1).reshape(-1, 3)
+) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """Lanes from the distinct (is GPU work, pid, tid) keys, in display order.
+
+    Returns the lanes table and, per raw key, its lane id and device (-1 for CPU lanes). GPU
+    work stays on a GPU lane whatever its pid/tid spelling (2021 traces name streams "stream 7");
+    CPU-side events with label pids/tids (Kineto's "Spans" row) go to an ``other`` lane.
+    """
+    used = np.zeros(len(raw_keys), dtype=bool)
+    used[raw_lane[keep]] = True
+    first_row = np.full(len(raw_keys), -1, dtype=np.int64)
+    first_row[raw_lane[::-1]] = np.arange(len(raw_lane))[::-1]
 
     proc_name: dict[int, str] = {}
     proc_sort: dict[int, int] = {}
@@ -325,48 +316,44 @@ def _build_lanes(
             thread_sort[(e.pid, e.tid)] = a.sort_index
 
     rows: list[tuple[Any, ...]] = []
-    for (cls, p, t), idx in zip(uniq.tolist(), first.tolist(), strict=True):
-        if cls == _LANE_GPU:
-            dev = int(device[idx])
+    devices = np.full(len(raw_keys), -1, dtype=np.int32)
+    for i, (is_gpu, raw_pid, raw_tid) in enumerate(raw_keys):  # once per lane
+        if not used[i]:
+            continue
+        labelled = not isinstance(raw_pid, int) or not isinstance(raw_tid, int)
+        p, t = _as_int(raw_pid), _as_int(raw_tid)
+        if is_gpu:
+            cls = _LANE_GPU
+            dev = raw_pid if isinstance(raw_pid, int) and raw_pid >= 0 else args[first_row[i]].device
+            dev = dev if dev >= 0 else p
+            devices[i] = dev
             label = f"GPU {dev} stream {t}"
-        elif cls == _LANE_OTHER:
-            dev = -1
-            pl = pid_labels[-1 - p] if p < 0 else str(p)
-            tl = tid_labels[-1 - t] if t < 0 else str(t)
-            label = f"{pl} / {tl}"
+        elif labelled:
+            cls, dev = _LANE_OTHER, -1
+            label = f"{raw_pid} / {raw_tid}"
         else:
-            dev = -1
+            cls, dev = _LANE_CPU, -1
             label = thread_name.get((p, t)) or f"thread {t}"
             if p in proc_name:
                 label = f"{proc_name[p]} ({p}) {label}"
-        sort_key = (
-            cls,
-            proc_sort.get(p, p),
-            p,
-            thread_sort.get((p, t), t),
-            t,
-        )
-        rows.append((sort_key, _LANE_KIND_NAMES[cls], p if p >= 0 else -1, t if t >= 0 else -1, dev, label))
-    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
-    remap = np.empty(len(rows), dtype=np.int64)
-    remap[np.array(order, dtype=np.int64)] = np.arange(len(rows))
-    ordered = [rows[i] for i in order]
-    lanes = pa.table(
-        {
-            "kind": pa.array([r[1] for r in ordered], pa.string()),
-            "pid": pa.array([r[2] for r in ordered], pa.int64()),
-            "tid": pa.array([r[3] for r in ordered], pa.int64()),
-            "device": pa.array([r[4] for r in ordered], pa.int32()),
-            "name": pa.array([r[5] for r in ordered], pa.string()),
-            "sort": pa.array(list(range(len(ordered))), pa.int64()),
-        },
-        schema=LANE_SCHEMA,
-    )
-    lane_id = remap[inverse] if len(inverse) else np.zeros(0, dtype=np.int64)
-    return lanes, lane_id
+        sort_key = (cls, proc_sort.get(p, p), p, thread_sort.get((p, t), t), t, str(raw_pid), str(raw_tid))
+        rows.append((sort_key, i, _LANE_KIND_NAMES[cls], p, t, dev, label))
+    rows.sort(key=lambda r: r[0])
+    lane_of_raw = np.full(len(raw_keys), -1, dtype=np.int64)
+    for lane, row in enumerate(rows):
+        lane_of_raw[row[1]] = lane
+    lanes: Columns = {
+        "kind": np.array([r[2] for r in rows], dtype=object),
+        "pid": np.array([r[3] for r in rows], dtype=np.int64),
+        "tid": np.array([r[4] for r in rows], dtype=np.int64),
+        "device": np.array([r[5] for r in rows], dtype=np.int32),
+        "name": np.array([r[6] for r in rows], dtype=object),
+        "sort": np.arange(len(rows), dtype=np.int64),
+    }
+    return lanes, lane_of_raw, devices
 
 
-def _build_counters(instants: list[Event], data: bytes | None) -> pa.Table:
+def _build_counters(instants: list[Event], data: bytes | None) -> Columns:
     names: list[str] = []
     ts_parts: list[np.ndarray] = []
     values: list[np.ndarray] = []
@@ -404,17 +391,11 @@ def _build_counters(instants: list[Event], data: bytes | None) -> pa.Table:
             values.append(np.array(vl)[ok])
 
     if not names:
-        return COUNTER_SCHEMA.empty_table()
+        return empty_columns(COUNTER_COLUMNS)
     name_col = np.repeat(np.array(names, dtype=object), [len(t) for t in ts_parts])
-    table = pa.table(
-        {
-            "name": pa.array(name_col.tolist(), pa.string()),
-            "ts_ns": pa.array(np.concatenate(ts_parts), pa.int64()),
-            "value": pa.array(np.concatenate(values), pa.float64()),
-        },
-        schema=COUNTER_SCHEMA,
-    )
-    return table.sort_by([("name", "ascending"), ("ts_ns", "ascending")])
+    ts_col = np.concatenate(ts_parts).astype(np.int64)
+    order = np.lexsort((ts_col, np.repeat(np.argsort(np.argsort(names)), [len(t) for t in ts_parts])))
+    return {"name": name_col[order], "ts_ns": ts_col[order], "value": np.concatenate(values)[order]}
 
 
 __all__ = ["CATEGORY_KINDS", "build_store", "category_kind", "launch_join", "load_trace", "parse_trace"]

@@ -7,28 +7,30 @@ The first matching rule wins; names with no hint are ``unknown``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from profilerhub_analysis.store import EventStore, Kind
 
-RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("fp8", re.compile(r"fp8|e4m3|e5m2|f8f8", re.IGNORECASE)),
-    ("int8", re.compile(r"int8|i8i8|imma|s8s8|u8s8|_i8_|signed char", re.IGNORECASE)),
-    ("bf16", re.compile(r"bf16|bfloat16|BFloat16", re.IGNORECASE)),
-    ("fp16", re.compile(r"fp16|f16f16|half|h884|h1688|h16816|hmma|c10::Half|_f16_", re.IGNORECASE)),
-    ("tf32", re.compile(r"tf32|s1688gemm|s16816gemm|tensorop_s", re.IGNORECASE)),
-    ("fp64", re.compile(r"fp64|double|dgemm|d884|_f64_", re.IGNORECASE)),
-    ("fp32", re.compile(r"fp32|float|sgemm|f32f32|_f32_|s884", re.IGNORECASE)),
+#: (precision, name fragments), matched against the lower-cased kernel name in this order.
+RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("fp8", ("fp8", "e4m3", "e5m2", "f8f8")),
+    ("int8", ("int8", "i8i8", "imma", "s8s8", "u8s8", "_i8_", "signed char")),
+    ("bf16", ("bf16", "bfloat16")),
+    ("fp16", ("fp16", "f16f16", "half", "h884", "h1688", "h16816", "hmma", "_f16_")),
+    ("tf32", ("tf32", "s1688gemm", "s16816gemm", "tensorop_s")),
+    ("fp64", ("fp64", "double", "dgemm", "d884", "_f64_")),
+    ("fp32", ("fp32", "float", "sgemm", "f32f32", "_f32_", "s884")),
 )
 PRECISIONS = tuple(name for name, _ in RULES) + ("unknown",)
 
 
 def kernel_precision(name: str) -> str:
-    for label, pattern in RULES:
-        if pattern.search(name):
+    """The first precision whose name fragment occurs in ``name`` (case-insensitive), else unknown."""
+    low = name.lower()
+    for label, fragments in RULES:
+        if any(f in low for f in fragments):
             return label
     return "unknown"
 
@@ -46,7 +48,7 @@ def precision_breakdown(store: EventStore) -> list[dict[str, Any]]:
     counts = np.bincount(label, minlength=len(PRECISIONS))
     totals = np.bincount(label, weights=dur, minlength=len(PRECISIONS))
     grand = float(totals.sum()) or 1.0
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "precision": p,
             "count": int(counts[i]),

@@ -99,7 +99,8 @@ def aggregate(
     }
     memory = list(_merge((m for r in reports for m in r["memory_ops"]), lambda r: r["kind"]).values())
     for m in memory:
-        m.pop("bandwidth_gbps", None)
+        timed_ns = m["total_us"] * 1000.0
+        m["bandwidth_gbps"] = m["bytes"] / timed_ns if m["bytes"] and timed_ns else None
     sync_rows = (s for r in reports for s in r["sync_ops"])
     sync = list(_merge(sync_rows, lambda r: (r["name"], r["side"])).values())
     all_lat = np.concatenate(latencies) if latencies else np.zeros(0, dtype=np.int64)
@@ -110,6 +111,8 @@ def aggregate(
         "ranks": len(reports),
         "events": sum(r["events"] for r in reports),
         "kernels": merged_kernels,
+        "kernel_count": sum(k["count"] for k in merged_kernels),
+        "kernel_time_us": sum(k["total_us"] for k in merged_kernels),
         "kernel_kinds": kinds,
         "launch_latency": launch,
         "temporal": temporal,
@@ -152,7 +155,7 @@ def stragglers(reports: list[dict[str, Any]], threshold: float = STRAGGLER_THRES
         if len(values) < 2:
             continue
         med = statistics.median(values.values())
-        metrics[name] = {"median": med, "by_rank": values}
+        metrics[name] = {"median": med, "by_rank": [{"rank": k, "value": v} for k, v in values.items()]}
         for rank, v in values.items():
             if med > 0 and v > med * (1.0 + threshold):
                 found.append({"rank": rank, "metric": name, "value": v, "median": med, "ratio": v / med})

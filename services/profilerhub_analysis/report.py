@@ -35,6 +35,7 @@ def analyze_store(
         "devices": [p.get("name") for p in meta.device_properties if isinstance(p, dict)],
         "kernels": kernels[:top] if top is not None else kernels,
         "kernel_count": sum(k["count"] for k in kernels),
+        "kernel_time_us": sum(k["total_us"] for k in kernels),
         "distinct_kernels": len(kernels),
         "kernel_kinds": kernel_kinds(store),
         "launch_latency": launch_latency(store),

@@ -40,6 +40,10 @@ the trace's ``process_sort_index``/``thread_sort_index`` metadata when present).
 ``meta`` (``TraceMeta``): source, total event count, counts per phase, skipped events by reason,
 time base, device properties, distributed info and rank.
 
+The tables are Arrow views built on first access over numpy columns (zero-copy), so code that only
+analyses (``col()``, ``name_list``, ``lane_column()``) never imports pyarrow. Build a store from
+Arrow tables with ``EventStore.from_tables``.
+
 Save/load: ``to_dir``/``from_dir`` (a plain directory of Parquet files plus ``meta.json``),
 ``to_files``/``from_files`` (the same as a ``{file name: bytes}`` mapping, for object storage) and
 ``to_bytes``/``from_bytes`` (one uncompressed zip of those files).
@@ -51,15 +55,15 @@ import enum
 import io
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FORMAT_VERSION = 1
 
@@ -88,31 +92,39 @@ GPU_LANE_KINDS = (*GPU_OP_KINDS, Kind.GPU_USER_ANNOTATION, Kind.CUDA_SYNC)
 
 LANE_KINDS = ("cpu_thread", "gpu_stream", "other")
 
-EVENT_SCHEMA = pa.schema(
-    [
-        ("ts_ns", pa.int64()),
-        ("dur_ns", pa.int64()),
-        ("name_id", pa.int32()),
-        ("kind", pa.int8()),
-        ("lane_id", pa.int32()),
-        ("correlation", pa.int64()),
-        ("bytes", pa.int64()),
-        ("stream", pa.int64()),
-        ("device", pa.int32()),
-        ("launch", pa.int64()),
-    ]
+#: (column, numpy dtype, arrow type name) of the events table, in order.
+EVENT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("ts_ns", "int64", "int64"),
+    ("dur_ns", "int64", "int64"),
+    ("name_id", "int32", "int32"),
+    ("kind", "int8", "int8"),
+    ("lane_id", "int32", "int32"),
+    ("correlation", "int64", "int64"),
+    ("bytes", "int64", "int64"),
+    ("stream", "int64", "int64"),
+    ("device", "int32", "int32"),
+    ("launch", "int64", "int64"),
 )
-LANE_SCHEMA = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("pid", pa.int64()),
-        ("tid", pa.int64()),
-        ("device", pa.int32()),
-        ("name", pa.string()),
-        ("sort", pa.int64()),
-    ]
+LANE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("kind", "object", "string"),
+    ("pid", "int64", "int64"),
+    ("tid", "int64", "int64"),
+    ("device", "int32", "int32"),
+    ("name", "object", "string"),
+    ("sort", "int64", "int64"),
 )
-COUNTER_SCHEMA = pa.schema([("name", pa.string()), ("ts_ns", pa.int64()), ("value", pa.float64())])
+COUNTER_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("name", "object", "string"),
+    ("ts_ns", "int64", "int64"),
+    ("value", "float64", "float64"),
+)
+
+
+def arrow_schema(columns: tuple[tuple[str, str, str], ...]) -> pa.Schema:
+    """The Arrow schema of one of the column specs above (imports pyarrow)."""
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, arrow)()) for name, _, arrow in columns])
 
 
 class TraceMeta(msgspec.Struct, kw_only=True):
@@ -137,43 +149,112 @@ class TraceMeta(msgspec.Struct, kw_only=True):
     format_version: int = FORMAT_VERSION
 
 
-def _empty_table(schema: pa.Schema) -> pa.Table:
-    return schema.empty_table()
+Columns = dict[str, np.ndarray]
 
 
-@dataclass
+def empty_columns(spec: tuple[tuple[str, str, str], ...]) -> Columns:
+    return {name: np.zeros(0, dtype=dtype) for name, dtype, _ in spec}
+
+
+def _to_arrow(columns: Columns, spec: tuple[tuple[str, str, str], ...]) -> pa.Table:
+    import pyarrow as pa
+
+    schema = arrow_schema(spec)
+    arrays = [
+        pa.array(columns[name].tolist() if dtype == "object" else columns[name], schema.field(name).type)
+        for name, dtype, _ in spec
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _from_arrow(table: pa.Table, spec: tuple[tuple[str, str, str], ...]) -> Columns:
+    out: Columns = {}
+    for name, dtype, _ in spec:
+        column = table.column(name)
+        if dtype == "object":
+            out[name] = np.array(column.to_pylist(), dtype=object)
+        else:
+            out[name] = column.to_numpy().astype(dtype, copy=False)
+    return out
+
+
 class EventStore:
-    """A trace as columnar tables; see the module docstring for the columns."""
+    """A trace as columns; see the module docstring for the contract.
 
-    events: pa.Table
-    names: pa.Array
-    lanes: pa.Table
-    counters: pa.Table = field(default_factory=lambda: _empty_table(COUNTER_SCHEMA))
-    meta: TraceMeta = field(default_factory=TraceMeta)
+    ``columns``: the events columns (numpy arrays named as in ``EVENT_COLUMNS``), sorted by
+    (lane_id, ts_ns). ``names``: interned event names. ``lanes`` / ``counters``: columns named as in
+    ``LANE_COLUMNS`` / ``COUNTER_COLUMNS``.
+    """
+
+    def __init__(
+        self,
+        columns: Columns,
+        names: list[str],
+        lanes: Columns,
+        counters: Columns | None = None,
+        meta: TraceMeta | None = None,
+    ) -> None:
+        self._events = {name: np.asarray(columns[name], dtype=dtype) for name, dtype, _ in EVENT_COLUMNS}
+        self.name_list = list(names)
+        self._lanes = lanes
+        self._counters = counters if counters is not None else empty_columns(COUNTER_COLUMNS)
+        self.meta = meta or TraceMeta()
 
     def __len__(self) -> int:
-        return self.events.num_rows
+        return len(self._events["ts_ns"])
 
     def col(self, name: str) -> np.ndarray:
-        """One events column as a numpy array (zero-copy; read-only)."""
-        return self._columns[name]
-
-    @cached_property
-    def _columns(self) -> dict[str, np.ndarray]:
-        return {name: self.events.column(name).to_numpy() for name in self.events.column_names}
-
-    @cached_property
-    def name_list(self) -> list[str]:
-        """``names`` as Python strings (index = ``name_id``)."""
-        return self.names.to_pylist()
+        """One events column as a numpy array (do not modify it)."""
+        return self._events[name]
 
     def lane_column(self, name: str) -> np.ndarray:
-        return self.lanes.column(name).to_numpy(zero_copy_only=False)
+        """One lanes column as a numpy array (strings as an object array)."""
+        return self._lanes[name]
+
+    def counter_column(self, name: str) -> np.ndarray:
+        return self._counters[name]
+
+    # -- Arrow views ---------------------------------------------------------------------------
+
+    @cached_property
+    def events(self) -> pa.Table:
+        """The events as an Arrow table (numeric columns shared with numpy, not copied)."""
+        return _to_arrow(self._events, EVENT_COLUMNS)
+
+    @cached_property
+    def names(self) -> pa.Array:
+        import pyarrow as pa
+
+        return pa.array(self.name_list, pa.string())
+
+    @cached_property
+    def lanes(self) -> pa.Table:
+        return _to_arrow(self._lanes, LANE_COLUMNS)
+
+    @cached_property
+    def counters(self) -> pa.Table:
+        return _to_arrow(self._counters, COUNTER_COLUMNS)
+
+    @classmethod
+    def from_tables(
+        cls, events: pa.Table, names: pa.Array, lanes: pa.Table, counters: pa.Table, meta: TraceMeta
+    ) -> EventStore:
+        """A store over Arrow tables (as read back from Parquet)."""
+        return cls(
+            columns=_from_arrow(events, EVENT_COLUMNS),
+            names=names.to_pylist(),
+            lanes=_from_arrow(lanes, LANE_COLUMNS),
+            counters=_from_arrow(counters, COUNTER_COLUMNS),
+            meta=meta,
+        )
 
     # -- persistence ---------------------------------------------------------------------------
 
     def to_files(self, compression: str = "zstd") -> dict[str, bytes]:
         """The store as ``{file name: bytes}``: Parquet tables plus ``meta.json``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         out: dict[str, bytes] = {}
         tables = {
             "events.parquet": self.events,
@@ -191,15 +272,17 @@ class EventStore:
     @classmethod
     def from_files(cls, files: Mapping[str, bytes]) -> EventStore:
         """Inverse of ``to_files``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         def table(fname: str) -> pa.Table:
             return pq.read_table(pa.BufferReader(files[fname]))
 
-        return cls(
-            events=table("events.parquet").cast(EVENT_SCHEMA),
+        return cls.from_tables(
+            events=table("events.parquet").cast(arrow_schema(EVENT_COLUMNS)),
             names=table("names.parquet").column("name").combine_chunks(),
-            lanes=table("lanes.parquet").cast(LANE_SCHEMA),
-            counters=table("counters.parquet").cast(COUNTER_SCHEMA),
+            lanes=table("lanes.parquet").cast(arrow_schema(LANE_COLUMNS)),
+            counters=table("counters.parquet").cast(arrow_schema(COUNTER_COLUMNS)),
             meta=msgspec.json.decode(files["meta.json"], type=TraceMeta),
         )
 
@@ -230,13 +313,15 @@ class EventStore:
 
 
 __all__ = [
-    "COUNTER_SCHEMA",
-    "EVENT_SCHEMA",
+    "COUNTER_COLUMNS",
+    "EVENT_COLUMNS",
     "GPU_LANE_KINDS",
     "GPU_OP_KINDS",
+    "LANE_COLUMNS",
     "LANE_KINDS",
-    "LANE_SCHEMA",
     "EventStore",
     "Kind",
     "TraceMeta",
+    "arrow_schema",
+    "empty_columns",
 ]

@@ -78,11 +78,10 @@ def idle_breakdown(store: EventStore, threshold_ns: int = KERNEL_WAIT_THRESHOLD_
         host = lt[1:] > prev_end
         kernel = ~host & (gap < threshold_ns)
         other = ~host & ~kernel
-        lanes = store.lanes
         rows.append(
             {
-                "device": int(lanes.column("device")[ln].as_py()),
-                "stream": int(lanes.column("tid")[ln].as_py()),
+                "device": int(store.lane_column("device")[ln]),
+                "stream": int(store.lane_column("tid")[ln]),
                 "idle_us": int(gap.sum()) / 1000.0,
                 "host_wait_us": int(gap[host].sum()) / 1000.0,
                 "kernel_wait_us": int(gap[kernel].sum()) / 1000.0,

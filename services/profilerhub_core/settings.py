@@ -152,6 +152,9 @@ class Settings(BaseSettings):
         default=1.0, gt=0, description="How often running apps are polled (a dead app becomes Failed)."
     )
     cull_seconds: float = Field(default=60.0, gt=0, description="How often idle apps are looked for.")
+    app_resend_seconds: float = Field(
+        default=10.0, gt=0, description="A Pending or Deleting app no worker holds is re-sent after this."
+    )
 
     @model_validator(mode="after")
     def _fill_derived(self) -> Settings:

@@ -29,6 +29,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 from profilerhub_core.db.models import Domain, UserProfile
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, Unauthorized
+from profilerhub_core.names import is_valid_name
 from profilerhub_core.pagination import paginate
 from profilerhub_core.records import audit, domains, tokens, users
 from profilerhub_core.settings import Settings
@@ -111,8 +112,8 @@ def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
     if "domain" not in path:
         return Resolved(caller, Target())
     name = path["domain"]
-    domain = domains.get_domain(session, name)
     not_found = domains.domain_not_found(name)
+    domain = domains.get_domain(session, name) if is_valid_name(name) else None
     if domain is None:
         raise not_found
     check_domain_visible(caller, domain.id, not_found)
@@ -120,7 +121,7 @@ def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
         return Resolved(caller, Target(domain_id=domain.id, not_found=not_found), domain)
     user_name = path["user"]
     not_found = users.user_not_found(domain.name, user_name)
-    user = users.get_user(session, domain, user_name)
+    user = users.get_user(session, domain, user_name) if is_valid_name(user_name) else None
     if user is None:
         raise not_found
     return Resolved(caller, Target(domain_id=domain.id, owner_id=user.id, not_found=not_found), domain, user)

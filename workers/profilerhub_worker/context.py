@@ -55,6 +55,7 @@ def build_context(settings: Settings, celery: Celery) -> WorkerContext:
         spawner_config=spawner_config(settings),
         app_env=app_env,
         enqueue=lambda name, app_id: celery.send_task(name, args=[app_id]),
+        resend_after=settings.app_resend_seconds,
         key_prefix=settings.celery_queue,
     )
 

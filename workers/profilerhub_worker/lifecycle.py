@@ -16,6 +16,7 @@ by a short Redis lock, so a duplicated task waits its turn or finds nothing left
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -24,10 +25,10 @@ from typing import Any
 
 import redis
 import sqlalchemy as sa
-from profilerhub_core.db.models import App, AppStatus, Domain, UserProfile, utcnow
-from profilerhub_core.domain_settings import DomainSettings
 from sqlalchemy.orm import Session, sessionmaker
 
+from profilerhub_core.db.models import App, AppStatus, Domain, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.records.app_states import transition
 from profilerhub_core.records.apps import save_instance
 from profilerhub_worker.spawners import (
@@ -59,18 +60,16 @@ class WorkerContext:
     """``enqueue(task_name, app_id)``: send a task (the reconciler re-sends stuck work)."""
     resend_after: float = 10.0
     """Seconds a Pending/Deleting app may wait, unclaimed, before the reconciler re-sends its task."""
+    lock_seconds: float = 10.0
+    """Lifetime of an app's lock; the holder renews it, so a killed worker's lock lapses this fast."""
     key_prefix: str = "profilerhub"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def lock_timeout(self) -> float:
-        cfg = self.spawner_config
-        return cfg.start_timeout + cfg.http_timeout + cfg.stop_grace + 30.0
-
-    @property
     def pending_timeout(self) -> float:
         """A Pending app older than this failed to start, whatever the reason."""
-        return 2 * self.lock_timeout
+        cfg = self.spawner_config
+        return 2 * (cfg.start_timeout + cfg.http_timeout + cfg.stop_grace) + self.resend_after
 
 
 def _lock_name(ctx: WorkerContext, app_id: str) -> str:
@@ -79,16 +78,32 @@ def _lock_name(ctx: WorkerContext, app_id: str) -> str:
 
 @contextmanager
 def app_lock(ctx: WorkerContext, app_id: str) -> Iterator[bool]:
-    """Hold the app's lock if nobody else does; yields whether it was acquired."""
-    lock = ctx.redis.lock(_lock_name(ctx, app_id), timeout=ctx.lock_timeout, blocking=False)
-    acquired = bool(lock.acquire(blocking=False))
+    """Hold the app's lock if nobody else does; yields whether it was acquired.
+
+    The lock lives ``lock_seconds`` and a thread renews it while it is held, so a long start
+    keeps it, and a worker killed mid-task frees the app for another worker within seconds.
+    """
+    lock = ctx.redis.lock(_lock_name(ctx, app_id), timeout=ctx.lock_seconds, blocking=False)
+    if not lock.acquire(blocking=False):
+        yield False
+        return
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(ctx.lock_seconds / 3):
+            with suppress(redis.exceptions.RedisError):
+                lock.reacquire()
+
+    renewer = threading.Thread(target=renew, name=f"lock-{app_id}", daemon=True)
+    renewer.start()
     try:
-        yield acquired
+        yield True
     finally:
-        if acquired:
-            # LockError: it expired while held, and the next holder already owns it.
-            with suppress(redis.exceptions.LockError):
-                lock.release()
+        done.set()
+        renewer.join()
+        # LockError: it lapsed (Redis was unreachable), and another holder may own it now.
+        with suppress(redis.exceptions.LockError, redis.exceptions.RedisError):
+            lock.release()
 
 
 def _is_locked(ctx: WorkerContext, app_id: str) -> bool:
@@ -278,6 +293,7 @@ def _stop_orphans(ctx: WorkerContext, session: Session) -> int:
     if lister is None:
         return 0
     stopped = 0
+    session.expire_all()  # the loop above may have restarted apps: compare with what is stored now
     for app_id, state in list(lister(ctx.spawner_config)):
         app = session.get(App, app_id)
         if app is not None and (

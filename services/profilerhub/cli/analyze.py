@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -78,10 +79,22 @@ def analyze(
         else:
             with _spinner(f"Reading {path.name}"):
                 result = analyze_file(path, top=top, max_bytes=max_bytes)
+    except typer.Exit:
+        raise
     except TraceError as exc:
         raise _fail(exc.message) from None
     except MemoryError:
         raise _fail(f"{path}: out of memory while loading; use a machine with more memory") from None
+    except Exception as exc:  # a bug, not bad input: one line unless asked for the traceback
+        if os.environ.get("PROFILERHUB_DEBUG"):
+            raise
+        err_console.print(
+            f"[red]error:[/red] unexpected failure analysing {path}: {type(exc).__name__}: {exc} "
+            "(set PROFILERHUB_DEBUG=1 for the traceback and please report it)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
 
     if output is OutputFormat.json:
         sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")

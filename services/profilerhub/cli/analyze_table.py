@@ -29,12 +29,18 @@ def _short(name: str, width: int = 90) -> str:
 def _table(title: str, *columns: str) -> Table:
     t = Table(title=title, title_justify="left", title_style="bold")
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right", overflow="fold")
+        if i == 0:
+            t.add_column(c, justify="left", overflow="ellipsis", no_wrap=True, min_width=12, max_width=70)
+        else:
+            t.add_column(c, justify="right", no_wrap=True, min_width=max(len(c), 11))
     return t
 
 
 def render(result: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)  # piped into a file or pager: don't squeeze to 80 columns
     if "ranks" in result:
         _render_ranks(result, console)
         _render_one(result["aggregate"], console, title="All ranks")
@@ -43,14 +49,14 @@ def render(result: dict[str, Any], console: Console | None = None) -> None:
 
 
 def _render_ranks(result: dict[str, Any], console: Console) -> None:
-    t = _table("Per rank", "rank", "trace", "events", "kernels", "GPU idle", "compute", "median step")
+    t = _table("Per rank", "trace", "rank", "events", "kernels", "GPU idle", "compute", "median step")
     for r in result["ranks"]:
         idle = sum(x["idle_us"] for x in r["temporal"])
         comp = sum(x["compute_us"] for x in r["temporal"])
         steps = sorted(s["duration_us"] for s in r["steps"])
         t.add_row(
-            str(r["rank"]),
             r["source"],
+            str(r["rank"]),
             f"{r['events']:,}",
             f"{r['kernel_count']:,}",
             _us(idle),
@@ -84,9 +90,8 @@ def _render_one(r: dict[str, Any], console: Console, title: str) -> None:
     if not r["kernels"] and not gpu_total:
         console.print("No GPU work in this trace (CPU-only profile).")
     else:
-        t = _table("Top kernels", "kernel", "count", "total", "mean", "min", "max", "% of kernel time")
-        ktotal = sum(k["total_us"] for k in r["kernels"]) if "aggregate" in r else kinds["compute_us"]
-        ktotal = ktotal or sum(k["total_us"] for k in r["kernels"])
+        t = _table("Top kernels", "kernel", "count", "total", "mean", "min", "max", "share")
+        ktotal = r.get("kernel_time_us") or sum(k["total_us"] for k in r["kernels"])
         for k in r["kernels"]:
             t.add_row(
                 _short(k["name"]),

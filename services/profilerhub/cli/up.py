@@ -1,7 +1,8 @@
 """``profilerhub up``: everything on one machine with embedded defaults.
 
 It migrates the database, creates the platform administrator on first start (token printed
-once), then supervises the services as child processes (for now: the hub) and stops them all on
+once), then supervises the services as child processes (hub, Celery worker and beat, with an embedded
+Redis unless PROFILERHUB_REDIS_URL is set) and stops them all on
 Ctrl-C or SIGTERM. A later service adds itself in ``services()``.
 """
 
@@ -24,7 +25,7 @@ def _cli(*args: str) -> list[str]:
 
 def services(env: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
     """(name, argv, environment) of each child process ``up`` runs, in start order."""
-    return [("hub", _cli("hub"), env)]
+    return [("hub", _cli("hub"), env), ("worker", _cli("worker"), env), ("beat", _cli("beat"), env)]
 
 
 def _answers(url: str) -> bool:
@@ -60,18 +61,21 @@ def up(
         PROFILERHUB_PORT=str(settings.port),
         PROFILERHUB_DATABASE_URL=settings.database_url,
     )
-    supervisor = Supervisor(on_event=lambda message: err_console.print(f"[dim]up:[/dim] {message}"))
-    for name, argv, child_env in services(env):
-        supervisor.add(name, argv, child_env)
-    supervisor.start_all()
-    local = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    health = f"http://{local}:{settings.port}/healthz"
-    code = supervisor.wait(
-        ready=lambda: _answers(health),
-        on_ready=lambda: err_console.print(
-            f"ProfilerHub is running at [bold]{settings.public_url}[/bold] (Ctrl-C stops it)"
-        ),
-    )
+    from profilerhub_worker.local_stack import apps_stack
+
+    with apps_stack(settings, env):  # embedded Redis unless configured; apps suspended on exit
+        supervisor = Supervisor(on_event=lambda message: err_console.print(f"[dim]up:[/dim] {message}"))
+        for name, argv, child_env in services(env):
+            supervisor.add(name, argv, child_env)
+        supervisor.start_all()
+        local = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        health = f"http://{local}:{settings.port}/healthz"
+        code = supervisor.wait(
+            ready=lambda: _answers(health),
+            on_ready=lambda: err_console.print(
+                f"ProfilerHub is running at [bold]{settings.public_url}[/bold] (Ctrl-C stops it)"
+            ),
+        )
     raise typer.Exit(code)
 
 

@@ -32,7 +32,7 @@ def _settings(home: Path | None):  # type: ignore[no-untyped-def]
 def worker(
     concurrency: int = typer.Option(None, help="Tasks run at once [env PROFILERHUB_WORKER_CONCURRENCY]."),
     home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME]."),
-    loglevel: str = typer.Option("info", help="Celery log level."),
+    loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
 ) -> None:
     """Run a Celery worker: spawns, stops, reconciles and culls apps."""
     require("celery", "server")
@@ -46,6 +46,16 @@ def worker(
     engine.dispose()
     celery = worker_celery(settings)
     threads = concurrency or settings.worker_concurrency
+
+    from celery.signals import worker_ready
+
+    from profilerhub_worker.celery_app import RECONCILE_APPS
+
+    @worker_ready.connect(weak=False)
+    def reconcile_at_start(**_: object) -> None:
+        # Heal at once what changed while no worker ran (apps that died, `up`'s suspended apps).
+        celery.send_task(RECONCILE_APPS)
+
     # Threads: app tasks mostly wait (for a process to answer), and each holds its own session.
     celery.worker_main(
         [
@@ -68,7 +78,7 @@ def worker(
 
 def beat(
     home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME]."),
-    loglevel: str = typer.Option("info", help="Celery log level."),
+    loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
 ) -> None:
     """Run the scheduler that sends the periodic tasks (reconcile, poll, cull idle apps)."""
     require("celery", "server")

@@ -11,7 +11,8 @@ from .base import Sink, SinkError, check_relative_path, content_type
 class HubSink(Sink):
     """``open`` asks ``GET /me`` who we are and creates the job; ``put`` uploads one file.
 
-    ``metric_definitions`` are sent with the job so the hub knows the metric names up front.
+    ``metric_definitions`` are sent with the job so the hub knows the metric names up front.  Set
+    ``job`` before ``open`` to resume uploading to that job (used if it is still ``InProgress``).
     """
 
     kind = "hub"
@@ -50,6 +51,8 @@ class HubSink(Sink):
         try:
             if self._client is None:
                 self._client = HubClient(self.url, self.token, transport=self._transport)
+            if self.job is not None and self._still_open(self.job):
+                return
             me = self._client.me()
             self.job = self._client.create_job(
                 str(me["domain"]), str(me["user"]), self.job_name, self.metric_definitions
@@ -58,6 +61,16 @@ class HubSink(Sink):
             raise _sink_error(exc) from exc
         except KeyError as exc:
             raise SinkError(f"the hub's /api/v1/me answer lacks {exc}", fatal=True) from exc
+
+    def _still_open(self, job: HubJob) -> bool:
+        """Whether a job given to resume (``self.job`` set before ``open``) still takes files."""
+        assert self._client is not None
+        try:
+            return self._client.get_job(job).get("status") == "InProgress"
+        except HubError as exc:
+            if exc.status == 404:
+                return False
+            raise
 
     def put(self, path: str, data: bytes) -> None:
         assert self._client is not None and self.job is not None, "open() first"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -13,6 +14,7 @@ from profilerhub_core.errors import NotFound, Unauthorized
 from profilerhub_core.security import display_prefix, hash_token, new_token
 
 ALL_SCOPES = "*"
+_TOKEN_ID = re.compile(r"[0-9a-f-]{1,36}")
 
 
 def issue_token(
@@ -45,6 +47,8 @@ def token_not_found(token_id: str) -> NotFound:
 
 
 def get_token(session: Session, user: UserProfile, token_id: str) -> ApiToken:
+    if not _TOKEN_ID.fullmatch(token_id):
+        raise token_not_found(token_id[:64])
     token = session.scalar(sa.select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user.id))
     if token is None:
         raise token_not_found(token_id)

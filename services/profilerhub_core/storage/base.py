@@ -21,7 +21,7 @@ import abc
 import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, Self
 
 from profilerhub_core.errors import InvalidInput, NotFound, PayloadTooLarge, ProfilerHubError
 
@@ -170,7 +170,7 @@ class ObjectStore(abc.ABC):
     def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
         """Release connections; the store must not be used afterwards."""
 
-    def __enter__(self) -> ObjectStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

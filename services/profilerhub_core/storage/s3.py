@@ -9,6 +9,7 @@ errors (see :mod:`.base`); an ``Unavailable`` message names the endpoint and buc
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -111,8 +112,10 @@ class S3Store(ObjectStore):
         self._owns_client = True
         self.endpoint_url = endpoint_url
         if addressing_style is None:
-            # Dotted bucket names break TLS on virtual hosts; custom endpoints rarely have wildcard DNS.
-            addressing_style = "path" if endpoint_url or "." in bucket else "virtual"
+            # Dotted bucket names break TLS on virtual hosts; custom endpoints (given here or through
+            # boto3's AWS_ENDPOINT_URL[_S3]) rarely have wildcard DNS.
+            custom = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3", os.environ.get("AWS_ENDPOINT_URL"))
+            addressing_style = "path" if custom or "." in bucket else "virtual"
         config = Config(
             signature_version="s3v4",
             s3={"addressing_style": addressing_style},
@@ -139,7 +142,7 @@ class S3Store(ObjectStore):
 
     @property
     def _where(self) -> str:
-        return self.endpoint_url or f"AWS S3 ({self.region or 'default region'})"
+        return str(self.endpoint_url or self._client.meta.endpoint_url)
 
     def _full(self, key: str) -> str:
         full = self.prefix + validate_key(key)

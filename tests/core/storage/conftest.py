@@ -11,7 +11,7 @@ import pytest
 from profilerhub_core.storage import MIN_PART_SIZE, LocalStore, ObjectStore
 from profilerhub_core.storage.s3 import S3Store
 
-S3_PREFIX = "ph/data"
+S3_PREFIX = "ph/data"  # test_storage_s3 assumes this prefix
 
 
 @pytest.fixture

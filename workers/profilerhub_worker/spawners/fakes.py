@@ -7,6 +7,7 @@ the app's behaviour is wrong.  Select one with
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import ClassVar
@@ -24,13 +25,13 @@ class NeverSpawn(LocalProcessSpawner):
 
 
 class SlowSpawn(LocalProcessSpawner):
-    """Takes ``delay`` seconds before starting the real app (a slow image pull, a busy node)."""
-
-    delay: ClassVar[float] = 3.0
+    """Starts the real app, then takes ``PROFILERHUB_TEST_SLOW_SPAWN_SECONDS`` (default 3) more
+    before reporting it started: the window in which a test kills the worker mid-spawn."""
 
     def start(self) -> str:
-        time.sleep(self.delay)
-        return super().start()
+        endpoint = super().start()
+        time.sleep(float(os.environ.get("PROFILERHUB_TEST_SLOW_SPAWN_SECONDS", "3")))
+        return endpoint
 
 
 class BadSpawn(LocalProcessSpawner):

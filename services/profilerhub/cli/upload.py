@@ -1,0 +1,134 @@
+"""``profilerhub upload DIR``: send an offline SDK run or plain torch.profiler traces to the hub or S3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("upload")(upload)
+
+
+def upload(
+    directory: Path = typer.Argument(
+        ..., help="An SDK output folder (<output>/<job>) or a folder of torch.profiler traces."
+    ),
+    job: str = typer.Option(
+        None, "--job", "-j", help="Job name (required for plain torch.profiler folders)."
+    ),
+    output: str = typer.Option(
+        None, "--output", "-o", help="Write to s3://bucket/prefix instead of the hub."
+    ),
+    hub: str = typer.Option(None, "--hub", envvar="PROFILERHUB_URL", help="Hub URL."),
+    token: str = typer.Option(
+        None, "--token", envvar="PROFILERHUB_TOKEN", help="API token.", show_envvar=True
+    ),
+    force: bool = typer.Option(False, "--force", help="Upload again as a new job even if done before."),
+) -> None:
+    """Upload a run's traces; run it again after an interruption to resume where it stopped."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    from .._upload import PlannedFile, State, UploadError, plan_upload, resumed_hub_job, run_upload
+    from ..sinks.base import Sink
+
+    console = Console(stderr=True)
+
+    def fail(exc: UploadError) -> typer.Exit:
+        console.print(f"[red]error:[/red] {exc.message}")
+        if exc.hint:
+            console.print(f"[yellow]what to do:[/yellow] {exc.hint}")
+        return typer.Exit(exc.code)
+
+    try:
+        plan = plan_upload(directory, job)
+    except UploadError as exc:
+        raise fail(exc) from None
+    sink: Sink
+    if output:
+        if not output.startswith("s3://") or len(output) <= 5:
+            raise fail(
+                UploadError(
+                    f"--output {output!r} is not an s3://bucket/prefix URL", "e.g. --output s3://traces/team"
+                )
+            )
+        from ..sinks.s3 import S3Sink
+
+        sink = S3Sink(output, plan.job)
+        destination = output
+    else:
+        url = hub
+        if not url:
+            raise fail(
+                UploadError(
+                    "no hub to upload to",
+                    "set PROFILERHUB_URL or pass --hub URL (or --output s3://bucket/prefix)",
+                )
+            )
+        from ..sinks.hub import HubSink
+
+        sink = HubSink(url.rstrip("/"), token, plan.job)
+        destination = url.rstrip("/")
+
+    state = State(directory, destination, plan.job)
+    if force:
+        state.data.update(done={}, complete=False, location=None, hub_job=None)
+    elif state.data.get("complete"):
+        console.print(
+            f"[green]already uploaded[/green] to {state.data.get('location')}; "
+            "pass --force to upload again as a new job"
+        )
+        return
+    hub_job = resumed_hub_job(state)
+    if hub_job is not None and hasattr(sink, "job"):
+        sink.job = hub_job
+
+    for note in plan.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    if plan.skipped:
+        console.print(
+            f"[yellow]note:[/yellow] skipping {len(plan.skipped)} file(s) that are not traces: "
+            + ", ".join(plan.skipped[:5])
+            + (" ..." if len(plan.skipped) > 5 else "")
+        )
+    kind = "SDK run" if plan.kind == "sdk" else "torch.profiler traces"
+    console.print(f"uploading {kind} [bold]{plan.job}[/bold]: {len(plan.files)} file(s) to {destination}")
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("uploading", total=plan.total_bytes)
+
+        def on_progress(f: PlannedFile, skipped: bool) -> None:
+            progress.update(task, advance=f.size, description=("skipped " if skipped else "") + f.path)
+
+        try:
+            result = run_upload(plan, sink, state, on_progress)
+        except UploadError as exc:
+            progress.stop()
+            done = len(state.done)
+            console.print(f"{done} of {len(plan.files)} file(s) sent so far")
+            raise fail(exc) from None
+        finally:
+            sink.close()
+        progress.update(task, description="done")
+    skipped = f", {result['skipped']} already there" if result["skipped"] else ""
+    console.print(f"[green]uploaded[/green] {result['sent']} file(s){skipped} to {result['location']}")
+    info = result["info"]
+    if "job_id" in info:
+        console.print(f"job id {info['job_id']}: the hub is processing it")

@@ -1,0 +1,375 @@
+"""The timeline index: built once per trace, then answers window queries at any zoom.
+
+Layout. Events are regrouped into rows, one per (lane, depth) (see ``_layout``); inside a row they
+are in start order and do not overlap, so their ends are sorted too. All rows are stored back to
+back in flat arrays, and each start and end is also stored as a "band key" ``row * span + (t -
+t_min)``, so one ``searchsorted`` over the whole flat array finds a time in any row.
+
+Query for a window ``[t0, t1)`` of ``width`` pixel columns, per row (all rows at once):
+
+1. the events overlapping the window are one index range ``[lo, hi)``: two binary searches;
+2. events at least ``min_px`` pixels wide are found with ``RangeArgMax.at_least`` on durations
+   (cost ~ range/64 + answer), and returned as they are;
+3. the other events are cut at pixel-column boundaries (a binary search per column, or a look at
+   each event when the row has fewer events in the window than there are columns) and at the wide
+   events; each piece is one block. Its count is ``hi - lo``, its busy time a difference of prefix
+   sums of durations, its label the longest event's (``RangeArgMax.argmax``).
+
+So a query costs O(rows x width x log n) whatever the zoom, and never touches the events a
+fully zoomed-out view merges. Each lane's answer is capped at ``max_items_per_px x width`` items:
+rows are kept top-down while they fit (the top row always fits, since a row yields at most
+``3 x width + 4`` items when ``min_px >= 1``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ._layout import band_keys, event_order, nesting_depth, stack_rows
+from ._ranges import RangeArgMax, concat_ranges
+from .counters import CounterIndex, CounterTrack
+from .window import Blocks, Events, LaneWindow, Window
+
+IntArray = npt.NDArray[np.int64]
+
+#: Widest window a query may ask for, in pixel columns (a 16K display).
+MAX_WIDTH_PX = 16_384
+
+
+def column_edges(t0_ns: int, t1_ns: int, width_px: int) -> IntArray:
+    """``width_px + 1`` integer edges: column ``c`` holds times ``[edges[c], edges[c + 1])``."""
+    span = t1_ns - t0_ns
+    c = np.arange(width_px + 1, dtype=np.int64)
+    if span * width_px < 2**62:
+        offset = (c * span + width_px - 1) // width_px  # exact ceil(c * span / width)
+    else:
+        offset = np.ceil(c * (span / width_px)).astype(np.int64)
+    return t0_ns + offset
+
+
+class TimelineIndex:
+    """Events (and counters) of one trace, indexed for ``window`` queries; see the module docstring.
+
+    Build with ``TimelineIndex.build``. Read-only afterwards, so one index can serve concurrent
+    queries.
+    """
+
+    names: Sequence[str]
+    counter_names: Sequence[str] | None
+    lane_ids: IntArray  # lanes that have events, ascending
+    depth: IntArray  # per input event: its row in the lane's flame chart (0 = top)
+    t_min: int  # first start (counters included)
+    t_end: int  # last end (counters included)
+    overlaps_left: int  # pairs of events left overlapping in one row (badly nested input)
+    counters: CounterIndex | None
+
+    # Flat row-major event arrays (see the module docstring) and per-row tables.
+    _ts: IntArray
+    _dur: IntArray
+    _name: npt.NDArray[np.int32]
+    _kind: npt.NDArray[np.int8]
+    _event_id: IntArray
+    _key: IntArray  # band key of the start
+    _end_max: IntArray  # running max of the band key of the end
+    _busy_prefix: IntArray  # _busy_prefix[i] = sum of _dur[:i]
+    _longest: RangeArgMax  # over _dur
+    _row_lane: IntArray  # lane rank
+    _row_depth: IntArray
+    _row_start: IntArray
+    _row_stop: IntArray
+    _span: int
+
+    @classmethod
+    def build(
+        cls,
+        ts_ns: npt.ArrayLike,
+        dur_ns: npt.ArrayLike,
+        lane_id: npt.ArrayLike,
+        name_id: npt.ArrayLike,
+        names: Sequence[str],
+        kind: npt.ArrayLike | None = None,
+        *,
+        counters: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
+        counter_names: Sequence[str] | None = None,
+    ) -> TimelineIndex:
+        """Index events given as parallel arrays, best sorted by ``(lane_id, ts_ns)``.
+
+        ``counters`` is ``(counter_id, ts_ns, value)``; ``counter_names[counter_id]`` names one.
+        Events with a negative duration are an error; any order is accepted (sorting costs time).
+        """
+        self = cls.__new__(cls)
+        ts = np.asarray(ts_ns, dtype=np.int64)
+        dur = np.asarray(dur_ns, dtype=np.int64)
+        lane = np.asarray(lane_id, dtype=np.int64)
+        name = np.asarray(name_id, dtype=np.int32)
+        kinds = np.full(len(ts), -1, dtype=np.int8) if kind is None else np.asarray(kind, dtype=np.int8)
+        n = len(ts)
+        if not (len(dur) == len(lane) == len(name) == len(kinds) == n):
+            raise ValueError("ts_ns, dur_ns, lane_id, name_id and kind must have the same length")
+        if n and dur.min() < 0:
+            raise ValueError("event durations must be >= 0")
+        if n and (name.min() < 0 or name.max() >= len(names)):
+            raise ValueError("name_id out of range of names")
+        self.names = names
+        self.counter_names = counter_names
+
+        base = event_order(lane, ts, dur)
+        if base is None:
+            base = np.arange(n, dtype=np.int64)
+        lane_s, ts_s, dur_s = lane[base], ts[base], dur[base]
+        end_s = ts_s + dur_s
+        self.lane_ids, lane_rank = np.unique(lane_s, return_inverse=True)
+        rows = stack_rows(lane_rank, ts_s, end_s, nesting_depth(lane_rank, ts_s, end_s))
+        self.overlaps_left = rows.overlaps_left
+        self.depth = np.empty(n, dtype=np.int64)
+        self.depth[base] = rows.depth
+
+        order = rows.order
+        self._event_id = base[order]
+        self._ts = ts_s[order]
+        self._dur = dur_s[order]
+        self._name = name[self._event_id]
+        self._kind = kinds[self._event_id]
+        self._row_lane = rows.row_lane
+        self._row_depth = rows.row_depth
+        self._row_start = rows.row_start
+        self._row_stop = np.append(rows.row_start[1:], n).astype(np.int64)
+
+        t_min, t_end = (int(ts.min()), int((ts + dur).max())) if n else (0, 0)
+        self.counters = None
+        if counters is not None:
+            self.counters = CounterIndex(*counters, t_end=t_end)
+            if len(self.counters):
+                t_min = min(t_min, self.counters.t_min) if n else self.counters.t_min
+                t_end = max(t_end, self.counters.t_end)
+        self.t_min, self.t_end = t_min, t_end
+        # +2: local times are clipped to [0, span - 1], and a window may end one past t_end.
+        self._span = t_end - t_min + 2
+        row_of = np.repeat(np.arange(len(self._row_start)), self._row_stop - self._row_start)
+        self._key = band_keys(row_of, self._ts, t_min, self._span)
+        # Running max of end keys: equal to the end keys in rows that do not overlap, and still
+        # sorted (so searchable) in the rare rows stacking could not clean up.
+        self._end_max = np.maximum.accumulate(self._key + self._dur) if n else self._key.copy()
+        self._busy_prefix = np.concatenate([[0], np.cumsum(self._dur)]).astype(np.int64)
+        self._longest = RangeArgMax(self._dur)
+        return self
+
+    def __len__(self) -> int:
+        return len(self._ts)
+
+    def lane_depth(self, lane_id: int) -> int:
+        """Number of rows (flame-chart levels) of a lane; 0 for a lane without events."""
+        rank = np.searchsorted(self.lane_ids, lane_id)
+        if rank >= len(self.lane_ids) or self.lane_ids[rank] != lane_id:
+            return 0
+        return int(self._row_depth[self._row_lane == rank].max()) + 1
+
+    def window(
+        self,
+        t0_ns: int,
+        t1_ns: int,
+        width_px: int,
+        lanes: Sequence[int] | None = None,
+        min_px: float = 1.0,
+        *,
+        counters: Sequence[int] | None = None,
+        max_items_per_px: float = 4.0,
+        origin_ns: int | None = None,
+    ) -> Window:
+        """What a ``width_px``-wide screen shows of ``[t0_ns, t1_ns)``; see the module docstring.
+
+        ``lanes``/``counters``: ids to answer for (default: all), in the order given; an unknown id
+        gets an empty answer. ``origin_ns`` (default ``t_min``) is what ``Window.to_dict`` makes
+        its times relative to. Raises ValueError for an empty window, a width outside
+        ``1..MAX_WIDTH_PX``, ``min_px < 1`` or ``max_items_per_px < 4``.
+        """
+        t0, t1, width = int(t0_ns), int(t1_ns), int(width_px)
+        if t1 <= t0:
+            raise ValueError("the window must end after it starts (t1_ns > t0_ns)")
+        if not 1 <= width <= MAX_WIDTH_PX:
+            raise ValueError(f"width_px must be between 1 and {MAX_WIDTH_PX}")
+        if not (math.isfinite(min_px) and min_px >= 1.0):
+            raise ValueError("min_px must be at least 1 (events narrower than a pixel are merged)")
+        if not max_items_per_px >= 4.0:
+            raise ValueError("max_items_per_px must be at least 4")
+        lane_list = self.lane_ids if lanes is None else np.asarray(list(lanes), dtype=np.int64)
+        edges = column_edges(t0, t1, width)
+        wide_ns = max(1, math.ceil(min_px * (t1 - t0) / width))
+        cap = int(max_items_per_px * width) + 8
+
+        lane_windows = self._lanes(lane_list, t0, t1, edges, wide_ns, cap)
+        tracks: list[CounterTrack] = []
+        if self.counters is not None:
+            tracks = self.counters.downsample(edges, counters)
+        return Window(
+            t0_ns=t0,
+            t1_ns=t1,
+            width_px=width,
+            min_px=float(min_px),
+            lanes=lane_windows,
+            counters=tracks,
+            names=self.names,
+            counter_names=self.counter_names,
+            origin_ns=self.t_min if origin_ns is None else int(origin_ns),
+        )
+
+    # -- the query ----------------------------------------------------------------------------------
+
+    def _local(self, row: IntArray, t: int | IntArray) -> IntArray:
+        local = np.clip(np.asarray(t, dtype=np.int64) - self.t_min, 0, self._span - 1)
+        return row * self._span + local
+
+    def _lanes(
+        self, lane_list: IntArray, t0: int, t1: int, edges: IntArray, wide_ns: int, cap: int
+    ) -> list[LaneWindow]:
+        rank = np.searchsorted(self.lane_ids, lane_list)
+        known = rank < len(self.lane_ids)
+        known[known] = self.lane_ids[rank[known]] == lane_list[known]
+        rows = np.flatnonzero(np.isin(self._row_lane, rank[known]))
+
+        # 1. Per row, the index range of the events overlapping [t0, t1).
+        ends_after_t0 = np.searchsorted(self._end_max, self._local(rows, t0), side="right")
+        starts_from_t0 = np.searchsorted(self._key, self._local(rows, t0), side="left")
+        lo = np.maximum(np.minimum(ends_after_t0, starts_from_t0), self._row_start[rows])
+        hi = np.minimum(np.searchsorted(self._key, self._local(rows, t1), side="left"), self._row_stop[rows])
+        hi = np.maximum(hi, lo)
+
+        # 2. Wide events, as they are.
+        wide = self._longest.at_least(lo, hi, wide_ns)
+
+        # 3. Narrow events, cut at column boundaries and around the wide events.
+        cuts = [lo, hi, wide, wide + 1, self._column_cuts(rows, lo, hi, edges)]
+        bounds = np.unique(np.concatenate(cuts))
+        p, q = bounds[:-1], bounds[1:]
+        seg_row = np.searchsorted(lo, p, side="right") - 1
+        keep = (seg_row >= 0) & (p < hi[np.maximum(seg_row, 0)])
+        keep &= ~_isin_sorted(p, wide)
+        p, q, seg_row = p[keep], q[keep], seg_row[keep]
+        p, q, seg_row = self._merge_alike(rows, seg_row, p, q, t0, (t1 - t0) / len(edges[1:]))
+        blocks = self._blocks(rows[seg_row], p, q, t0, t1)
+        wide_row = np.searchsorted(lo, wide, side="right") - 1
+
+        # Cap each lane: keep rows top-down while the lane's running item count fits.
+        items = np.bincount(seg_row, minlength=len(rows)) + np.bincount(wide_row, minlength=len(rows))
+        row_lane = self._row_lane[rows]
+        lane_first = np.searchsorted(row_lane, row_lane, side="left")
+        running = np.cumsum(items)
+        before_lane = np.where(lane_first > 0, running[np.maximum(lane_first - 1, 0)], 0)
+        row_kept = (running - before_lane) <= cap
+
+        out = []
+        for lane_id, r, ok in zip(lane_list.tolist(), rank.tolist(), known.tolist(), strict=True):
+            if not ok:
+                out.append(_empty_lane(lane_id))
+                continue
+            first, last = np.searchsorted(row_lane, [r, r + 1])
+            lane_rows = np.arange(first, last)
+            kept = lane_rows[row_kept[first:last]]
+            dropped = lane_rows[~row_kept[first:last]]
+            depths = self._row_depth[rows[lane_rows]]
+            depth_shown = int(self._row_depth[rows[dropped[0]]]) if len(dropped) else int(depths.max()) + 1
+            ev_sel = wide[_isin_sorted(wide_row, kept)]
+            bl_sel = _isin_sorted(seg_row, kept)
+            out.append(
+                LaneWindow(
+                    lane_id=lane_id,
+                    events=self._events(ev_sel, np.searchsorted(lo, ev_sel, side="right") - 1, rows),
+                    blocks=blocks.take(bl_sel),
+                    depth_shown=depth_shown,
+                    truncated=bool(len(dropped)),
+                )
+            )
+        return out
+
+    def _column_cuts(self, rows: IntArray, lo: IntArray, hi: IntArray, edges: IntArray) -> IntArray:
+        """Flat positions where a row's events cross into the next pixel column."""
+        inner = edges[1:-1]
+        dense = (hi - lo) > len(inner)
+        # Dense rows: a binary search per column edge.
+        d = np.flatnonzero(dense)
+        keys = self._local(rows[d][:, None], inner[None, :])
+        cuts_dense = np.searchsorted(self._key, keys.ravel(), side="left")
+        cuts_dense = np.clip(cuts_dense.reshape(keys.shape), lo[d][:, None], hi[d][:, None]).ravel()
+        # Sparse rows: the column of each event, cut where it changes.
+        s = np.flatnonzero(~dense)
+        idx = concat_ranges(lo[s], hi[s])
+        col = np.searchsorted(inner, self._ts[idx], side="right")
+        cuts_sparse = idx[1:][col[1:] != col[:-1]]
+        return np.concatenate([cuts_dense, cuts_sparse])
+
+    def _merge_alike(
+        self, rows: IntArray, seg_row: IntArray, p: IntArray, q: IntArray, t0: int, ns_per_px: float
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """Join neighbouring pieces of a row that would draw as one: same label, no gap of a pixel.
+
+        The picture does not change (a block is drawn in its label's colour) and the answer
+        shrinks: a run of steps zoomed out is one block, not one per pixel column.
+        """
+        if len(p) < 2:
+            return p, q, seg_row
+        label = self._name[self._longest.argmax(p, q)]
+        row = rows[seg_row]
+        end = self._end_max[q - 1] - row * self._span + self.t_min
+        start = np.maximum(self._ts[p], t0)
+        joins = (
+            (seg_row[1:] == seg_row[:-1])
+            & (q[:-1] == p[1:])
+            & (label[1:] == label[:-1])
+            & ((start[1:] - end[:-1]) < ns_per_px)
+        )
+        first = np.flatnonzero(np.concatenate([[True], ~joins]))
+        last = np.append(first[1:], len(p)) - 1
+        return p[first], q[last], seg_row[first]
+
+    def _blocks(self, row: IntArray, p: IntArray, q: IntArray, t0: int, t1: int) -> Blocks:
+        ts, dur = self._ts, self._dur
+        first_start = ts[p]
+        last_end_key = self._end_max[q - 1]
+        last_end = last_end_key - row * self._span + self.t_min
+        # Only a row's first event in the window can start before t0, and its last end after t1.
+        head_cut = np.clip(t0 - first_start, 0, dur[p])
+        tail_cut = np.clip(ts[q - 1] + dur[q - 1] - t1, 0, dur[q - 1])
+        busy = self._busy_prefix[q] - self._busy_prefix[p] - head_cut - tail_cut
+        longest = self._longest.argmax(p, q)
+        return Blocks(
+            start=np.maximum(first_start, t0),
+            end=np.minimum(last_end, t1),
+            depth=self._row_depth[row],
+            count=q - p,
+            busy_ns=busy,
+            name_id=self._name[longest].astype(np.int64),
+            kind=self._kind[longest].astype(np.int64),
+            event_id=self._event_id[longest],
+        )
+
+    def _events(self, idx: IntArray, which: IntArray, rows: IntArray) -> Events:
+        return Events(
+            start=self._ts[idx],
+            dur=self._dur[idx],
+            depth=self._row_depth[rows[which]],
+            name_id=self._name[idx].astype(np.int64),
+            kind=self._kind[idx].astype(np.int64),
+            event_id=self._event_id[idx],
+        )
+
+
+def _isin_sorted(values: IntArray, sorted_set: IntArray) -> npt.NDArray[np.bool_]:
+    """``np.isin`` for a sorted ``sorted_set``, by binary search."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[pos] == values
+
+
+def _empty_lane(lane_id: int) -> LaneWindow:
+    return LaneWindow(
+        lane_id=lane_id,
+        events=Events.empty(),
+        blocks=Blocks.empty(),
+        depth_shown=0,
+        truncated=False,
+    )

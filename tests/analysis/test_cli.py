@@ -1,0 +1,131 @@
+"""``profilerhub analyze`` as a user runs it: a real process, JSON or tables, clean errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .tracegen import annotation, encode, kernel, memcpy, runtime, write_trace
+
+CLI = [sys.executable, "-m", "profilerhub.cli.main", "analyze"]
+
+
+def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def _events(scale: float = 1.0) -> list[dict]:
+    return [
+        annotation("ProfilerStep#1", 0, 100 * scale),
+        runtime("cudaLaunchKernel", 1, 2, 1),
+        kernel("ampere_sgemm_128x64_nn", 5, 40 * scale, 1),
+        runtime("cudaMemcpyAsync", 4, 2, 2),
+        memcpy("HtoD", 60 * scale, 5, 2, nbytes=4096),
+        runtime("cudaLaunchKernel", 8, 2, 3),
+        kernel("ncclKernel_AllReduce_RING", 70 * scale, 20, 3),
+    ]
+
+
+def test_json_output_has_the_documented_keys(tmp_path: Path) -> None:
+    done = _run(write_trace(tmp_path / "t.json.gz", _events()), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    for key in (
+        "events",
+        "kernels",
+        "kernel_kinds",
+        "launch_latency",
+        "temporal",
+        "memory_ops",
+        "sync_ops",
+        "steps",
+        "utilization",
+        "precision",
+        "idle_time",
+    ):
+        assert key in out
+    assert out["events"] == 7
+    assert {k["name"] for k in out["kernels"]} == {"ampere_sgemm_128x64_nn", "ncclKernel_AllReduce_RING"}
+    assert set(out["kernels"][0]) >= {"name", "count", "total_us", "mean_us", "min_us", "max_us"}
+    assert out["launch_latency"]["count"] == 3
+
+
+def test_top_limits_the_kernel_list(tmp_path: Path) -> None:
+    done = _run(write_trace(tmp_path / "t.json", _events(), gz=False), "--format", "json", "--top", "1")
+    assert [k["name"] for k in json.loads(done.stdout)["kernels"]] == ["ampere_sgemm_128x64_nn"]
+
+
+def test_table_output_shows_the_main_sections(tmp_path: Path) -> None:
+    done = _run(write_trace(tmp_path / "t.json.gz", _events()))
+    assert done.returncode == 0, done.stderr
+    for title in (
+        "Top kernels",
+        "GPU time by kind",
+        "Kernel launch latency",
+        "Temporal breakdown",
+        "Memory operations",
+        "Steps",
+        "ampere_sgemm_128x64_nn",
+    ):
+        assert title in done.stdout
+
+
+def test_directory_of_ranks_gives_per_rank_objects_aggregate_and_stragglers(tmp_path: Path) -> None:
+    for rank in range(4):
+        scale = 3.0 if rank == 2 else 1.0
+        write_trace(tmp_path / f"rank{rank}.json.gz", _events(scale), distributedInfo={"rank": rank})
+    done = _run(tmp_path, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert [r["rank"] for r in out["ranks"]] == [0, 1, 2, 3]
+    agg = out["aggregate"]
+    assert agg["events"] == 28
+    assert {k["name"]: k["count"] for k in agg["kernels"]} == {
+        "ampere_sgemm_128x64_nn": 4,
+        "ncclKernel_AllReduce_RING": 4,
+    }
+    assert agg["launch_latency"]["count"] == 12
+    assert {s["rank"] for s in out["stragglers"]["stragglers"]} == {2}
+    table = _run(tmp_path)
+    assert "Stragglers" in table.stdout and "Per rank" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("cut.json.gz", gzip.compress(encode([kernel("k", i, 1) for i in range(2000)]))[:300], "truncated"),
+        ("text.json", b"hello, I am not JSON", "not valid JSON"),
+        ("other.json", b'{"foo": [1, 2, 3]}', "traceEvents"),
+        ("bad.json.gz", b"\x1f\x8bnot really gzip at all", "gzip"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_code_2(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    done = _run(path, "--format", "json")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0]
+
+
+def test_oversized_trace_names_the_setting_to_raise(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "big.json", [kernel("k", i, 1) for i in range(5000)], gz=False)
+    done = _run(path, "--max-size", "64K")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--max-size" in done.stderr and "limit" in done.stderr
+
+
+def test_missing_path_and_empty_directory_are_clear_errors(tmp_path: Path) -> None:
+    missing = _run(tmp_path / "nope.json")
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    empty = _run(tmp_path)
+    assert empty.returncode == 2 and "no trace files" in empty.stderr
