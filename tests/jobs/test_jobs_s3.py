@@ -37,16 +37,14 @@ print("FINISHED " + json.dumps(ph.finish()), flush=True)
 
 
 @pytest.fixture
-def s3_hub(hub_settings: Any, s3_server: dict[str, str], s3_bucket: str) -> Iterator[Any]:
+def s3_hub(hub_settings: Any, hub_app: Any, s3_server: dict[str, str], s3_bucket: str) -> Iterator[Any]:
     """The hub on storage ``s3://<bucket>/hubdata``, served over real HTTP from a thread."""
-    from profilerhub_core.db.session import make_engine
     from profilerhub_hub.app import create_app
 
     settings = hub_settings.model_copy(
         update={"storage_url": f"s3://{s3_bucket}/hubdata", "s3_endpoint_url": s3_server["endpoint_url"]}
     )
-    engine = make_engine(settings)
-    app = create_app(settings, engine=engine)
+    app = create_app(settings)
     port = testservices.free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
@@ -58,7 +56,7 @@ def s3_hub(hub_settings: Any, s3_server: dict[str, str], s3_bucket: str) -> Iter
     yield app
     server.should_exit = True
     thread.join(10)
-    engine.dispose()
+    app.state.engine.dispose()
 
 
 def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
