@@ -26,17 +26,23 @@ class SentTasks:
 
 
 @pytest.fixture
-def jobs_hub(hub_settings: Any) -> Iterator[Any]:
-    """The hub on local storage under its home, limits small enough to test (1 MiB file, 2 MiB job)."""
-    from profilerhub_core.db.session import make_engine
+def jobs_hub(hub_settings: Any, hub_app: Any, tmp_path: Path) -> Iterator[Any]:
+    """The hub with storage of this test's own (a local directory), limits small enough to test
+    (1 MiB per file, 2 MiB per job) and a recorded task sender. (``hub_app`` is asked for only so
+    the shared fixtures build it: their teardown expects it.)"""
     from profilerhub_hub.app import create_app
 
-    settings = hub_settings.model_copy(update={"job_max_file_bytes": 1 << 20, "job_max_total_bytes": 2 << 20})
-    engine = make_engine(settings)
-    app = create_app(settings, engine=engine)
+    settings = hub_settings.model_copy(
+        update={
+            "job_max_file_bytes": 1 << 20,
+            "job_max_total_bytes": 2 << 20,
+            "storage_url": (tmp_path / "hubstore").as_uri(),
+        }
+    )
+    app = create_app(settings)
     app.state.app_tasks = SentTasks()
     yield app
-    engine.dispose()
+    app.state.engine.dispose()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from jobs_helpers import make_job, sdk_files
 
+from hubfixtures import wait_for
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
 from profilerhub_worker.ingest import INGEST_JOB
@@ -199,3 +200,33 @@ def test_the_reconciler_resends_completed_jobs_nobody_took(ctx: IngestContext) -
         session.commit()
     assert reconcile_jobs(ctx) == {"resent": 1}
     assert ctx.sent == [(INGEST_JOB, job_id)]  # type: ignore[attr-defined]
+
+
+def test_a_real_worker_retries_a_storage_failure_with_its_claim(
+    ctx: IngestContext, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Celery task on a real worker (in a thread) and the real Redis: the first write fails,
+    the task retries with its claim and the job ends Ready."""
+    import uuid
+
+    from celery.contrib.testing.worker import start_worker
+
+    from profilerhub_worker.celery_app import make_celery
+
+    job_id, _ = make_job(ctx, sdk_files())
+    real_put, calls = ctx.store.put, []
+
+    def flaky(*args: Any, **kwargs: Any) -> int:
+        calls.append(args[0])
+        if len(calls) == 1:
+            raise Unavailable("storage is down")
+        return real_put(*args, **kwargs)
+
+    monkeypatch.setattr(ctx.store, "put", flaky)
+    queue = f"phtest-ingest-{uuid.uuid4().hex[:10]}"
+    app = make_celery(redis_url, queue=queue)
+    app.profilerhub_ingest = ctx  # type: ignore[attr-defined]
+    with start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=10):
+        app.send_task(INGEST_JOB, args=[job_id])
+        wait_for(lambda: job_row(ctx, job_id).status is JobStatus.Ready, "the job Ready after a retry", 30)
+    assert len(calls) > 1 and "processed/" in calls[0]

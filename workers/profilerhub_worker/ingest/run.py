@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,7 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.errors import TraceError
-from profilerhub_analysis.reader import max_trace_bytes, read_bytes
+from profilerhub_analysis.reader import max_trace_bytes
 from profilerhub_analysis.store import EventStore
 from profilerhub_core.db.models import AuditEvent, Job, JobStatus, utcnow
 from profilerhub_core.errors import InvalidInput, NotFound, Unavailable
@@ -54,7 +55,7 @@ CHUNK_KINDS = ("annotations", "metrics", "system")
 TRACE_SUFFIXES = (".json", ".json.gz")
 _ANNOTATIONS = msgspec.json.Decoder(sm.AnnotationRecord)
 _METRICS = msgspec.json.Decoder(sm.MetricRecord)
-_SAMPLES = msgspec.json.Decoder(dict[str, Any])
+_SAMPLES = msgspec.json.Decoder(sm.SystemSample)
 
 
 @dataclass
@@ -174,7 +175,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         job = session.get(Job, job_id)
         assert job is not None
         place = place_of(session, job)
-        start = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
+        start: dict[str, Any] = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
     try:
         ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
         summary = build_summary(
@@ -253,11 +254,11 @@ def build_summary(
     files: dict[str, list[str]] = {}
     annotations: list[sm.AnnotationRecord] = []
     metrics: list[sm.MetricRecord] = []
-    samples: list[dict[str, Any]] = []
+    samples: list[sm.SystemSample] = []
     job_doc: dict[str, Any] = {}
     traces: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="profilerhub-ingest-") as tmp:
-        for n, info in enumerate(objects):
+        for info in objects:
             rel = layout.relative_name(info.key, place.raw_prefix)
             kind = _kind(rel)
             files.setdefault(kind, []).append(rel)
@@ -267,20 +268,25 @@ def build_summary(
                 raise BadUpload(
                     f"raw/{rel}: {info.size} bytes is over the per-file limit of {ctx.max_file_bytes}"
                 )
-            local = Path(tmp) / str(n) / rel.rsplit("/", 1)[-1]  # the reader's messages name the file
-            local.parent.mkdir()
-            _fetch(ctx.store, info.key, local)
             try:
                 if kind == "trace":
-                    store = load_trace(local, ctx.max_trace_bytes)
+                    # Traces go through a file: the reader streams and caps the decompression.
+                    local = Path(tmp) / rel.rsplit("/", 1)[-1]  # the reader's messages name the file
+                    _fetch(ctx.store, info.key, local)
+                    try:
+                        store = load_trace(local, ctx.max_trace_bytes)
+                    finally:
+                        local.unlink(missing_ok=True)
                     folder = f"traces/{len(traces)}-{_safe(rel)}"
                     save(folder, store)
                     traces.append(sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"})
                     continue
-                data = read_bytes(local, ctx.max_trace_bytes)
+                data = ctx.store.get(info.key)  # small: job.json and the SDK's chunks
                 if kind == "job":
                     job_doc = _job_doc(data)
-                elif kind == "annotations":
+                    continue
+                data = gunzip(data, ctx.max_trace_bytes)
+                if kind == "annotations":
                     annotations.extend(_ANNOTATIONS.decode_lines(data))
                 elif kind == "metrics":
                     metrics.extend(_METRICS.decode_lines(data))
@@ -288,8 +294,6 @@ def build_summary(
                     samples.extend(_SAMPLES.decode_lines(data))
             except (TraceError, msgspec.MsgspecError, ValueError) as exc:
                 raise BadUpload(_reason(rel, exc)) from exc
-            finally:
-                local.unlink(missing_ok=True)
     steps, annotated = sm.steps_and_annotations(annotations)
     start_ns = job_doc.get("start_ns") if isinstance(job_doc.get("start_ns"), int) else None
     summary = {
@@ -304,6 +308,20 @@ def build_summary(
         "traces": traces,
     }
     return summary
+
+
+def gunzip(data: bytes, limit: int) -> bytes:
+    """Decompress a whole gzip member (``ValueError`` when it is not gzip, truncated or over ``limit``)."""
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"not a valid gzip file ({exc})") from exc
+    if len(out) > limit:
+        raise ValueError(f"larger than the {limit} byte limit once decompressed")
+    if not inflater.eof:
+        raise ValueError("gzip data is truncated (the file ended early)")
+    return out
 
 
 def _job_doc(data: bytes) -> dict[str, Any]:

@@ -158,48 +158,90 @@ def training_metrics(records: Sequence[MetricRecord]) -> dict[str, Any]:
     return out
 
 
-def _numeric_columns(samples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """Flatten samples into float columns: scalars by key, ``cpu_percent_per_core`` as ``cpuN_percent``
-    and GPUs as ``gpuN.<field>``. Missing values are NaN."""
-    keys: dict[str, None] = {}
-    flat: list[dict[str, float]] = []
-    for sample in samples:  # once per sample (10 a second at most), not per trace event
-        row: dict[str, float] = {}
-        for key, value in sample.items():
-            if key == "ts_ns":
-                continue
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                row[key] = float(value)
-            elif key == "cpu_percent_per_core" and isinstance(value, list):
-                row.update({f"cpu{i}_percent": float(x) for i, x in enumerate(value) if _is_num(x)})
-            elif key == "gpus" and isinstance(value, list):
-                for gpu in value:
-                    if isinstance(gpu, dict):
-                        idx = gpu.get("index", 0)
-                        row.update(
-                            {f"gpu{idx}.{k}": float(x) for k, x in gpu.items() if k != "index" and _is_num(x)}
-                        )
-        keys.update(dict.fromkeys(row))
-        flat.append(row)
-    return {k: np.array([r.get(k, np.nan) for r in flat], dtype=np.float64) for k in keys}
+class GpuSample(msgspec.Struct, gc=False):
+    """One GPU in a system sample (NVML)."""
+
+    index: int = 0
+    util_percent: float | None = None
+    mem_util_percent: float | None = None
+    mem_used_bytes: float | None = None
+    mem_total_bytes: float | None = None
+    power_w: float | None = None
+    temperature_c: float | None = None
 
 
-def _is_num(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
+class SystemSample(msgspec.Struct, gc=False):
+    """One line of ``system/*.jsonl.gz`` (psutil and NVML); fields a sampler could not read are absent."""
+
+    ts_ns: int
+    cpu_percent: float | None = None
+    cpu_percent_per_core: list[float] = msgspec.field(default_factory=list)
+    mem_used_bytes: float | None = None
+    mem_total_bytes: float | None = None
+    mem_percent: float | None = None
+    proc_cpu_percent: float | None = None
+    proc_rss_bytes: float | None = None
+    disk_read_bytes_per_s: float | None = None
+    disk_write_bytes_per_s: float | None = None
+    net_recv_bytes_per_s: float | None = None
+    net_sent_bytes_per_s: float | None = None
+    gpus: list[GpuSample] = msgspec.field(default_factory=list)
 
 
-def system_metrics(samples: Sequence[dict[str, Any]], start_ns: int | None) -> dict[str, Any]:
+_SCALARS = tuple(
+    f for f in SystemSample.__struct_fields__ if f not in ("ts_ns", "cpu_percent_per_core", "gpus")
+)
+_GPU_FIELDS = tuple(f for f in GpuSample.__struct_fields__ if f != "index")
+
+
+def _floats(values: Sequence[Any]) -> np.ndarray:
+    """Numbers (None -> NaN) as a float64 array."""
+    return (
+        np.array(values, dtype=np.float64)
+        if None not in values
+        else np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    )
+
+
+def _ragged(rows: Sequence[Sequence[float]]) -> np.ndarray:
+    """Rows of possibly different lengths as a 2-D float array padded with NaN."""
+    width = max(map(len, rows), default=0)
+    out = np.full((len(rows), width), np.nan)
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    if width and (lengths == width).all():
+        return np.array(rows, dtype=np.float64)
+    for i, row in enumerate(rows):  # only when core counts differ between samples (never in practice)
+        out[i, : len(row)] = row
+    return out
+
+
+def _numeric_columns(samples: Sequence[SystemSample]) -> dict[str, np.ndarray]:
+    """Float columns: the scalar fields, ``cpuN_percent`` per core and ``gpuN.<field>`` per GPU."""
+    columns = {f: _floats(list(map(attrgetter(f), samples))) for f in _SCALARS}
+    cores = _ragged(list(map(attrgetter("cpu_percent_per_core"), samples)))
+    columns.update({f"cpu{i}_percent": cores[:, i] for i in range(cores.shape[1])})
+    gpus = list(map(attrgetter("gpus"), samples))
+    indices = sorted({g.index for sample in gpus for g in sample}) if any(gpus) else []
+    for index in indices:  # once per GPU and field, not per sample
+        per_sample = [next((g for g in sample if g.index == index), None) for sample in gpus]
+        for f in _GPU_FIELDS:
+            columns[f"gpu{index}.{f}"] = _floats([None if g is None else getattr(g, f) for g in per_sample])
+    return columns
+
+
+def system_metrics(samples: Sequence[SystemSample], start_ns: int | None) -> dict[str, Any]:
     """Per system metric: min, mean, max and a downsampled ``series`` ``[[seconds, value], ...]``
     (seconds since ``start_ns``, the run's start, or the first sample)."""
     if not samples:
         return {"samples": 0, "metrics": {}}
-    ts = np.array([s.get("ts_ns", 0) for s in samples], dtype=np.int64)
+    ts = np.fromiter(map(attrgetter("ts_ns"), samples), np.int64, len(samples))
     order = np.argsort(ts, kind="stable")
     ts = ts[order]
     t0 = start_ns if start_ns is not None else int(ts[0])
     seconds = np.round((ts - t0) / 1e9, 3)
     metrics: dict[str, Any] = {}
-    for name, column in _numeric_columns([samples[i] for i in order.tolist()]).items():
+    for name, unordered in _numeric_columns(samples).items():
+        column = unordered[order]
         ok = np.isfinite(column)
         if not ok.any():
             continue
@@ -281,6 +323,7 @@ def compact(summary: dict[str, Any]) -> dict[str, Any]:
 __all__ = [
     "AnnotationRecord",
     "MetricRecord",
+    "SystemSample",
     "compact",
     "cpu_ops",
     "downsample_mean",

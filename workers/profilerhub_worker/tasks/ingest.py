@@ -47,7 +47,7 @@ def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
         return ingest_job(job_id, ingest_context(self), claim)
     except IngestInterrupted as exc:
         countdown = min(60, 2**self.request.retries)
-        raise self.retry(kwargs={"job_id": job_id, "claim": exc.claim}, countdown=countdown, exc=exc) from exc
+        raise self.retry(args=[job_id], kwargs={"claim": exc.claim}, countdown=countdown, exc=exc) from exc
 
 
 @shared_task(name=RECONCILE_JOBS, bind=True)
