@@ -174,7 +174,11 @@ class TimelineIndex:
 
         Lane ids are the store's ``lane_id`` (rows of ``store.lanes``); event ids are store rows.
         """
-        counter_names, counter_id = np.unique(store.counter_column("name"), return_inverse=True)
+        names = store.counter_column("name")
+        if np.all(names[1:] >= names[:-1]):  # the store's order: one run per counter
+            counter_names, counter_id = rank_sorted(names)
+        else:
+            counter_names, counter_id = np.unique(names, return_inverse=True)
         return cls.build(
             store.col("ts_ns"),
             store.col("dur_ns"),
