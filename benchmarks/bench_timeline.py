@@ -303,8 +303,9 @@ def main() -> int:
     print(
         f"index build: {c.wall:.2f} s (cpu {c.cpu:.2f} s); {len(index.lane_ids)} lane(s), "
         f"{index.lane_depth(int(index.lane_ids[0]))} rows deep, {index.overlaps_left} overlaps left; "
-        f"trace span {(index.t_end - index.t_min) / 1e9:,.0f} s; peak RSS {rss_before:,.0f} MiB before the "
-        f"build, {peak_rss_mib():,.0f} MiB after"
+        f"trace span {(index.t_end - index.t_min) / 1e9:,.0f} s; index holds {index.nbytes / 2**20:,.0f} MiB "
+        f"({index.nbytes / len(trace['ts']):.0f} B/event, counters included); peak RSS "
+        f"{rss_before:,.0f} MiB before the build, {peak_rss_mib():,.0f} MiB after"
     )
     worst = run_queries(index, args.width, args.queries, cycle["step_ns"], args.seed)
     verdict = "MET" if worst < GOAL_MS else "MISSED"

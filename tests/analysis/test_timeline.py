@@ -182,15 +182,18 @@ def test_unsorted_input_gives_the_same_answer_as_sorted_input() -> None:
     assert [events[i][1] for i in picked.tolist()] == wb.lane(0).events.start.tolist()
 
 
-def test_deep_lanes_are_cut_at_the_item_cap_from_the_bottom() -> None:
-    # 200 nested levels, each with 3 children-free gaps: far more rows than 4 items per pixel allow.
-    events = [(0, level, 1000 - 2 * level, level % 8) for level in range(200)]
-    index = build(events)
+def test_deep_lanes_are_cut_at_the_item_cap_from_the_bottom_and_other_lanes_are_whole() -> None:
+    # Lanes 0 and 2: 200 nested levels, far more rows than 4 items per pixel allow; lane 1: one row.
+    deep = [(lane, level, 1000 - 2 * level, level % 8) for lane in (0, 2) for level in range(200)]
+    shallow = [(1, 100 * k, 50, 1) for k in range(10)]
+    index = build(deep + shallow)
     win = index.window(0, 1000, 10, max_items_per_px=4)
-    lane = win.lane(0)
-    assert lane.truncated
-    assert lane.items <= 4 * 10 + 8
-    assert lane.depth_shown == int(lane.events.depth.max()) + 1
+    for lane_id in (0, 2):
+        lane = win.lane(lane_id)
+        assert lane.truncated
+        assert lane.items <= 4 * 10 + 8
+        assert lane.depth_shown == int(lane.events.depth.max()) + 1
+    assert not win.lane(1).truncated and int(win.lane(1).blocks.count.sum()) == 10
     assert index.window(0, 1000, 1000).lane(0).truncated is False
 
 

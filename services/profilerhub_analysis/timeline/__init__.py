@@ -3,8 +3,9 @@
 Build a ``TimelineIndex`` once per trace from plain arrays (or an event store), then call
 ``index.window(t0_ns, t1_ns, width_px, lanes=..., min_px=1.0)`` on every pan and zoom; the answer
 (``Window``) holds, per lane, the events wide enough to draw as they are, the narrower ones merged
-into per-pixel blocks, and counter tracks downsampled to the width. ``Window.to_dict()`` is the
-JSON for the browser. See ``docs/timeline.md``.
+into blocks wherever no gap of a pixel separates them, and counter tracks downsampled to the
+width. ``Window.to_dict()`` is the JSON for the browser. See "Timeline level of detail" in
+``docs/analysis.md``.
 """
 
 from .counters import CounterIndex, CounterTrack

@@ -38,6 +38,12 @@ def concat_ranges(starts: npt.ArrayLike, stops: npt.ArrayLike) -> IntArray:
     return out
 
 
+def held_bytes(*objects: object) -> int:
+    """Bytes of the numpy arrays the objects hold as attributes, each array counted once."""
+    arrays = {id(v): v.nbytes for o in objects for v in vars(o).values() if isinstance(v, np.ndarray)}
+    return sum(arrays.values())
+
+
 def _lowest(dtype: np.dtype) -> int | float:
     return float("-inf") if np.issubdtype(dtype, np.floating) else int(np.iinfo(dtype).min)
 

@@ -65,6 +65,10 @@ class CounterIndex:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def parts(self) -> list[object]:
+        """This index and the range structures it holds (for ``held_bytes``)."""
+        return [self, self._max, self._min]
+
     def _step_area(self) -> FloatArray:
         """Per sample: integral of (value - the row's first value) from the row's first sample.
 

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._layout import band_keys, event_order, nesting_depth, rank_sorted, stack_rows
-from ._ranges import RangeArgMax, RangeAtLeast
+from ._ranges import RangeArgMax, RangeAtLeast, held_bytes
 from .counters import CounterIndex, CounterTrack
 from .window import Blocks, Events, LaneWindow, Window
 
@@ -174,7 +174,11 @@ class TimelineIndex:
 
         Lane ids are the store's ``lane_id`` (rows of ``store.lanes``); event ids are store rows.
         """
-        counter_names, counter_id = np.unique(store.counter_column("name"), return_inverse=True)
+        names = store.counter_column("name")
+        if np.all(names[1:] >= names[:-1]):  # the store's order: one run per counter
+            counter_names, counter_id = rank_sorted(names)
+        else:
+            counter_names, counter_id = np.unique(names, return_inverse=True)
         return cls.build(
             store.col("ts_ns"),
             store.col("dur_ns"),
@@ -188,6 +192,14 @@ class TimelineIndex:
 
     def __len__(self) -> int:
         return len(self._ts)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the index's arrays (what keeping one cached costs)."""
+        parts: list[object] = [self, self._longest, self._gaps]
+        if self.counters is not None:
+            parts += self.counters.parts()
+        return held_bytes(*parts)
 
     def lane_depth(self, lane_id: int) -> int:
         """Number of rows (flame-chart levels) of a lane; 0 for a lane without events."""
@@ -289,24 +301,26 @@ class TimelineIndex:
         before_lane = np.where(lane_first > 0, running[np.maximum(lane_first - 1, 0)], 0)
         row_kept = (running - before_lane) <= cap
 
+        events = self._events(wide, rows[wide_row])
         out = []
         for lane_id, r, ok in zip(lane_list.tolist(), rank.tolist(), known.tolist(), strict=True):
             if not ok:
                 out.append(_empty_lane(lane_id))
                 continue
+            # Items are sorted by row and a lane's rows are contiguous: slice, then drop cut rows.
             first, last = np.searchsorted(row_lane, [r, r + 1])
-            lane_rows = np.arange(first, last)
-            kept = lane_rows[row_kept[first:last]]
-            dropped = lane_rows[~row_kept[first:last]]
-            depths = self._row_depth[rows[lane_rows]]
-            depth_shown = int(self._row_depth[rows[dropped[0]]]) if len(dropped) else int(depths.max()) + 1
-            ev_sel = wide[_isin_sorted(wide_row, kept)]
-            bl_sel = _isin_sorted(seg_row, kept)
+            e0, e1 = np.searchsorted(wide_row, [first, last])
+            b0, b1 = np.searchsorted(seg_row, [first, last])
+            dropped = np.flatnonzero(~row_kept[first:last])
+            if len(dropped):
+                depth_shown = int(self._row_depth[rows[first + dropped[0]]])
+            else:
+                depth_shown = int(self._row_depth[rows[first:last]].max()) + 1
             out.append(
                 LaneWindow(
                     lane_id=lane_id,
-                    events=self._events(ev_sel, np.searchsorted(lo, ev_sel, side="right") - 1, rows),
-                    blocks=blocks.take(bl_sel),
+                    events=events.take(np.arange(e0, e1)[row_kept[wide_row[e0:e1]]]),
+                    blocks=blocks.take(np.arange(b0, b1)[row_kept[seg_row[b0:b1]]]),
                     depth_shown=depth_shown,
                     truncated=bool(len(dropped)),
                 )
@@ -333,11 +347,11 @@ class TimelineIndex:
             event_id=self._event_id[longest],
         )
 
-    def _events(self, idx: IntArray, which: IntArray, rows: IntArray) -> Events:
+    def _events(self, idx: IntArray, row: IntArray) -> Events:
         return Events(
             start=self._ts[idx],
             dur=self._dur[idx],
-            depth=self._row_depth[rows[which]],
+            depth=self._row_depth[row],
             name_id=self._name[idx].astype(np.int64),
             kind=self._kind[idx].astype(np.int64),
             event_id=self._event_id[idx],

@@ -46,7 +46,8 @@ class Events(_Columns):
 
 @dataclass(frozen=True)
 class Blocks(_Columns):
-    """Narrower events of one row merged per pixel column, clipped to the window.
+    """Narrower events of one row merged while no gap of a pixel separates them, clipped to the
+    window (a long event or a gap of a pixel or more ends a block).
 
     ``name_id``/``kind``/``event_id`` are those of the block's longest event (first on ties), the
     event a user hovering the block most likely sees.
