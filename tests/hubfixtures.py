@@ -160,7 +160,8 @@ def _hubs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, _Hub]]
     hubs: dict[str, _Hub] = {}
     yield hubs
     for hub in hubs.values():
-        hub.app.state.engine.dispose()
+        if hub.app is not None:  # settings were used without ever building the app
+            hub.app.state.engine.dispose()
 
 
 @pytest.fixture
