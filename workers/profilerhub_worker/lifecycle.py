@@ -83,7 +83,10 @@ def app_lock(ctx: WorkerContext, app_id: str) -> Iterator[bool]:
     The lock lives ``lock_seconds`` and a thread renews it while it is held, so a long start
     keeps it, and a worker killed mid-task frees the app for another worker within seconds.
     """
-    lock = ctx.redis.lock(_lock_name(ctx, app_id), timeout=ctx.lock_seconds, blocking=False)
+    # thread_local=False: the renewing thread must see the token the task thread acquired.
+    lock = ctx.redis.lock(
+        _lock_name(ctx, app_id), timeout=ctx.lock_seconds, blocking=False, thread_local=False
+    )
     if not lock.acquire(blocking=False):
         yield False
         return
