@@ -155,6 +155,13 @@ class AppStack:
         wait_for(reached, f"app of {domain}/{user} {status} (last seen: {seen.get('status')})", timeout)
         return seen
 
+    def running_app(self, token: str, domain: str, user: str, timeout: float = 30) -> str:
+        """Create the user's default app and wait until it is InService; return its id."""
+        answer = self.create(token, domain, user)
+        assert answer.status_code == 202, answer.text
+        self.wait_status(token, domain, user, "InService", timeout)
+        return str(answer.json()["app_id"])
+
     def open(self, token: str, app_id: str) -> httpx.Response:
         return httpx.get(f"{self.url}/apps/{app_id}/", headers=auth(token), timeout=30)
 

@@ -41,8 +41,7 @@ def test_app_created_opened_and_deleted_through_real_workers(shared_stack: AppSt
 def test_killed_app_process_is_failed_with_a_reason_within_seconds(shared_stack: AppStack) -> None:
     stack = shared_stack
     alice = stack.user_token("crash", "alice")
-    app_id = stack.create(alice, "crash", "alice").json()["app_id"]
-    stack.wait_status(alice, "crash", "alice", "InService", timeout=30)
+    app_id = stack.running_app(alice, "crash", "alice")
     os.kill(stack.instance(app_id)["pid"], signal.SIGKILL)
     killed_at = time.monotonic()
     failed = stack.wait_status(alice, "crash", "alice", "Failed", timeout=10)
@@ -57,8 +56,8 @@ def test_duplicated_and_late_tasks_through_the_queue_change_nothing(shared_stack
 
     stack = shared_stack
     alice = stack.user_token("dup", "alice")
-    app_id = stack.create(alice, "dup", "alice").json()["app_id"]
-    before = stack.wait_status(alice, "dup", "alice", "InService", timeout=30)
+    app_id = stack.running_app(alice, "dup", "alice")
+    before = stack.describe(alice, "dup", "alice")
     pid = stack.instance(app_id)["pid"]
     celery = make_celery(
         stack.env["PROFILERHUB_REDIS_URL"], queue=stack.env["PROFILERHUB_CELERY_QUEUE"], include_tasks=False
@@ -78,8 +77,7 @@ def test_duplicated_and_late_tasks_through_the_queue_change_nothing(shared_stack
 def test_nobody_but_the_owner_reaches_an_app(shared_stack: AppStack) -> None:
     stack = shared_stack
     alice = stack.user_token("iso", "alice")
-    app_id = stack.create(alice, "iso", "alice").json()["app_id"]
-    stack.wait_status(alice, "iso", "alice", "InService", timeout=30)
+    app_id = stack.running_app(alice, "iso", "alice")
     for intruder in (
         stack.user_token("iso", "mallory"),
         stack.user_token("iso-other", "carol", role="admin"),
@@ -152,8 +150,7 @@ def test_worker_killed_mid_spawn_leaves_one_app_in_service(shared_stack: AppStac
 def test_apps_keep_running_and_open_again_after_a_hub_restart(shared_stack: AppStack) -> None:
     stack = shared_stack
     alice = stack.user_token("restart", "alice")
-    app_id = stack.create(alice, "restart", "alice").json()["app_id"]
-    stack.wait_status(alice, "restart", "alice", "InService", timeout=30)
+    app_id = stack.running_app(alice, "restart", "alice")
     pid = stack.instance(app_id)["pid"]
     stack.restart_hub()
     wait_for(lambda: stack.open(alice, app_id).status_code == 200, "the app open after the restart", 10)
