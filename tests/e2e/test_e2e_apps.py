@@ -9,15 +9,46 @@ ones that kill its processes restore them and run last.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
+import pytest
 from apps_stack import AppStack, pid_alive, shared_stack  # noqa: F401  (fixtures)
 
 from hubfixtures import auth, wait_for
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: run infra/ensure-test-deps.sh (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield chromium
+        chromium.close()
+
+
+def presigned_url(stack: AppStack, token: str, domain: str, user: str) -> str:
+    answer = httpx.post(
+        f"{stack.url}/api/v1/domains/{domain}/users/{user}/apps/DetailedProfiler/default/presigned-url",
+        headers=auth(token),
+        timeout=30,
+    )
+    answer.raise_for_status()
+    return str(answer.json()["url"])
 
 
 def test_app_created_opened_and_deleted_through_real_workers(shared_stack: AppStack) -> None:
@@ -115,6 +146,40 @@ def test_thirty_apps_for_thirty_users_at_once_reach_in_service_and_the_limit_hol
     wait_for(all_in_service, "30 apps InService", 120)
     app_id = stack.describe(tokens[17], "many", "user17")["app_id"]
     assert stack.open(tokens[17], app_id).status_code == 200
+
+
+@pytest.mark.browser
+def test_owner_opens_app_in_a_browser_and_another_users_session_gets_404(
+    shared_stack: AppStack, browser: Any
+) -> None:
+    stack = shared_stack
+    alice = stack.user_token("web", "alice")
+    bob = stack.user_token("web", "bob")
+    alices_app = stack.running_app(alice, "web", "alice")
+    stack.running_app(bob, "web", "bob")
+
+    owner = browser.new_context()
+    page = owner.new_page()
+    page.goto(presigned_url(stack, alice, "web", "alice"))
+    assert page.url == f"{stack.url}/apps/{alices_app}/"
+    assert page.locator("#owner").inner_text() == "alice's profiler"
+    cookie = next(c for c in owner.cookies() if c["name"] == "profilerhub_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == f"/apps/{alices_app}/"
+    assert page.evaluate("document.cookie") == ""  # HttpOnly: scripts cannot read it
+    page.reload()  # the session lasts beyond the one-time URL
+    assert page.locator("#owner").inner_text() == "alice's profiler"
+
+    intruder = browser.new_context()
+    other = intruder.new_page()
+    other.goto(presigned_url(stack, bob, "web", "bob"))  # bob signs in to his own app ...
+    assert other.locator("#owner").inner_text() == "bob's profiler"
+    answer = other.goto(f"{stack.url}/apps/{alices_app}/")  # ... and tries alice's
+    # His cookie is scoped to his app's path, so the browser sends none here: 401, the same
+    # answer for every app id (existing or not); a cookie of his own for her app would be 404.
+    assert answer is not None and answer.status == 401
+    assert "alice" not in other.content()
+    owner.close()
+    intruder.close()
 
 
 def test_worker_killed_mid_spawn_leaves_one_app_in_service(shared_stack: AppStack) -> None:

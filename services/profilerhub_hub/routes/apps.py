@@ -21,7 +21,7 @@ from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, all
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.schemas import Page
-from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
+from profilerhub_worker.task_names import DELETE_APP, SPAWN_APP
 
 router = APIRouter(tags=["apps"])
 USER_APPS = "/domains/{domain}/users/{user}/apps"
