@@ -24,7 +24,7 @@ def _cli(*args: str) -> list[str]:
 
 def services(env: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
     """(name, argv, environment) of each child process ``up`` runs, in start order."""
-    return [("hub", _cli("hub"), env)]
+    return [("hub", _cli("hub", "--no-bootstrap"), env)]
 
 
 def _answers(url: str) -> bool:
