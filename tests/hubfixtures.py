@@ -14,9 +14,11 @@ select one with ``-k sqlite``):
 
 The in-process hub:
 
-    hub_settings    ``Settings`` for a hub on ``hub_db_url``, home in tmp_path. Build variants with
-                    ``hub_settings.model_copy(update={...})``.
-    hub_app         ``create_app(hub_settings)`` (its engine is disposed afterwards).
+    hub_settings    ``Settings`` for a hub on ``hub_db_url`` (home in a temporary directory). For other
+                    settings: ``create_app(hub_settings.model_copy(update={...}))`` in the test
+                    (and ``app.state.engine.dispose()`` after).
+    hub_app         ``create_app(hub_settings)``, built once per backend per session (building an
+                    app costs ~0.1 s); the database under it is emptied before each test.
     client          a ``TestClient`` on ``hub_app`` (no auth header by default).
     seed            a ``Seed`` on the same database: the platform admin's token and helpers that
                     create domains, users and tokens through the model functions (committed):
@@ -26,6 +28,7 @@ The in-process hub:
                         seed.token("d1", "alice", expires_in_seconds=..., scopes=[...]) -> secret
                         seed.user_token("d1", "alice", role="admin")     -> secret (user made if missing)
                         seed.session()                        a Session on the hub's database
+                        seed.reset()                          empty the database, new admin token
                         auth(token)                           -> {"Authorization": "Bearer ..."}
 
 Real processes:
@@ -88,6 +91,15 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("fresh_postgres_url"))
 
 
+def empty_database(engine: Any) -> None:
+    """Delete every row of every table (keeps the schema)."""
+    from profilerhub_core.db.models import Base
+
+    with engine.begin() as connection:
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+
+
 @dataclass
 class _MigratedDatabases:
     """One migrated database per backend for the whole session, emptied before each test."""
@@ -110,16 +122,8 @@ class _MigratedDatabases:
             engine = make_engine(url)
             upgrade(engine)
             self.urls[backend], self.engines[backend] = url, engine
-        self._empty(self.engines[backend])
+        empty_database(self.engines[backend])
         return self.urls[backend]
-
-    @staticmethod
-    def _empty(engine: Any) -> None:
-        from profilerhub_core.db.models import Base
-
-        with engine.begin() as connection:
-            for table in reversed(Base.metadata.sorted_tables):
-                connection.execute(table.delete())
 
     def close(self) -> None:
         for engine in self.engines.values():
@@ -144,27 +148,47 @@ def hub_db_url(request: pytest.FixtureRequest, _migrated_databases: _MigratedDat
 # --------------------------------------------------------------------------- in-process hub
 
 
+@dataclass
+class _Hub:
+    settings: Any
+    app: Any
+
+
+@pytest.fixture(scope="session")
+def _hubs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, _Hub]]:
+    # Building a FastAPI app compiles every route's models (~0.1 s): one app per backend per session.
+    hubs: dict[str, _Hub] = {}
+    yield hubs
+    for hub in hubs.values():
+        hub.app.state.engine.dispose()
+
+
 @pytest.fixture
-def hub_settings(hub_db_url: str, tmp_path: Path) -> Any:
+def hub_settings(hub_db_url: str, _hubs: dict[str, _Hub], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Settings of the in-process hub on ``hub_db_url`` (shared by the tests of one backend)."""
     from profilerhub_core.settings import Settings
 
-    return Settings(
-        home=tmp_path / "home",
-        database_url=hub_db_url,
-        secret_key=TEST_SECRET_KEY,  # type: ignore[arg-type]
-        environment="development",
-        access_log=False,
-    )
+    if hub_db_url not in _hubs:
+        settings = Settings(
+            home=tmp_path_factory.mktemp("hubhome"),
+            database_url=hub_db_url,
+            secret_key=TEST_SECRET_KEY,  # type: ignore[arg-type]
+            environment="development",
+            access_log=False,
+        )
+        _hubs[hub_db_url] = _Hub(settings, None)
+    return _hubs[hub_db_url].settings
 
 
 @pytest.fixture
-def hub_app(hub_settings: Any) -> Iterator[Any]:
-    from profilerhub_core.db.session import make_engine
+def hub_app(hub_settings: Any, _hubs: dict[str, _Hub]) -> Any:
+    """``create_app(hub_settings)``; for other settings build your own with ``create_app``."""
     from profilerhub_hub.app import create_app
 
-    engine = make_engine(hub_settings)
-    yield create_app(hub_settings, engine=engine)
-    engine.dispose()
+    hub = _hubs[hub_settings.database_url]
+    if hub.app is None:
+        hub.app = create_app(hub_settings)
+    return hub.app
 
 
 @pytest.fixture
@@ -179,12 +203,21 @@ class Seed:
     """Creates records through the model functions and commits them; see the module docstring."""
 
     def __init__(self, app: Any) -> None:
+        self.app = app
+        self._sessions = app.state.sessions
+        self.admin_token: str = self._bootstrap()
+
+    def _bootstrap(self) -> str:
         from profilerhub_hub.bootstrap import first_start
 
-        self._sessions = app.state.sessions
-        secret = first_start(app.state.settings, app.state.engine)
+        secret = first_start(self.app.state.settings, self.app.state.engine)
         assert secret is not None, "seed expects a database without a platform admin"
-        self.admin_token: str = secret
+        return secret
+
+    def reset(self) -> None:
+        """Empty the database and create the platform admin again (new ``admin_token``)."""
+        empty_database(self.app.state.engine)
+        self.admin_token = self._bootstrap()
 
     def session(self) -> Any:
         return self._sessions()

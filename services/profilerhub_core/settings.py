@@ -90,6 +90,15 @@ class Settings(BaseSettings):
     )
     log_level: str = Field(default="info", description="Log level of the hub (debug, info, warning, error).")
     access_log: bool = Field(default=True, description="Log one line per HTTP request.")
+    hub_workers: int = Field(
+        default=0, ge=0, le=64, description="Hub server processes; 0 = one per CPU core, at most 4."
+    )
+
+    @property
+    def effective_hub_workers(self) -> int:
+        import os
+
+        return self.hub_workers or max(1, min(4, os.cpu_count() or 1))
 
     # -- apps: spawner, workers, proxy (issue 3) --
     spawner: str = Field(

@@ -16,9 +16,10 @@ from sqlalchemy.engine import Engine
 from profilerhub_core.db.migrate import check_migrated
 from profilerhub_core.db.session import make_engine, session_factory
 from profilerhub_core.settings import Settings
+from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
-from profilerhub_hub.routes import api_router
+from profilerhub_hub.routes import api_routers
 from profilerhub_hub.routes.health import router as health_router
 
 API_PREFIX = "/api/v1"
@@ -44,9 +45,11 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.state.engine = engine
     app.state.sessions = session_factory(engine)
     install_error_handlers(app)
-    app.include_router(api_router, prefix=API_PREFIX)
+    for router in api_routers:
+        app.include_router(router, prefix=API_PREFIX)
     app.include_router(health_router, include_in_schema=False)
     install_app_proxy(app)
+    app.add_middleware(SessionCloser)
     app.add_middleware(
         BodyLimitMiddleware, limit=settings.max_request_body_bytes, overrides=dict(BODY_LIMIT_OVERRIDES)
     )

@@ -17,7 +17,8 @@ from this caller) and asks ``permissions.authorize``; a refused change is writte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -25,10 +26,12 @@ import sqlalchemy as sa
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import InstrumentedAttribute, Session
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_core.db.models import Domain, UserProfile
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, Unauthorized
+from profilerhub_core.names import is_valid_name
 from profilerhub_core.pagination import paginate
 from profilerhub_core.records import audit, domains, tokens, users
 from profilerhub_core.settings import Settings
@@ -46,13 +49,35 @@ async def get_settings(request: Request) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-async def get_session(request: Request) -> Any:
-    # async: creating a Session does no I/O, and this keeps the dependency off the thread pool.
-    session: Session = request.app.state.sessions()
-    try:
-        yield session
-    finally:
-        session.close()
+def request_session(request: Request) -> Session:
+    """The request's one Session, made on first use; ``SessionCloser`` closes it after the response.
+
+    (A plain function rather than a ``yield`` dependency: this runs on every request, and exit
+    stacks are the most expensive part of FastAPI's dependency solving.)
+    """
+    session: Session | None = request.scope.get("profilerhub.session")
+    if session is None:
+        session = request.scope["profilerhub.session"] = request.app.state.sessions()
+    return session
+
+
+async def get_session(request: Request) -> Session:
+    return request_session(request)
+
+
+class SessionCloser:
+    """ASGI middleware closing the request's Session (if one was made) once the response is done."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            session = scope.get("profilerhub.session")
+            if session is not None:
+                session.close()
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
@@ -62,28 +87,55 @@ _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization
 
 def caller_from_token(session: Session, secret: str, settings: Settings) -> Caller:
     """Authenticate ``secret`` (raises ``Unauthorized``); also used by the app proxy."""
-    token, user = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
+    owner = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
     return Caller(
-        user_id=user.id,
-        user_name=user.name,
-        domain_id=user.domain_id,
-        domain_name=user.domain.name,
-        role=user.role.value,
-        is_platform_admin=user.is_platform_admin,
-        users_manage_own_apps=DomainSettings.of(user.domain.settings).users_manage_own_apps,
-        token_id=token.id,
-        scopes=tuple(token.scopes),
+        user_id=owner.user_id,
+        user_name=owner.user_name,
+        domain_id=owner.domain_id,
+        domain_name=owner.domain_name,
+        role=owner.role.value,
+        is_platform_admin=owner.is_platform_admin,
+        users_manage_own_apps=DomainSettings.of(owner.domain_settings).users_manage_own_apps,
+        token_id=owner.token_id,
+        scopes=owner.scopes,
     )
 
 
-def get_caller(
-    session: SessionDep,
-    settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Caller:
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _caller(request: Request, session: Session, settings: Settings, credentials: Credentials) -> Caller:
+    """The request's caller, authenticated once per request (cached on ``request.state``)."""
+    cached: Caller | None = getattr(request.state, "caller", None)
+    if cached is not None:
+        return cached
     if credentials is None or not credentials.credentials:
         raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`")
-    return caller_from_token(session, credentials.credentials, settings)
+    request.state.caller = caller_from_token(session, credentials.credentials, settings)
+    return request.state.caller
+
+
+@contextmanager
+def request_step(session: Session) -> Iterator[None]:
+    """End the transaction after one step of a request: commit on success, roll back on error.
+
+    Each sync dependency and the route run in separate thread-pool calls. A connection held while
+    waiting for the next thread could starve the pool and deadlock under load, so every step gives
+    its connection back. Loaded objects stay usable (``expire_on_commit=False``).
+    """
+    try:
+        yield
+    except BaseException:
+        session.rollback()
+        raise
+    if session.in_transaction():
+        session.commit()
+
+
+def get_caller(request: Request, credentials: Credentials) -> Caller:
+    session = request_session(request)
+    with request_step(session):
+        return _caller(request, session, request.app.state.settings, credentials)
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
@@ -111,25 +163,33 @@ def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
     if "domain" not in path:
         return Resolved(caller, Target())
     name = path["domain"]
-    domain = domains.get_domain(session, name)
-    not_found = domains.domain_not_found(name)
+    domain_missing = domains.domain_not_found(name)
+    if "user" in path and is_valid_name(name) and is_valid_name(path["user"]):
+        # The common case in one query: both exist.
+        user = users.get_user_by_names(session, name, path["user"])
+        if user is not None:
+            check_domain_visible(caller, user.domain_id, domain_missing)
+            user_missing = users.user_not_found(name, user.name)
+            target = Target(domain_id=user.domain_id, owner_id=user.id, not_found=user_missing)
+            return Resolved(caller, target, user.domain, user)
+    domain = domains.get_domain(session, name) if is_valid_name(name) else None
     if domain is None:
-        raise not_found
-    check_domain_visible(caller, domain.id, not_found)
+        raise domain_missing
+    check_domain_visible(caller, domain.id, domain_missing)
     if "user" not in path:
-        return Resolved(caller, Target(domain_id=domain.id, not_found=not_found), domain)
-    user_name = path["user"]
-    not_found = users.user_not_found(domain.name, user_name)
-    user = users.get_user(session, domain, user_name)
-    if user is None:
-        raise not_found
-    return Resolved(caller, Target(domain_id=domain.id, owner_id=user.id, not_found=not_found), domain, user)
+        return Resolved(caller, Target(domain_id=domain.id, not_found=domain_missing), domain)
+    raise users.user_not_found(domain.name, path["user"])
 
 
 def allow(action: Action) -> Any:
     """A dependency that authorizes ``action`` on the request's target and returns ``Resolved``."""
 
-    def dependency(request: Request, session: SessionDep, caller: CallerDep) -> Resolved:
+    def dependency(request: Request, credentials: Credentials) -> Resolved:
+        session, settings = request_session(request), request.app.state.settings
+        with request_step(session):
+            return _authorized(request, session, _caller(request, session, settings, credentials))
+
+    def _authorized(request: Request, session: Session, caller: Caller) -> Resolved:
         resolved = resolve(session, caller, request.path_params)
         try:
             authorize(caller, action, resolved.target)

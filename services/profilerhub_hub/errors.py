@@ -2,8 +2,9 @@
 
 Domain exceptions (``profilerhub_core.errors``) carry no status; ``STATUS`` maps them. Framework
 errors are mapped too: request validation (422, malformed JSON 400), unknown routes (404), wrong
-methods (405), oversized bodies (413, from ``BodyLimitMiddleware``), database conflicts (409) and
-an unreachable database (503). Anything else is a bug: 500 with a generic message, logged.
+methods (405), oversized bodies (413, from ``BodyLimitMiddleware``), database conflicts (409),
+values the database refuses (400) and an unreachable database (503). Anything else is a bug:
+500 with a generic message, logged.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -114,6 +115,11 @@ async def _integrity_error(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _data_error(_request: Request, exc: Exception) -> JSONResponse:
+    log.info("data error mapped to 400: %s", exc)
+    return error_response(400, "ValidationError", "A value in the request cannot be stored or searched for")
+
+
 async def _database_error(_request: Request, exc: Exception) -> JSONResponse:
     log.warning("database error mapped to 503: %s", exc)
     return error_response(503, "ServiceUnavailable", "The database is unavailable or busy; retry shortly")
@@ -130,6 +136,7 @@ def install_error_handlers(app: FastAPI) -> None:
         RequestValidationError: _validation_error,
         StarletteHTTPException: _http_error,
         IntegrityError: _integrity_error,
+        DataError: _data_error,
         DBAPIError: _database_error,
         Exception: _unexpected,
     }

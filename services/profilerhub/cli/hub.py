@@ -15,7 +15,14 @@ def hub(
     host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
     port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
     home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME; default ~/.profilerhub]."),
-    workers: int = typer.Option(1, min=1, help="Server processes (each with its own database pool)."),
+    bootstrap: bool = typer.Option(
+        True, hidden=True, help="Create the platform admin if missing (up does it)."
+    ),
+    workers: int = typer.Option(
+        None,
+        min=1,
+        help="Server processes [env PROFILERHUB_HUB_WORKERS; default one per CPU core, at most 4].",
+    ),
 ) -> None:
     """Run the hub's HTTP API. Refuses an un-migrated database (run `profilerhub db upgrade`)."""
     require("uvicorn", "server")
@@ -24,27 +31,24 @@ def hub(
     from profilerhub_core.db.session import make_engine
 
     # Options become environment variables so that worker processes build the same settings.
-    for name, value in (("HOST", host), ("PORT", port), ("HOME", home)):
+    for name, value in (("HOST", host), ("PORT", port), ("HOME", home), ("HUB_WORKERS", workers)):
         if value is not None:
             os.environ[f"PROFILERHUB_{name}"] = str(value)
     settings = load_settings()
     engine = make_engine(settings)
     require_migrated(engine)
-    bootstrap_and_announce(settings, engine)
-    options = {
-        "host": settings.host,
-        "port": settings.port,
-        "log_level": settings.log_level,
-        "access_log": settings.access_log,
-        "server_header": False,
-    }
-    if workers > 1:
+    if bootstrap:
+        bootstrap_and_announce(settings, engine)
+    config = {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
+              "access_log": settings.access_log, "server_header": False}  # fmt: skip
+    if settings.effective_hub_workers > 1:
         engine.dispose()
-        uvicorn.run("profilerhub_hub.app:app_from_env", factory=True, workers=workers, **options)  # type: ignore[arg-type]
+        factory = "profilerhub_hub.app:app_from_env"
+        uvicorn.run(factory, factory=True, workers=settings.effective_hub_workers, **config)  # type: ignore[arg-type]
         return
     from profilerhub_hub.app import create_app
 
-    uvicorn.run(create_app(settings, engine=engine), **options)  # type: ignore[arg-type]
+    uvicorn.run(create_app(settings, engine=engine), **config)  # type: ignore[arg-type]
 
 
 def register(app: typer.Typer) -> None:

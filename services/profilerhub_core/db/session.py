@@ -45,9 +45,10 @@ def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
         if url.database and url.database != ":memory:":
             Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         options["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-    else:
-        pool_size = settings.db_pool_size if isinstance(settings, Settings) else 5
-        options.update(pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800)
+    pool_size = settings.db_pool_size if isinstance(settings, Settings) else 5
+    options.update(pool_size=pool_size, max_overflow=pool_size)
+    if url.get_backend_name() != "sqlite":
+        options["pool_recycle"] = 1800
     options.update(overrides)
     engine = sa.create_engine(url, **options)
     if url.get_backend_name() == "sqlite":

@@ -16,8 +16,11 @@ def domain_not_found(name: str) -> NotFound:
     return NotFound(f"Domain '{name}' not found")
 
 
+_DOMAIN_BY_NAME = sa.select(Domain).where(Domain.name == sa.bindparam("name"))
+
+
 def get_domain(session: Session, name: str) -> Domain | None:
-    return session.scalar(sa.select(Domain).where(Domain.name == name))
+    return session.scalar(_DOMAIN_BY_NAME, {"name": name})
 
 
 def require_domain(session: Session, name: str) -> Domain:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session, contains_eager
+from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import ApiToken, UserProfile, utcnow
+from profilerhub_core.db.models import ApiToken, Domain, Role, UserProfile, utcnow
 from profilerhub_core.errors import NotFound, Unauthorized
 from profilerhub_core.security import display_prefix, hash_token, new_token
 
 ALL_SCOPES = "*"
+_TOKEN_ID = re.compile(r"[0-9a-f-]{1,36}")
 
 
 def issue_token(
@@ -45,6 +49,8 @@ def token_not_found(token_id: str) -> NotFound:
 
 
 def get_token(session: Session, user: UserProfile, token_id: str) -> ApiToken:
+    if not _TOKEN_ID.fullmatch(token_id):
+        raise token_not_found(token_id[:64])
     token = session.scalar(sa.select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user.id))
     if token is None:
         raise token_not_found(token_id)
@@ -63,38 +69,64 @@ def tokens_query(user: UserProfile) -> sa.Select[ApiToken]:
     return sa.select(ApiToken).where(ApiToken.user_id == user.id)
 
 
+@dataclass(frozen=True, slots=True)
+class TokenOwner:
+    """What a valid token says about its bearer (plain values, no ORM objects)."""
+
+    token_id: str
+    scopes: tuple[str, ...]
+    user_id: str
+    user_name: str
+    role: Role
+    is_platform_admin: bool
+    domain_id: str
+    domain_name: str
+    domain_settings: dict[str, Any]
+
+
+_t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
+# One indexed lookup (token_hash is unique) joined to the owner and the owner's domain; plain Core
+# columns, because this runs on every request.
+_AUTH_QUERY = (
+    sa.select(
+        _t.id, _t.scopes, _t.expires_at, _t.revoked_at, _t.last_used_at,
+        _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
+    )
+    .select_from(ApiToken.__table__.join(UserProfile.__table__).join(Domain.__table__))
+    .where(_t.token_hash == sa.bindparam("token_hash"))
+)  # fmt: skip
+
+
 def authenticate(
     session: Session, secret: str, *, touch_seconds: int = 60, now: datetime | None = None
-) -> tuple[ApiToken, UserProfile]:
-    """The live token whose secret is ``secret`` and its user (with ``user.domain`` loaded).
+) -> TokenOwner:
+    """The owner of the live token whose secret is ``secret``.
 
-    One indexed query. ``last_used_at`` is written at most every ``touch_seconds``, so reads do
-    not each cost a write. Raises ``Unauthorized`` for unknown, revoked and expired tokens alike.
+    Raises ``Unauthorized`` for unknown, revoked and expired tokens alike. ``last_used_at`` is
+    written at most every ``touch_seconds`` (and committed), so reads do not each cost a write.
     """
     now = now or utcnow()
-    row = session.execute(
-        sa.select(ApiToken, UserProfile)
-        .join(UserProfile, UserProfile.id == ApiToken.user_id)
-        .join(UserProfile.domain)
-        .options(contains_eager(UserProfile.domain))
-        .where(ApiToken.token_hash == hash_token(secret))
-    ).one_or_none()
+    row = session.connection().execute(_AUTH_QUERY, {"token_hash": hash_token(secret)}).one_or_none()
     if row is None:
         raise Unauthorized("The token is not valid")
-    token, user = row
-    if token.revoked_at is not None:
+    token_id, scopes, expires_at, revoked_at, last_used_at, *owner = row
+    if revoked_at is not None:
         raise Unauthorized("The token has been revoked")
-    if token.expires_at is not None and token.expires_at <= now:
+    if expires_at is not None and expires_at <= now:
         raise Unauthorized("The token has expired")
-    if token.last_used_at is None or now - token.last_used_at >= timedelta(seconds=touch_seconds):
-        session.execute(sa.update(ApiToken).where(ApiToken.id == token.id).values(last_used_at=now))
-        token.last_used_at = now
+    if last_used_at is None or now - last_used_at >= timedelta(seconds=touch_seconds):
+        session.execute(sa.update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
         session.commit()
-    return token, user
+    user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
+    return TokenOwner(
+        token_id, tuple(scopes), user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name,
+        domain_settings or {},
+    )  # fmt: skip
 
 
 __all__ = [
     "ALL_SCOPES",
+    "TokenOwner",
     "authenticate",
     "get_token",
     "issue_token",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, contains_eager
 
 from profilerhub_core.db.models import SYSTEM_DOMAIN, App, AppStatus, Domain, Role, UserProfile
 from profilerhub_core.errors import Conflict, InvalidInput, NotFound
@@ -17,6 +17,20 @@ def get_user(session: Session, domain: Domain, name: str) -> UserProfile | None:
     return session.scalar(
         sa.select(UserProfile).where(UserProfile.domain_id == domain.id, UserProfile.name == name)
     )
+
+
+# Built once: this lookup runs on most requests (statement construction costs more than the query).
+_USER_BY_NAMES = (
+    sa.select(UserProfile)
+    .join(UserProfile.domain)
+    .options(contains_eager(UserProfile.domain))
+    .where(Domain.name == sa.bindparam("domain"), UserProfile.name == sa.bindparam("name"))
+)
+
+
+def get_user_by_names(session: Session, domain: str, name: str) -> UserProfile | None:
+    """User ``name`` of domain ``domain`` (its ``domain`` loaded by the same query)."""
+    return session.scalar(_USER_BY_NAMES, {"domain": domain, "name": name})
 
 
 def create_user(session: Session, domain: Domain, name: str, role: Role) -> UserProfile:
@@ -60,4 +74,12 @@ def users_query(domain: Domain) -> sa.Select[UserProfile]:
     return sa.select(UserProfile).where(UserProfile.domain_id == domain.id)
 
 
-__all__ = ["create_user", "delete_user", "get_user", "live_app_count", "user_not_found", "users_query"]
+__all__ = [
+    "create_user",
+    "delete_user",
+    "get_user",
+    "get_user_by_names",
+    "live_app_count",
+    "user_not_found",
+    "users_query",
+]

@@ -1,11 +1,15 @@
-"""The API's routers; ``api_router`` is mounted under ``/api/v1`` by ``create_app``."""
+"""The API's routers; ``create_app`` mounts each under ``/api/v1``.
+
+A feature adds its router module to ``api_routers`` (kept flat: nested routers cost time on
+every request's route matching).
+"""
 
 from fastapi import APIRouter
 
 from profilerhub_hub.routes import apps, audit, domains, health, me, tokens, users
 
-api_router = APIRouter()
-for module in (domains, users, tokens, me, audit, health, apps):
-    api_router.include_router(module.router)
+api_routers: list[APIRouter] = [
+    module.router for module in (domains, users, tokens, me, audit, health, apps)
+]
 
-__all__ = ["api_router"]
+__all__ = ["api_routers"]

@@ -15,7 +15,8 @@ from profilerhub_hub.schemas import AuditEventRead, Page
 
 router = APIRouter(tags=["audit"])
 
-Filter = Annotated[str | None, Query(max_length=300)]
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f]*$"
+Filter = Annotated[str | None, Query(max_length=300, pattern=NO_CONTROL_CHARACTERS)]
 
 
 @router.get("/audit")
@@ -28,7 +29,9 @@ def read_audit(
     actor: Filter = None,
     action: Filter = None,
     target_type: Filter = None,
-    target_name: Annotated[str | None, Query(alias="target", max_length=300)] = None,
+    target_name: Annotated[
+        str | None, Query(alias="target", max_length=300, pattern=NO_CONTROL_CHARACTERS)
+    ] = None,
     outcome: Filter = None,
     since: datetime | None = None,
     until: datetime | None = None,

@@ -43,7 +43,7 @@ def list_domains(
 
 
 @router.get("/{domain}")
-def describe_domain(target: Annotated[Resolved, allow(Action.DescribeDomain)]) -> DomainRead:
+async def describe_domain(target: Annotated[Resolved, allow(Action.DescribeDomain)]) -> DomainRead:
     assert target.domain is not None
     return DomainRead.of(target.domain)
 

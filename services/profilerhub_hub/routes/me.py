@@ -11,5 +11,5 @@ router = APIRouter(tags=["me"])
 
 
 @router.get("/me")
-def me(caller: CallerDep) -> MeRead:
+async def me(caller: CallerDep) -> MeRead:
     return MeRead.of(caller)

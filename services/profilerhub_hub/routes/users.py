@@ -44,7 +44,7 @@ def list_users(
 
 
 @router.get("/{user}")
-def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserProfile)]) -> UserRead:
+async def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserProfile)]) -> UserRead:
     assert target.user is not None
     return UserRead.of(target.user)
 

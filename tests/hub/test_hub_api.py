@@ -1,0 +1,289 @@
+"""The API end to end (in process), on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from hubfixtures import auth
+from profilerhub_core.db.models import ApiToken, App, AppType, utcnow
+
+API = "/api/v1"
+
+
+def error_code(response: Any) -> str:
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    return str(body["error"]["code"])
+
+
+def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> None:
+    admin = auth(seed.admin_token)
+    created = client.post(
+        f"{API}/domains", json={"name": "research", "settings": {"idle_minutes": 30}}, headers=admin
+    )
+    assert created.status_code == 201
+    assert created.json()["settings"] == {
+        "idle_minutes": 30,
+        "users_manage_own_apps": True,
+        "max_live_apps": 50,
+    }
+    assert created.json()["status"] == "InService"
+
+    assert client.get(f"{API}/domains/research", headers=admin).json()["name"] == "research"
+    patched = client.patch(
+        f"{API}/domains/research", json={"settings": {"users_manage_own_apps": False}}, headers=admin
+    )
+    assert patched.status_code == 200
+    assert patched.json()["settings"] == {
+        "idle_minutes": 30,
+        "users_manage_own_apps": False,
+        "max_live_apps": 50,
+    }
+
+    assert client.delete(f"{API}/domains/research", headers=admin).status_code == 204
+    gone = client.get(f"{API}/domains/research", headers=admin)
+    assert gone.status_code == 404 and error_code(gone) == "ResourceNotFound"
+
+
+def test_duplicate_domain_name_is_a_conflict(client: Any, seed: Any) -> None:
+    seed.domain("d1")
+    response = client.post(f"{API}/domains", json={"name": "d1"}, headers=auth(seed.admin_token))
+    assert response.status_code == 409 and error_code(response) == "ResourceInUse"
+
+
+def test_domain_with_users_cannot_be_deleted(client: Any, seed: Any) -> None:
+    seed.user("d1", "alice")
+    admin = auth(seed.admin_token)
+    response = client.delete(f"{API}/domains/d1", headers=admin)
+    assert response.status_code == 409 and error_code(response) == "ResourceInUse"
+    assert "user profile" in response.json()["error"]["message"]
+    assert client.delete(f"{API}/domains/d1/users/alice", headers=admin).status_code == 204
+    assert client.delete(f"{API}/domains/d1", headers=admin).status_code == 204
+
+
+def test_system_domain_cannot_be_deleted(client: Any, seed: Any) -> None:
+    response = client.delete(f"{API}/domains/system", headers=auth(seed.admin_token))
+    assert response.status_code in (400, 409)
+    assert client.get(f"{API}/me", headers=auth(seed.admin_token)).status_code == 200
+
+
+def test_domain_list_pages_with_limit_and_next_token(client: Any, seed: Any) -> None:
+    for i in range(5):
+        seed.domain(f"d{i}")
+    admin = auth(seed.admin_token)
+    names: list[str] = []
+    token = None
+    for _ in range(10):
+        params: dict[str, Any] = {"limit": 2} | ({"next_token": token} if token else {})
+        page = client.get(f"{API}/domains", params=params, headers=admin).json()
+        assert len(page["items"]) <= 2
+        names += [d["name"] for d in page["items"]]
+        token = page["next_token"]
+        if token is None:
+            break
+    assert names == ["d0", "d1", "d2", "d3", "d4", "system"]
+
+
+def test_tampered_next_token_is_refused(client: Any, seed: Any) -> None:
+    for i in range(3):
+        seed.domain(f"d{i}")
+    admin = auth(seed.admin_token)
+    token = client.get(f"{API}/domains", params={"limit": 1}, headers=admin).json()["next_token"]
+    forged = "WyJ6In0" + token[token.index(".") :]
+    response = client.get(f"{API}/domains", params={"limit": 1, "next_token": forged}, headers=admin)
+    assert response.status_code == 400 and error_code(response) == "ValidationError"
+    # a token from one listing is not valid for another
+    response = client.get(f"{API}/domains/d0/users", params={"next_token": token}, headers=admin)
+    assert response.status_code == 400
+
+
+def test_limit_over_the_maximum_is_refused(client: Any, seed: Any) -> None:
+    response = client.get(f"{API}/domains", params={"limit": 100000}, headers=auth(seed.admin_token))
+    assert response.status_code == 400 and "at most" in response.json()["error"]["message"]
+
+
+def test_user_profiles_create_list_describe_delete(client: Any, seed: Any) -> None:
+    seed.domain("d1")
+    admin = auth(seed.admin_token)
+    for name, role in (("carol", "admin"), ("alice", "user"), ("bob", "user")):
+        created = client.post(f"{API}/domains/d1/users", json={"name": name, "role": role}, headers=admin)
+        assert created.status_code == 201
+        assert created.json() | {"user_id": "", "created_at": ""} == {
+            "user_id": "",
+            "created_at": "",
+            "name": name,
+            "domain": "d1",
+            "role": role,
+            "is_platform_admin": False,
+        }
+    listed = client.get(f"{API}/domains/d1/users", headers=admin).json()
+    assert [u["name"] for u in listed["items"]] == ["alice", "bob", "carol"] and listed["next_token"] is None
+    duplicate = client.post(f"{API}/domains/d1/users", json={"name": "alice"}, headers=admin)
+    assert duplicate.status_code == 409
+    assert client.delete(f"{API}/domains/d1/users/bob", headers=admin).status_code == 204
+    assert client.get(f"{API}/domains/d1/users/bob", headers=admin).status_code == 404
+
+
+def test_same_user_name_may_exist_in_two_domains(client: Any, seed: Any) -> None:
+    seed.user("d1", "alice")
+    seed.domain("d2")
+    response = client.post(f"{API}/domains/d2/users", json={"name": "alice"}, headers=auth(seed.admin_token))
+    assert response.status_code == 201
+
+
+def test_user_with_live_apps_cannot_be_deleted(client: Any, seed: Any) -> None:
+    user = seed.user("d1", "alice")
+    with seed.session() as session:
+        session.add(App(domain_id=user.domain_id, user_id=user.id, app_type=AppType.DetailedProfiler))
+        session.commit()
+    response = client.delete(f"{API}/domains/d1/users/alice", headers=auth(seed.admin_token))
+    assert response.status_code == 409 and "live app" in response.json()["error"]["message"]
+
+
+def test_last_platform_admin_cannot_be_deleted(client: Any, seed: Any) -> None:
+    admin = auth(seed.admin_token)
+    response = client.delete(f"{API}/domains/system/users/admin", headers=admin)
+    assert response.status_code == 409
+    created = client.post(f"{API}/domains/system/users", json={"name": "ops", "role": "admin"}, headers=admin)
+    assert created.json()["is_platform_admin"] is True
+    bad = client.post(f"{API}/domains/system/users", json={"name": "joe", "role": "user"}, headers=admin)
+    assert bad.status_code == 400
+
+
+def test_token_secret_is_shown_once_and_works_until_revoked(client: Any, seed: Any) -> None:
+    seed.user("d1", "alice")
+    admin = auth(seed.admin_token)
+    created = client.post(
+        f"{API}/domains/d1/users/alice/tokens", json={"note": "ci", "expires_in_seconds": 3600}, headers=admin
+    )
+    assert created.status_code == 201
+    body = created.json()
+    secret, token_id = body["token"], body["token_id"]
+    assert body["expires_at"] is not None and secret.startswith(body["prefix"])
+
+    me = client.get(f"{API}/me", headers=auth(secret)).json()
+    assert (me["user"], me["domain"], me["role"], me["token_id"]) == ("alice", "d1", "user", token_id)
+
+    listed = client.get(f"{API}/domains/d1/users/alice/tokens", headers=admin)
+    assert secret not in listed.text
+    assert [(t["token_id"], t["status"], t["note"]) for t in listed.json()["items"]] == [
+        (token_id, "active", "ci")
+    ]
+
+    assert (
+        client.delete(f"{API}/domains/d1/users/alice/tokens/{token_id}", headers=auth(secret)).status_code
+        == 204
+    )
+    revoked = client.get(f"{API}/me", headers=auth(secret))
+    assert revoked.status_code == 401 and error_code(revoked) == "Unauthorized"
+    assert revoked.headers["www-authenticate"] == "Bearer"
+
+
+def test_token_secret_is_stored_only_as_a_hash(client: Any, seed: Any) -> None:
+    secret = seed.user_token("d1", "alice")
+    with seed.session() as session:
+        stored = [tuple(str(v) for v in row) for row in session.execute(sa.select(ApiToken.__table__))]
+    assert all(secret not in value for row in stored for value in row)
+
+
+def test_expired_token_is_unauthorized(client: Any, seed: Any) -> None:
+    secret = seed.user_token("d1", "alice", expires_in_seconds=3600)
+    assert client.get(f"{API}/me", headers=auth(secret)).status_code == 200
+    with seed.session() as session:
+        session.execute(sa.update(ApiToken).values(expires_at=utcnow() - timedelta(seconds=1)))
+        session.commit()
+    response = client.get(f"{API}/me", headers=auth(secret))
+    assert response.status_code == 401 and "expired" in response.json()["error"]["message"]
+
+
+def test_token_scopes_limit_the_actions(client: Any, seed: Any) -> None:
+    narrow = seed.user_token("d1", "alice", scopes=["DescribeUserProfile"])
+    assert client.get(f"{API}/domains/d1/users/alice", headers=auth(narrow)).status_code == 200
+    denied = client.post(f"{API}/domains/d1/users/alice/tokens", json={}, headers=auth(narrow))
+    assert denied.status_code == 403 and error_code(denied) == "AccessDenied"
+    bad_scope = client.post(
+        f"{API}/domains/d1/users/alice/tokens",
+        json={"scopes": ["Everything"]},
+        headers=auth(seed.admin_token),
+    )
+    assert bad_scope.status_code == 422
+
+
+def test_token_last_used_at_is_recorded(client: Any, seed: Any) -> None:
+    secret = seed.user_token("d1", "alice")
+    client.get(f"{API}/me", headers=auth(secret))
+    listed = client.get(f"{API}/domains/d1/users/alice/tokens", headers=auth(secret)).json()
+    assert listed["items"][0]["last_used_at"] is not None
+
+
+def test_audit_records_changes_with_actor_target_and_outcome(client: Any, seed: Any) -> None:
+    admin = auth(seed.admin_token)
+    client.post(f"{API}/domains", json={"name": "d1"}, headers=admin)
+    client.post(f"{API}/domains/d1/users", json={"name": "alice"}, headers=admin)
+    user = seed.token("d1", "alice")
+    client.post(f"{API}/domains/d1/users", json={"name": "mallory"}, headers=auth(user))  # refused
+
+    events = client.get(f"{API}/audit", params={"domain": "d1"}, headers=admin).json()["items"]
+    summary = [(e["actor"], e["action"], e["target"], e["outcome"]) for e in events]
+    assert summary == [
+        ("d1/alice", "CreateUserProfile", "d1", "denied"),
+        ("system/admin", "CreateUserProfile", "d1/alice", "success"),
+        ("system/admin", "CreateDomain", "d1", "success"),
+    ]
+    denied = client.get(f"{API}/audit", params={"outcome": "denied"}, headers=admin).json()["items"]
+    assert [e["actor"] for e in denied] == ["d1/alice"]
+
+
+def test_domain_admin_reads_only_their_domains_audit(client: Any, seed: Any) -> None:
+    admin = auth(seed.admin_token)
+    for domain in ("d1", "d2"):
+        client.post(f"{API}/domains", json={"name": domain}, headers=admin)
+        client.post(f"{API}/domains/{domain}/users", json={"name": "boss", "role": "admin"}, headers=admin)
+    boss = auth(seed.token("d1", "boss"))
+    events = client.get(f"{API}/audit", headers=boss).json()["items"]
+    assert events and {e["domain"] for e in events} == {"d1"}
+    assert client.get(f"{API}/audit", params={"domain": "d2"}, headers=boss).json()["items"] == []
+
+
+def test_audit_pages_newest_first(client: Any, seed: Any) -> None:
+    admin = auth(seed.admin_token)
+    for i in range(5):
+        client.post(f"{API}/domains", json={"name": f"d{i}"}, headers=admin)
+    first = client.get(f"{API}/audit", params={"limit": 3, "action": "CreateDomain"}, headers=admin).json()
+    second = client.get(
+        f"{API}/audit",
+        params={"limit": 3, "action": "CreateDomain", "next_token": first["next_token"]},
+        headers=admin,
+    ).json()
+    targets = [e["target"] for e in first["items"] + second["items"]]
+    assert targets == ["d4", "d3", "d2", "d1", "d0"] and second["next_token"] is None
+
+
+def test_openapi_describes_the_api(client: Any) -> None:
+    spec = client.get(f"{API}/openapi.json").json()
+    assert {
+        "/api/v1/domains",
+        "/api/v1/domains/{domain}/users/{user}/tokens",
+        "/api/v1/me",
+        "/api/v1/audit",
+    } <= set(spec["paths"])
+
+
+def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any, redis_url: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from profilerhub_hub.app import create_app
+
+    for redis, expected in ((redis_url, 200), ("redis://127.0.0.1:1/0", 503)):
+        app = create_app(hub_settings.model_copy(update={"redis_url": redis}))
+        with TestClient(app) as test_client:
+            response = test_client.get(f"{API}/readyz")
+            assert response.status_code == expected, response.json()
+            assert response.json()["checks"]["database"] == "ok"
+        app.state.engine.dispose()
+    app = create_app(hub_settings)
+    assert TestClient(app).get("/healthz").json()["status"] == "ok"
+    app.state.engine.dispose()

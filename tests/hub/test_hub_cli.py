@@ -1,0 +1,80 @@
+"""``profilerhub up``, ``hub`` and ``db upgrade`` as real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from hubfixtures import auth, cli_command
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")} | env
+    return subprocess.run([*cli_command(), *args], env=clean, capture_output=True, text=True, timeout=120)
+
+
+def _live(pids: list[int]) -> list[int]:
+    return [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+
+
+def test_up_prints_the_admin_token_once_and_stops_all_children(hub_process: Any, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = hub_process("up", home=home)
+    token = first.admin_token()
+    assert token.startswith("phk_")
+    assert first.output().count(token) == 1
+    assert stat.S_IMODE((home / "admin-token").stat().st_mode) == 0o600
+    me = httpx.get(f"{first.url}/api/v1/me", headers=auth(token))
+    assert me.status_code == 200 and me.json()["user"] == "admin"
+
+    children = [p.pid for p in psutil.Process(first.process.pid).children(recursive=True)]
+    assert children, "up runs the hub as a child process"
+    assert first.stop(signal.SIGINT) == 0  # Ctrl-C
+    assert _live(children) == []
+
+    again = hub_process("up", home=home, env={"PROFILERHUB_HUB_WORKERS": "1"})  # first run: default count
+    assert token not in again.output()
+    assert "admin-token" in again.output()
+    assert httpx.get(f"{again.url}/api/v1/me", headers=auth(token)).status_code == 200
+    children = [p.pid for p in psutil.Process(again.process.pid).children(recursive=True)]
+    assert again.stop(signal.SIGTERM) == 0
+    assert _live(children) == []
+
+
+def test_hub_refuses_an_unmigrated_database_and_says_what_to_run(db_url: str, tmp_path: Path) -> None:
+    done = run_cli(
+        "hub", "--port", "1", env={"PROFILERHUB_HOME": str(tmp_path), "PROFILERHUB_DATABASE_URL": db_url}
+    )
+    assert done.returncode == 1
+    assert "profilerhub db upgrade" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_db_upgrade_then_hub_serves_with_the_configured_admin_token(
+    db_url: str, tmp_path: Path, hub_process: Any
+) -> None:
+    env = {"PROFILERHUB_HOME": str(tmp_path), "PROFILERHUB_DATABASE_URL": db_url}
+    upgraded = run_cli("db", "upgrade", env=env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "upgraded from empty" in upgraded.stdout
+    assert "already at revision" in run_cli("db", "upgrade", env=env).stdout
+
+    secret = "automation-token-0123456789abcdef"
+    env = {"PROFILERHUB_ADMIN_TOKEN": secret, "PROFILERHUB_HUB_WORKERS": "1"}
+    hub = hub_process("hub", home=tmp_path, database_url=db_url, env=env)
+    assert httpx.get(f"{hub.url}/api/v1/me", headers=auth(secret)).json()["is_platform_admin"] is True
+    assert secret not in hub.output()
+    assert not (tmp_path / "admin-token").exists()
+
+
+def test_invalid_settings_are_reported_without_a_traceback(tmp_path: Path) -> None:
+    done = run_cli("hub", env={"PROFILERHUB_HOME": str(tmp_path), "PROFILERHUB_ENVIRONMENT": "production"})
+    assert done.returncode == 2
+    assert "PROFILERHUB_SECRET_KEY" in done.stderr and "Traceback" not in done.stderr
