@@ -292,15 +292,15 @@ def report(figures: dict[str, float], command: str) -> None:
         low, high = JUPYTERHUB[key]
         baseline = f"{low:g}" if low == high else f"{low:g}-{high:g}"
         ratio = (low + high) / 2 / value if value else float("inf")
-        print(
-            f"{label:40} {value:12.2f} {goal:8.2f} {baseline:>12} {ratio:6.1f}x  {'yes' if value <= goal else 'NO'}"
-        )
+        met = "yes" if value <= goal else "NO"
+        print(f"{label:40} {value:12.2f} {goal:8.2f} {baseline:>12} {ratio:6.1f}x  {met}")
     print(f"{'idle app USS (MB, memory unique to it)':40} {figures['uss_mb']:12.2f}")
     if "capacity_running" in figures:
         print(
             f"\ncapacity: {figures['capacity_running']:.0f} app processes running at once "
             f"({figures['capacity_failed']:.0f} of the extra apps Failed), "
-            f"{figures['capacity_rss_total_mb']:.0f} MB RSS together, settled in {figures['capacity_seconds']:.1f}s; "
+            f"{figures['capacity_rss_total_mb']:.0f} MB RSS together, "
+            f"settled in {figures['capacity_seconds']:.1f}s; "
             f"machine RAM {figures['machine_ram_mb']:.0f} MB"
         )
 
