@@ -71,7 +71,7 @@ def make_celery(
             },
         },
     )
-    app.profilerhub_context = context  # type: ignore[attr-defined]
+    app.profilerhub_context = context
     return app
 
 

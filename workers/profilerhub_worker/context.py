@@ -61,5 +61,5 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
         cull_every=settings.cull_seconds,
     )
     if with_context:
-        celery.profilerhub_context = build_context(settings, celery)  # type: ignore[attr-defined]
+        celery.profilerhub_context = build_context(settings, celery)
     return celery
