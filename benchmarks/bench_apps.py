@@ -227,6 +227,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         stack.procs["hub"].wait(30)
         started = time.monotonic()
         stack.start("hub")
+        figures["restart_healthz"] = wait_until(stack.healthy, 60, 0.01)
         wait_until(lambda: _opens(stack, sample, headers), 60, 0.01)
         figures["restart"] = time.monotonic() - started
 
@@ -295,6 +296,7 @@ def report(figures: dict[str, float], command: str) -> None:
         met = "yes" if value <= goal else "NO"
         print(f"{label:40} {value:12.2f} {goal:8.2f} {baseline:>12} {ratio:6.1f}x  {met}")
     print(f"{'idle app USS (MB, memory unique to it)':40} {figures['uss_mb']:12.2f}")
+    print(f"{'  of the restart: hub start to /healthz (s)':40} {figures['restart_healthz']:12.2f}")
     if "capacity_running" in figures:
         print(
             f"\ncapacity: {figures['capacity_running']:.0f} app processes running at once "
