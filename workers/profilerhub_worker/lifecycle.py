@@ -309,7 +309,7 @@ def _stop_orphans(ctx: WorkerContext) -> int:
             if (
                 app is not None
                 and app.status == AppStatus.InService
-                and _same_instance(app.spawner_state, state)
+                and cls.instance_identity(app.spawner_state) == cls.instance_identity(state)
             ):
                 continue
             orphan = cls(
@@ -322,11 +322,6 @@ def _stop_orphans(ctx: WorkerContext) -> int:
                 stopped += 1
             orphan.stop()
     return stopped
-
-
-def _same_instance(saved: dict[str, Any], found: dict[str, Any]) -> bool:
-    keys = set(saved) | set(found)
-    return all(saved.get(k) == found.get(k) for k in keys if k != SUSPENDED)
 
 
 def cull_idle(ctx: WorkerContext) -> int:

@@ -117,6 +117,12 @@ class Spawner:
             return False
         return state.get("kind") == self.kind and state.get(STATE_VERSION_KEY) == self.state_version
 
+    @classmethod
+    def instance_identity(cls, state: dict[str, Any] | None) -> object:
+        """What identifies the instance a state describes (two states with equal identities
+        describe one instance, even if one was saved before its port was known)."""
+        return sorted((state or {}).items())
+
     def clear_state(self) -> None:
         """Forget the instance (after it is stopped)."""
 
