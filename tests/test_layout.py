@@ -20,6 +20,7 @@ def test_packages_import_at_top_level() -> None:
 
 
 def test_cli_help_lists_commands() -> None:
-    done = subprocess.run([sys.executable, "-m", "profilerhub.cli.main", "--help"], capture_output=True, text=True)
+    command = [sys.executable, "-m", "profilerhub.cli.main", "--help"]
+    done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "profilerhub" in done.stdout.lower()

@@ -9,7 +9,9 @@ import redis
 def test_fresh_postgres_database_is_empty_and_private(fresh_postgres_url: str) -> None:
     dsn = fresh_postgres_url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(dsn) as conn:
-        tables = conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema='public'").fetchone()
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema='public'"
+        ).fetchone()
         name = conn.execute("SELECT current_database()").fetchone()
     assert tables == (0,)
     assert name is not None and name[0].startswith("phtest_")

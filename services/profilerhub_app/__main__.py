@@ -25,7 +25,7 @@ def run() -> None:
     from profilerhub_app.main import create_app
     from profilerhub_app.settings import AppServiceSettings
 
-    settings = AppServiceSettings()  # type: ignore[call-arg]  # from the environment
+    settings = AppServiceSettings.from_env()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((settings.host, settings.port))

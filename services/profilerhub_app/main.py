@@ -3,16 +3,23 @@
 Every request except the health check must carry a hub-signed token
 (``Authorization: Bearer <jwt>``) for this app and its owner; without one the answer is 401
 and nothing else.  The hub mints a fresh token for each request it proxies.
+
+Built on Starlette alone (no FastAPI, no pydantic): one app runs per user, so its start time and
+idle memory count many times over.
 """
 
 from __future__ import annotations
 
 import html
 import time
-from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.settings import AppServiceSettings
@@ -24,40 +31,43 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def create_app(settings: AppServiceSettings) -> FastAPI:
-    """Build the app for one owner; ``settings`` come from the spawner's environment."""
-    public_key = load_public_key(settings.public_key)
-    base = settings.base_path
-    health_path = f"{base}health"
-    app = FastAPI(title="ProfilerHub app", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.settings = settings
-    app.state.last_activity = time.time()
+class RequireAppToken:
+    """ASGI middleware: 401 for any HTTP request without a valid hub token (health excepted)."""
 
-    @app.middleware("http")
-    async def require_app_token(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        if request.url.path == health_path:
-            return await call_next(request)
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return _error(401, "Unauthorized", "this app is reached through the hub")
+    def __init__(self, app: ASGIApp, settings: AppServiceSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.public_key = load_public_key(settings.public_key)
+        self.health_path = f"{settings.base_path}health"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == self.health_path:
+            await self.app(scope, receive, send)
+            return
+        scheme, _, token = Request(scope).headers.get("authorization", "").partition(" ")
         try:
-            verify_app_token(public_key, token.strip(), settings.id, settings.owner_id)
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthorized("this app is reached through the hub")
+            verify_app_token(self.public_key, token.strip(), self.settings.id, self.settings.owner_id)
         except Unauthorized as exc:
-            return _error(401, "Unauthorized", exc.message)
-        app.state.last_activity = time.time()
-        return await call_next(request)
+            await _error(401, "Unauthorized", exc.message)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["authenticated_at"] = time.time()
+        await self.app(scope, receive, send)
 
-    @app.get(health_path)
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
 
-    @app.get(base, response_class=HTMLResponse)
-    async def home() -> str:
-        owner = html.escape(settings.owner)
-        domain = html.escape(settings.domain)
-        return (
+def create_app(settings: AppServiceSettings) -> Starlette:
+    """Build the app for one owner; ``settings`` come from the spawner's environment."""
+    base = settings.base_path
+    state = {"last_activity": time.time()}
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def home(request: Request) -> Response:
+        state["last_activity"] = time.time()
+        owner, domain = html.escape(settings.owner), html.escape(settings.domain)
+        return HTMLResponse(
             "<!doctype html><html><head><meta charset='utf-8'>"
             f"<title>{owner}'s profiler</title></head><body>"
             f"<h1 id='owner'>{owner}'s profiler</h1>"
@@ -66,25 +76,37 @@ def create_app(settings: AppServiceSettings) -> FastAPI:
             "</body></html>"
         )
 
-    @app.get(f"{base}api/whoami")
-    async def whoami() -> dict[str, object]:
-        return {
-            "app_id": settings.id,
-            "owner": settings.owner,
-            "domain": settings.domain,
-            "last_activity": app.state.last_activity,
-        }
+    async def whoami(request: Request) -> Response:
+        return JSONResponse(
+            {
+                "app_id": settings.id,
+                "owner": settings.owner,
+                "domain": settings.domain,
+                "last_activity": state["last_activity"],
+            }
+        )
 
-    @app.api_route(f"{base}api/echo", methods=["POST", "PUT", "PATCH", "DELETE"])
-    async def echo(request: Request) -> dict[str, object]:
+    async def echo(request: Request) -> Response:
         """Answers what it received; lets tests check that any method and body pass the proxy."""
         body = await request.body()
-        return {"method": request.method, "size": len(body), "query": str(request.url.query)}
+        return JSONResponse({"method": request.method, "size": len(body), "query": request.url.query})
 
-    app.include_router(job_routes.router, prefix=f"{base}api")  # the owner's jobs (issue 5)
-
-    @app.exception_handler(404)
-    async def not_found(request: Request, exc: Exception) -> JSONResponse:
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        if status == 405:
+            return _error(405, "MethodNotAllowed", f"{request.method} is not allowed on {request.url.path}")
         return _error(404, "ResourceNotFound", f"no page at {request.url.path}")
 
+    app = Starlette(
+        routes=[
+            Route(f"{base}health", health),
+            Route(base, home),
+            Route(f"{base}api/whoami", whoami),
+            Route(f"{base}api/echo", echo, methods=["POST", "PUT", "PATCH", "DELETE"]),
+            *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
+        ],
+        middleware=[Middleware(RequireAppToken, settings=settings)],
+        exception_handlers={404: not_found, 405: not_found},
+    )
+    app.state.settings = settings
     return app

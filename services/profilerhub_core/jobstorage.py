@@ -19,12 +19,7 @@ from sqlalchemy.orm import Session
 from profilerhub_core.db.models import Domain, Job, UserProfile
 from profilerhub_core.settings import Settings
 from profilerhub_core.storage import ObjectStore, layout, open_store
-
-SUMMARY = "summary.json"
-"""``processed/summary.json``: the full summary ingest writes (the row keeps a compact copy)."""
-STATUS = "status.json"
-"""``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
-ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
+from profilerhub_core.storage.layout import STATUS, SUMMARY
 
 
 def open_job_store(settings: Settings) -> ObjectStore:

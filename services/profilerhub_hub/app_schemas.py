@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from profilerhub_core.db.models import App, AppStatus, AppType
 from profilerhub_core.names import ResourceName
 
+DEFAULT_PRESIGNED_SECONDS = 300
+
 
 class AppCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -64,4 +66,11 @@ def app_path(app_id: str) -> str:
     return f"/apps/{app_id}/"
 
 
-__all__ = ["AppCreate", "AppRead", "PresignedUrlCreate", "PresignedUrlRead", "app_path"]
+__all__ = [
+    "DEFAULT_PRESIGNED_SECONDS",
+    "AppCreate",
+    "AppRead",
+    "PresignedUrlCreate",
+    "PresignedUrlRead",
+    "app_path",
+]

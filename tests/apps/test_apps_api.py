@@ -250,3 +250,17 @@ def test_idle_app_is_culled_after_the_domains_idle_minutes(
     assert lifecycle.cull_idle(worker_ctx) == 1
     assert status_of(seed, running) == AppStatus.Deleting
     assert worker_ctx.extra["enqueued"] == [(DELETE_APP, running)]
+
+
+def test_reconciler_leaves_an_instance_saved_before_its_port_was_known(
+    seed: Any, running: str, worker_ctx: Any
+) -> None:
+    import json
+
+    import psutil
+
+    instance = worker_ctx.spawner_config.home / "apps" / running / "instance.json"
+    early = {**json.loads(instance.read_text()), "port": None}  # as first written, mid-start
+    instance.write_text(json.dumps(early))
+    assert lifecycle.reconcile(worker_ctx)["orphans_stopped"] == 0
+    assert psutil.pid_exists(early["pid"]) and status_of(seed, running) == AppStatus.InService

@@ -21,8 +21,14 @@ def key():
 
 @pytest.fixture
 def client(key):
-    settings = AppServiceSettings(
-        id=APP_ID, owner="bob", owner_id="user-bob", domain="vision", public_key=public_key_pem(key)
+    settings = AppServiceSettings.from_env(
+        {
+            "PROFILERHUB_APP_ID": APP_ID,
+            "PROFILERHUB_APP_OWNER": "bob",
+            "PROFILERHUB_APP_OWNER_ID": "user-bob",
+            "PROFILERHUB_APP_DOMAIN": "vision",
+            "PROFILERHUB_APP_PUBLIC_KEY": public_key_pem(key),
+        }
     )
     transport = httpx.ASGITransport(app=create_app(settings))
     return httpx.AsyncClient(transport=transport, base_url="http://app")
@@ -53,3 +59,15 @@ async def test_any_method_and_body_reach_the_app_with_a_token(client: httpx.Asyn
     assert answer.json() == {"method": "PUT", "size": 3, "query": "x=1"}
     missing = await client.get(f"/apps/{APP_ID}/nothing-here", headers=headers)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "ResourceNotFound"
+
+
+def test_missing_settings_are_named() -> None:
+    from profilerhub_app.settings import MissingSetting
+
+    with pytest.raises(MissingSetting) as raised:
+        AppServiceSettings.from_env({"PROFILERHUB_APP_ID": "x", "PROFILERHUB_APP_PORT": "8000"})
+    assert raised.value.names == [
+        "PROFILERHUB_APP_OWNER",
+        "PROFILERHUB_APP_OWNER_ID",
+        "PROFILERHUB_APP_PUBLIC_KEY",
+    ]

@@ -39,7 +39,7 @@ def test_up_prints_the_admin_token_once_and_stops_all_children(hub_process: Any,
     assert first.stop(signal.SIGINT) == 0  # Ctrl-C
     assert _live(children) == []
 
-    again = hub_process("up", home=home)
+    again = hub_process("up", home=home, env={"PROFILERHUB_HUB_WORKERS": "1"})  # first run: default count
     assert token not in again.output()
     assert "admin-token" in again.output()
     assert httpx.get(f"{again.url}/api/v1/me", headers=auth(token)).status_code == 200
@@ -67,7 +67,8 @@ def test_db_upgrade_then_hub_serves_with_the_configured_admin_token(
     assert "already at revision" in run_cli("db", "upgrade", env=env).stdout
 
     secret = "automation-token-0123456789abcdef"
-    hub = hub_process("hub", home=tmp_path, database_url=db_url, env={"PROFILERHUB_ADMIN_TOKEN": secret})
+    env = {"PROFILERHUB_ADMIN_TOKEN": secret, "PROFILERHUB_HUB_WORKERS": "1"}
+    hub = hub_process("hub", home=tmp_path, database_url=db_url, env=env)
     assert httpx.get(f"{hub.url}/api/v1/me", headers=auth(secret)).json()["is_platform_admin"] is True
     assert secret not in hub.output()
     assert not (tmp_path / "admin-token").exists()

@@ -15,14 +15,14 @@ from typing import Any
 
 from celery import Celery
 
-APP_QUEUE = "profilerhub-apps"
-
-# Task names are the interface between the hub (which sends by name) and the workers.
-SPAWN_APP = "profilerhub.apps.spawn"
-DELETE_APP = "profilerhub.apps.delete"
-RECONCILE_APPS = "profilerhub.apps.reconcile"
-POLL_APPS = "profilerhub.apps.poll"
-CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
+from profilerhub_worker.task_names import (  # noqa: F401  (re-exported)
+    APP_QUEUE,
+    CULL_IDLE_APPS,
+    DELETE_APP,
+    POLL_APPS,
+    RECONCILE_APPS,
+    SPAWN_APP,
+)
 
 TASK_MODULES = ["profilerhub_worker.tasks.apps", "profilerhub_worker.tasks.ingest"]
 
@@ -72,7 +72,7 @@ def make_celery(
             },
         },
     )
-    app.profilerhub_context = context  # type: ignore[attr-defined]
+    app.profilerhub_context = context
     return app
 
 

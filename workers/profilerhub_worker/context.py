@@ -75,5 +75,5 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
     )
     celery.profilerhub_settings = settings  # type: ignore[attr-defined]  # for the ingest tasks
     if with_context:
-        celery.profilerhub_context = build_context(settings, celery)  # type: ignore[attr-defined]
+        celery.profilerhub_context = build_context(settings, celery)
     return celery

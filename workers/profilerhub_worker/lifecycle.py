@@ -83,7 +83,10 @@ def app_lock(ctx: WorkerContext, app_id: str) -> Iterator[bool]:
     The lock lives ``lock_seconds`` and a thread renews it while it is held, so a long start
     keeps it, and a worker killed mid-task frees the app for another worker within seconds.
     """
-    lock = ctx.redis.lock(_lock_name(ctx, app_id), timeout=ctx.lock_seconds, blocking=False)
+    # thread_local=False: the renewing thread must see the token the task thread acquired.
+    lock = ctx.redis.lock(
+        _lock_name(ctx, app_id), timeout=ctx.lock_seconds, blocking=False, thread_local=False
+    )
     if not lock.acquire(blocking=False):
         yield False
         return
@@ -282,39 +285,43 @@ def reconcile(ctx: WorkerContext) -> dict[str, int]:
             ):
                 ctx.enqueue(DELETE_APP, app.id)
                 counts["resent"] += 1
-        counts["orphans_stopped"] = _stop_orphans(ctx, session)
+    counts["orphans_stopped"] = _stop_orphans(ctx)
     return counts
 
 
-def _stop_orphans(ctx: WorkerContext, session: Session) -> int:
+def _stop_orphans(ctx: WorkerContext) -> int:
     """Stop instances that no app row owns (deleted, failed, or replaced by a newer instance)."""
     cls = spawner_class(ctx.spawner)
     lister = getattr(cls, "list_instances", None)
     if lister is None:
         return 0
+    # Instances first, rows after, in a transaction of its own: a row is committed before its
+    # instance starts, so every instance listed here has its row visible below.
+    instances = list(lister(ctx.spawner_config))
     stopped = 0
-    session.expire_all()  # the loop above may have restarted apps: compare with what is stored now
-    for app_id, state in list(lister(ctx.spawner_config)):
-        app = session.get(App, app_id)
-        if app is not None and (
-            app.status in (AppStatus.Pending, AppStatus.Deleting) or _is_locked(ctx, app_id)
-        ):
-            continue  # a task is (or will be) working on it
-        if app is not None and app.status == AppStatus.InService and _same_instance(app.spawner_state, state):
-            continue
-        spec = AppSpec(app_id=app_id, domain="", user="", user_id="", app_type="", app_name="")
-        orphan = cls(spec, ctx.spawner_config)
-        orphan.load_state(state)
-        if orphan.poll() is None:
-            log.warning("stopping app instance %s that no app record owns", app_id)
-            stopped += 1
-        orphan.stop()
+    with ctx.sessions() as session:
+        for app_id, state in instances:
+            app = session.get(App, app_id)
+            if app is not None and (
+                app.status in (AppStatus.Pending, AppStatus.Deleting) or _is_locked(ctx, app_id)
+            ):
+                continue  # a task is (or will be) working on it
+            if (
+                app is not None
+                and app.status == AppStatus.InService
+                and cls.instance_identity(app.spawner_state) == cls.instance_identity(state)
+            ):
+                continue
+            orphan = cls(
+                AppSpec(app_id=app_id, domain="", user="", user_id="", app_type="", app_name=""),
+                ctx.spawner_config,
+            )
+            orphan.load_state(state)
+            if orphan.poll() is None:
+                log.warning("stopping app instance %s that no app record owns", app_id)
+                stopped += 1
+            orphan.stop()
     return stopped
-
-
-def _same_instance(saved: dict[str, Any], found: dict[str, Any]) -> bool:
-    keys = set(saved) | set(found)
-    return all(saved.get(k) == found.get(k) for k in keys if k != SUSPENDED)
 
 
 def cull_idle(ctx: WorkerContext) -> int:

@@ -11,13 +11,11 @@ def register(app: typer.Typer) -> None:
     @app.command("app")
     def run_app() -> None:
         """Run one profiler app, configured by PROFILERHUB_APP_* variables set by the spawner."""
-        require("fastapi", "server")
-        from pydantic import ValidationError
-
+        require("starlette", "server")
         from profilerhub_app.__main__ import run
+        from profilerhub_app.settings import MissingSetting
 
         try:
             run()
-        except ValidationError as exc:
-            missing = ", ".join(f"PROFILERHUB_APP_{str(e['loc'][0]).upper()}" for e in exc.errors())
-            raise typer.BadParameter(f"set {missing} (the spawner normally does)") from None
+        except MissingSetting as exc:
+            raise typer.BadParameter(str(exc)) from None

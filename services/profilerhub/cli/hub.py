@@ -15,6 +15,9 @@ def hub(
     host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
     port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
     home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME; default ~/.profilerhub]."),
+    bootstrap: bool = typer.Option(
+        True, hidden=True, help="Create the platform admin if missing (up does it)."
+    ),
     workers: int = typer.Option(
         None,
         min=1,
@@ -34,7 +37,8 @@ def hub(
     settings = load_settings()
     engine = make_engine(settings)
     require_migrated(engine)
-    bootstrap_and_announce(settings, engine)
+    if bootstrap:
+        bootstrap_and_announce(settings, engine)
     config = {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
               "access_log": settings.access_log, "server_header": False}  # fmt: skip
     if settings.effective_hub_workers > 1:

@@ -25,7 +25,11 @@ def _cli(*args: str) -> list[str]:
 
 def services(env: dict[str, str]) -> list[tuple[str, list[str], dict[str, str]]]:
     """(name, argv, environment) of each child process ``up`` runs, in start order."""
-    return [("hub", _cli("hub"), env), ("worker", _cli("worker"), env), ("beat", _cli("beat"), env)]
+    return [
+        ("hub", _cli("hub", "--no-bootstrap"), env),
+        ("worker", _cli("worker"), env),
+        ("beat", _cli("beat"), env),
+    ]
 
 
 def _answers(url: str) -> bool:

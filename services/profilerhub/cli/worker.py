@@ -14,7 +14,7 @@ import typer
 from profilerhub.cli._extras import err_console, require
 
 
-def _settings(home: Path | None):  # type: ignore[no-untyped-def]
+def _settings(home: Path | None):
     from profilerhub.cli._server import load_settings
 
     if home is not None:

@@ -18,15 +18,15 @@ import json
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from profilerhub_core.errors import InvalidInput, NotFound
-from profilerhub_core.jobstorage import STATUS, SUMMARY
 from profilerhub_core.storage import ObjectStore, layout, open_store
+from profilerhub_core.storage.layout import STATUS, SUMMARY
 
-router = APIRouter()
 JOBS = "jobs/"
 
 
@@ -87,19 +87,18 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-@router.get("/jobs")
-async def jobs(request: Request) -> Any:
+async def jobs(request: Request) -> Response:
     """``{"items": [...]}``: every job of the owner, newest first."""
     try:
         items = await run_in_threadpool(list_jobs, owner_store(request.app.state))
     except NotFound as exc:
         return _error(404, "ResourceNotFound", exc.message)
-    return {"items": items, "listed_at": datetime.now().astimezone().isoformat()}
+    return JSONResponse({"items": items, "listed_at": datetime.now().astimezone().isoformat()})
 
 
-@router.get("/jobs/{job_id}/summary")
-async def job_summary(job_id: str, request: Request) -> Response:
+async def job_summary(request: Request) -> Response:
     """The job's ``processed/summary.json`` as stored (404 until ingest made it Ready)."""
+    job_id: str = request.path_params["job_id"]
     try:
         store = owner_store(request.app.state)
         key = layout.validate_key(f"{JOBS}{job_id}/processed/{SUMMARY}")
@@ -109,3 +108,11 @@ async def job_summary(job_id: str, request: Request) -> Response:
     except (NotFound, InvalidInput):
         return _error(404, "ResourceNotFound", f"Job '{job_id}' has no summary (not found, or not Ready yet)")
     return Response(content=data, media_type="application/json")
+
+
+def routes(api_base: str) -> list[Route]:
+    """The job routes under ``api_base`` (the app's ``/apps/{id}/api``)."""
+    return [
+        Route(f"{api_base}/jobs", jobs, methods=["GET"]),
+        Route(f"{api_base}/jobs/{{job_id}}/summary", job_summary, methods=["GET"]),
+    ]

@@ -103,7 +103,7 @@ def request_delete(session: Session, app: App, *, actor: str) -> App:
 
 def apps_query(
     *, domain_id: str | None = None, user_id: str | None = None, status: AppStatus | None = None
-) -> sa.Select[tuple[App]]:
+) -> sa.Select[App]:
     """Apps matching every given filter (unordered; the caller paginates)."""
     stmt = sa.select(App)
     if domain_id is not None:

@@ -91,6 +91,8 @@ def _relative(name: str) -> str:
 
 
 __all__ = [
+    "STATUS",
+    "SUMMARY",
     "PROCESSED",
     "RAW",
     "domain_prefix",
@@ -103,3 +105,9 @@ __all__ = [
     "relative_name",
     "user_prefix",
 ]
+
+SUMMARY = "summary.json"
+"""``processed/summary.json``: the full summary ingest writes (the row keeps a compact copy)."""
+STATUS = "status.json"
+"""``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
+ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""

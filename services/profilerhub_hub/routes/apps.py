@@ -15,13 +15,19 @@ from sqlalchemy.orm import Session
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.pagination import paginate
 from profilerhub_core.records import apps
-from profilerhub_hub.app_schemas import AppCreate, AppRead, PresignedUrlCreate, PresignedUrlRead
+from profilerhub_hub.app_schemas import (
+    DEFAULT_PRESIGNED_SECONDS,
+    AppCreate,
+    AppRead,
+    PresignedUrlCreate,
+    PresignedUrlRead,
+)
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.schemas import Page
-from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
+from profilerhub_worker.task_names import DELETE_APP, SPAWN_APP
 
 router = APIRouter(tags=["apps"])
 USER_APPS = "/domains/{domain}/users/{user}/apps"
@@ -130,7 +136,7 @@ def create_presigned_url(
     app = _the_app(session, target, app_type, app_name)
     if app.user_id != target.caller.user_id:  # OpenApp is for the owner alone, admins included
         raise apps.app_not_found(target.user, app_type, app_name)  # type: ignore[arg-type]
-    ttl = (body or PresignedUrlCreate()).expires_in_seconds
+    ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
     url = app_login_url(settings, app.id, app.user_id, ttl)
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
 

@@ -113,11 +113,15 @@ class Spawner:
 
     def state_matches(self, state: dict[str, Any] | None) -> bool:
         """True if ``state`` was written by this kind of spawner at this state version."""
-        return (
-            bool(state)
-            and state.get("kind") == self.kind
-            and state.get(STATE_VERSION_KEY) == self.state_version
-        )  # type: ignore[union-attr]
+        if not state:
+            return False
+        return state.get("kind") == self.kind and state.get(STATE_VERSION_KEY) == self.state_version
+
+    @classmethod
+    def instance_identity(cls, state: dict[str, Any] | None) -> object:
+        """What identifies the instance a state describes (two states with equal identities
+        describe one instance, even if one was saved before its port was known)."""
+        return sorted((state or {}).items())
 
     def clear_state(self) -> None:
         """Forget the instance (after it is stopped)."""

@@ -187,6 +187,11 @@ class LocalProcessSpawner(Spawner):
         self.create_time = state.get("create_time")
         self.port = state.get("port")
 
+    @classmethod
+    def instance_identity(cls, state: dict[str, Any] | None) -> object:
+        state = state or {}
+        return (state.get("pid"), state.get("create_time"))
+
     def clear_state(self) -> None:
         self.pid = self.create_time = self.port = self._exit_status = None
         (self.app_dir / "instance.json").unlink(missing_ok=True)

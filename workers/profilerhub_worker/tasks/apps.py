@@ -33,7 +33,7 @@ def _ctx(task: Task) -> lifecycle.WorkerContext:
         raise RuntimeError(
             "this Celery app has no ProfilerHub context: run workers with `profilerhub worker`"
         )
-    return ctx  # type: ignore[no-any-return]
+    return ctx
 
 
 @shared_task(name=SPAWN_APP, bind=True, **_RETRY)
