@@ -49,11 +49,11 @@ def torch_work(size: int) -> Callable[[], None]:
 def calibrate(
     make: Callable[[int], Callable[[], None]], start: int, target_s: float = 0.010
 ) -> tuple[int, Callable[[], None]]:
-    """Find the work size whose step takes about ``target_s``."""
+    """Find the work size that takes about ``target_s`` of CPU (however loaded the machine is)."""
     n = start
     for _ in range(8):
         work = make(n)
-        t = statistics.median(timeit.repeat(work, number=1, repeat=9))
+        t = statistics.median(timeit.repeat(work, number=1, repeat=9, timer=time.thread_time))
         n = max(1, int(n * target_s / t))
     return n, make(n)
 
@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--sample-interval", type=float, default=0.1, help="seconds (0.1-60)")
     args = parser.parse_args()
 
-    # Two calls of `work` make one step: calibrate each call to 5 ms.
+    # Two calls of `work` make one step: calibrate each call to 5 ms of CPU.
     if args.work == "python":
         size, work = calibrate(python_work, 100_000, 0.005)
     else:
@@ -125,20 +125,18 @@ def main() -> None:
     # The per-call costs behind it, measured alone (steady even on a busy machine).
     ph.init(job="micro", output=tempfile.mkdtemp(), sample_interval_s=60)
     n = 100_000
-    t_ann = (
-        min(
-            timeit.repeat(lambda: ph.annotate("x").__enter__().__exit__(None, None, None), number=n, repeat=3)
-        )
-        / n
-    )
-    t_step = (
-        min(timeit.repeat(lambda: ph.step().__enter__().__exit__(None, None, None), number=n, repeat=3)) / n
-    )
-    t_metric = min(timeit.repeat(lambda: ph.log_metric("m", 1.0), number=n, repeat=3)) / n
+
+    def cpu_cost(fn: Callable[[], object], number: int) -> float:
+        """CPU seconds per call of ``fn`` in this thread (waiting for a busy core does not count)."""
+        return min(timeit.repeat(fn, number=number, repeat=3, timer=time.thread_time)) / number
+
+    t_ann = cpu_cost(lambda: ph.annotate("x").__enter__().__exit__(None, None, None), n)
+    t_step = cpu_cost(lambda: ph.step().__enter__().__exit__(None, None, None), n)
+    t_metric = cpu_cost(lambda: ph.log_metric("m", 1.0), n)
     from profilerhub._system import SystemSampler
 
     sampler = SystemSampler()
-    t_sample = min(timeit.repeat(sampler.sample, number=100, repeat=3)) / 100
+    t_sample = cpu_cost(sampler.sample, 200)
     ph.finish()
     cpu_step = cpu_plain / (args.rounds * args.steps)  # the work itself, free of waiting for a core
     per_step = 2 * t_ann + t_step + t_metric
