@@ -30,6 +30,9 @@ from .sinks import Sink, make_sink
 
 FORMAT = "profilerhub-raw/1"
 CHUNK_KINDS = ("system", "annotations", "metrics")
+#: Records that make a chunk early, so no single chunk takes long to write out.
+MAX_CHUNK_RECORDS = 50_000
+_CHECK_S = 0.5
 
 #: An annotation or step as recorded: (kind, name, start_ns, end_ns, thread id, depth, step).
 AnnotationRecord = tuple[str, str, int, int, int, int, "int | None"]
@@ -241,12 +244,17 @@ class Run:
         interval, chunk_every = self.cfg.sample_interval_s, self.cfg.chunk_interval_s
         now = time.monotonic()
         next_sample, next_chunk = now + interval, now + chunk_every
-        while not self._stop.wait(max(0.0, min(next_sample, next_chunk) - time.monotonic())):
+        while not self._stop.wait(max(0.0, min(next_sample, next_chunk, now + _CHECK_S) - time.monotonic())):
             now = time.monotonic()
             if sampler is not None and now >= next_sample:
                 self._sample(sampler)
                 next_sample = max(next_sample + interval, now + interval / 2)
-            if now >= next_chunk:
+            # A very busy loop (100k+ annotations between chunks) gets smaller chunks, sooner.
+            if (
+                now >= next_chunk
+                or len(self.annotations) > MAX_CHUNK_RECORDS
+                or len(self.metrics) > MAX_CHUNK_RECORDS
+            ):
                 self.flush_chunks()
                 next_chunk = now + chunk_every
         if sampler is not None:

@@ -25,12 +25,12 @@ class SystemSampler:
         self._gpus: list[Any] = []
         self._prev_ns = now_ns()
         self._psutil: Any = None
+        self._procfs: _procfs.ProcReaders | None = None
         try:  # Linux: read /proc directly (see _procfs)
-            self._cpu = _procfs.CpuPercent()
-            self._proc_usage = _procfs.ProcessUsage()
-            self._disks = _procfs.whole_disks()
-            _procfs.memory()
-            _procfs.net_bytes()
+            readers = _procfs.ProcReaders()
+            readers.memory()
+            readers.net_bytes()
+            self._procfs = readers
         except (OSError, ValueError, IndexError):  # elsewhere (or an odd /proc): psutil
             import psutil
 
@@ -44,31 +44,31 @@ class SystemSampler:
 
     def _cpu_and_memory(self) -> tuple[list[float], int, int]:
         """Per-core CPU %, total and available memory bytes."""
-        if self._psutil is None:
-            total, available = _procfs.memory()
-            return self._cpu(), total, available
+        if self._procfs is not None:
+            total, available = self._procfs.memory()
+            return self._procfs.cpu_percent(), total, available
         vm = self._psutil.virtual_memory()
         return self._psutil.cpu_percent(percpu=True), vm.total, vm.available
 
     def _process(self) -> tuple[float, int]:
         """This process's CPU % (100 = one core) and resident bytes."""
-        if self._psutil is None:
-            return self._proc_usage()
+        if self._procfs is not None:
+            return self._procfs.process()
         with self._proc.oneshot():
             return self._proc.cpu_percent(), self._proc.memory_info().rss
 
     def _disk(self) -> Any:
         try:
-            if self._psutil is None:
-                return _procfs.disk_bytes(self._disks)
+            if self._procfs is not None:
+                return self._procfs.disk_bytes()
             return self._psutil.disk_io_counters(perdisk=False)
         except Exception:  # missing /proc/diskstats in some containers
             return None
 
     def _net(self) -> Any:
         try:
-            if self._psutil is None:
-                return _procfs.net_bytes()
+            if self._procfs is not None:
+                return self._procfs.net_bytes()
             return self._psutil.net_io_counters(pernic=False)
         except Exception:
             return None
@@ -86,6 +86,8 @@ class SystemSampler:
             log_once("nvml-init", logging.INFO, "profilerhub: NVML unavailable, no GPU metrics (%s)", exc)
 
     def close(self) -> None:
+        if self._procfs is not None:
+            self._procfs.close()
         if self._nvml is not None:
             with contextlib.suppress(Exception):
                 self._nvml.nvmlShutdown()

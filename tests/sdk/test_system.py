@@ -22,7 +22,7 @@ def _burn_and_sample(sampler: SystemSampler) -> dict:
 
 def test_proc_sampler_reports_the_documented_fields_in_line_with_psutil() -> None:
     sampler = SystemSampler()
-    assert sampler._psutil is None  # the /proc readers work here
+    assert sampler._procfs is not None and sampler._psutil is None  # the /proc readers work here
     rec = _burn_and_sample(sampler)
     assert set(rec) == FIELDS
     assert len(rec["cpu_percent_per_core"]) == psutil.cpu_count()
@@ -33,7 +33,7 @@ def test_proc_sampler_reports_the_documented_fields_in_line_with_psutil() -> Non
 
 
 def disk_totals_match_psutil() -> bool:
-    mine = _procfs.disk_bytes(_procfs.whole_disks())
+    mine = _procfs.ProcReaders().disk_bytes()
     theirs = psutil.disk_io_counters(perdisk=False)
     return (
         abs(mine.read_bytes - theirs.read_bytes) < 64 << 20
@@ -45,7 +45,7 @@ def test_sampler_falls_back_to_psutil_where_proc_is_missing(monkeypatch: pytest.
     def no_proc() -> None:
         raise FileNotFoundError("/proc/stat")
 
-    monkeypatch.setattr(_procfs, "CpuPercent", no_proc)
+    monkeypatch.setattr(_procfs, "ProcReaders", no_proc)
     sampler = SystemSampler()
     assert sampler._psutil is psutil
     rec = _burn_and_sample(sampler)
