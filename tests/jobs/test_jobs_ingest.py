@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,8 @@ def test_a_real_worker_retries_a_storage_failure_with_its_claim(
     queue = f"phtest-ingest-{uuid.uuid4().hex[:10]}"
     app = make_celery(redis_url, queue=queue)
     app.profilerhub_ingest = ctx  # type: ignore[attr-defined]
+    # start_worker sets the root logger's level for the whole process; later tests need it back.
+    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
     with start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=10):
         app.send_task(INGEST_JOB, args=[job_id])
         wait_for(lambda: job_row(ctx, job_id).status is JobStatus.Ready, "the job Ready after a retry", 30)

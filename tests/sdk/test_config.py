@@ -51,14 +51,14 @@ def test_forty_metric_definitions_are_accepted(tmp_path: Path) -> None:
 
 
 def test_without_hub_url_or_output_the_run_writes_locally_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sdk_log: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delenv("PROFILERHUB_URL", raising=False)
     monkeypatch.chdir(tmp_path)
     ph.init(job="offline")
     summary = ph.finish()
     assert summary["location"] == str(tmp_path / "profilerhub-traces" / "offline")
-    assert any("PROFILERHUB_URL is not set" in r.getMessage() for r in caplog.records)
+    assert any("PROFILERHUB_URL is not set" in r.getMessage() for r in sdk_log.records)
 
 
 def test_a_second_init_finishes_the_first_run(tmp_path: Path) -> None:
