@@ -138,8 +138,12 @@ class JobStack:
         self.worker = self._spawn("worker", "--concurrency", "2")
 
     def stop(self) -> None:
+        """Stop the worker and hub, and the app processes they spawned (those outlive both by design)."""
+        from apps_stack import stop_app_instances
+
         _stop(self.worker)
         _stop(self.hub)
+        stop_app_instances(Path(self.env["PROFILERHUB_HOME"]))
 
     def admin(self) -> dict[str, str]:
         return auth((Path(self.env["PROFILERHUB_HOME"]) / "admin-token").read_text().strip())
