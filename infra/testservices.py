@@ -11,6 +11,7 @@ recorded in ``REPORT`` so the test run can print it.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -101,7 +102,9 @@ def _start_private_postgres() -> str:
         _apt_install("postgresql")
         initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not (initdb and pg_ctl):
-        raise RuntimeError("No PostgreSQL answers and initdb/pg_ctl are not installed: apt-get install postgresql")
+        raise RuntimeError(
+            "No PostgreSQL answers and initdb/pg_ctl are not installed: apt-get install postgresql"
+        )
     data = tempfile.mkdtemp(prefix="profilerhub-pg-")
     port = free_port()
     run_as: list[str] = []
@@ -215,7 +218,5 @@ def ensure_redis() -> str:
 
 def stop_all() -> None:
     while _cleanups:
-        try:
+        with contextlib.suppress(Exception):  # a service that is already gone is fine
             _cleanups.pop()()
-        except Exception:  # a service that is already gone is fine
-            pass
