@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -270,6 +271,19 @@ def test_openapi_describes_the_api(client: Any) -> None:
         "/api/v1/me",
         "/api/v1/audit",
     } <= set(spec["paths"])
+
+
+def test_openapi_declares_every_path_parameter_of_every_operation(client: Any) -> None:
+    """Found by schemathesis: ``{domain}``/``{user}`` were read by ``allow`` and never declared."""
+    spec = client.get(f"{API}/openapi.json").json()
+    undeclared = []
+    for path, operations in spec["paths"].items():
+        in_path = set(re.findall(r"{([^}:]+)", path))
+        for method, operation in operations.items():
+            declared = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
+            if sorted(declared) != sorted(in_path):
+                undeclared.append(f"{method.upper()} {path}: declares {declared}")
+    assert not undeclared, "\n".join(undeclared)
 
 
 def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any, redis_url: str) -> None:
