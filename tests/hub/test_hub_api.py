@@ -30,18 +30,22 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "idle_minutes": 30,
         "users_manage_own_apps": True,
         "max_live_apps": 50,
+        "job_idle_hours": 24,
     }
     assert created.json()["status"] == "InService"
 
     assert client.get(f"{API}/domains/research", headers=admin).json()["name"] == "research"
     patched = client.patch(
-        f"{API}/domains/research", json={"settings": {"users_manage_own_apps": False}}, headers=admin
+        f"{API}/domains/research",
+        json={"settings": {"users_manage_own_apps": False, "job_idle_hours": 6}},
+        headers=admin,
     )
     assert patched.status_code == 200
     assert patched.json()["settings"] == {
         "idle_minutes": 30,
         "users_manage_own_apps": False,
         "max_live_apps": 50,
+        "job_idle_hours": 6,
     }
 
     assert client.delete(f"{API}/domains/research", headers=admin).status_code == 204
