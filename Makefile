@@ -23,7 +23,7 @@ test: install  ## start the services the tests need and run the whole suite
 	$(BIN)/python -m pytest
 
 lint: install
-	$(BIN)/ruff check services workers tests benchmarks
+	$(BIN)/ruff check services workers tests benchmarks infra
 	$(BIN)/mypy services workers
 
 clean:

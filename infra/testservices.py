@@ -81,13 +81,21 @@ def _apt_install(*packages: str) -> bool:
     return done.returncode == 0
 
 
+def _url_from_env(variable: str, answers: Callable[[str], bool], service: str) -> str | None:
+    """The service URL the environment names (it must answer), or None when it names none."""
+    url = os.environ.get(variable)
+    if not url:
+        return None
+    if not answers(url):
+        raise RuntimeError(f"{variable}={url} does not answer")
+    REPORT.append(f"{service}: using {url} (from {variable})")
+    return url
+
+
 def ensure_postgres() -> str:
     """Return a SQLAlchemy URL of a PostgreSQL database the tests may use freely."""
-    url = os.environ.get("PROFILERHUB_TEST_POSTGRES_URL")
+    url = _url_from_env("PROFILERHUB_TEST_POSTGRES_URL", _pg_answers, "PostgreSQL")
     if url:
-        if not _pg_answers(url):
-            raise RuntimeError(f"PROFILERHUB_TEST_POSTGRES_URL={url} does not answer")
-        REPORT.append(f"PostgreSQL: using {url} (from PROFILERHUB_TEST_POSTGRES_URL)")
         return url
     url = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
     if _port_open("127.0.0.1", 5432) and _pg_answers(url):
@@ -189,11 +197,8 @@ def _redis_answers(url: str) -> bool:
 
 def ensure_redis() -> str:
     """Return the URL of a real Redis server for the tests."""
-    url = os.environ.get("PROFILERHUB_TEST_REDIS_URL")
+    url = _url_from_env("PROFILERHUB_TEST_REDIS_URL", _redis_answers, "Redis")
     if url:
-        if not _redis_answers(url):
-            raise RuntimeError(f"PROFILERHUB_TEST_REDIS_URL={url} does not answer")
-        REPORT.append(f"Redis: using {url} (from PROFILERHUB_TEST_REDIS_URL)")
         return url
     if _port_open("127.0.0.1", 6379) and _redis_answers("redis://127.0.0.1:6379/0"):
         REPORT.append("Redis: using the server already on 127.0.0.1:6379")

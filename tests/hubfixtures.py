@@ -80,6 +80,17 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 30.0, interv
     pytest.fail(f"{what} did not happen within {timeout:.0f}s")
 
 
+@dataclass
+class SentTasks:
+    """Stands in for the hub's task sender (``app.state.app_tasks``): records
+    ``(task_name, resource_id)`` instead of sending."""
+
+    sent: list[tuple[str, str]] = field(default_factory=list)
+
+    def send(self, task_name: str, resource_id: str) -> None:
+        self.sent.append((task_name, resource_id))
+
+
 # --------------------------------------------------------------------------- databases
 
 

@@ -35,9 +35,11 @@ _RETRIES = 4
 
 
 class UploadError(Exception):
-    """An upload cannot go on; ``hint`` says what to do next, ``code`` is the exit status."""
+    """An upload cannot go on; ``hint`` says what to do next, ``code`` is the exit status:
+    2 (the default) when something must be fixed first (arguments, the folder, the token),
+    1 when running the same command again may succeed (the hub or storage failed mid-way)."""
 
-    def __init__(self, message: str, hint: str = "", code: int = 1) -> None:
+    def __init__(self, message: str, hint: str = "", code: int = 2) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -273,11 +275,12 @@ def _retry(
             if state is not None:
                 state.save()
             if exc.fatal:
-                raise UploadError(f"could not {what}: {exc.message}", _hint_for(exc.message), code=2) from exc
+                raise UploadError(f"could not {what}: {exc.message}", _hint_for(exc.message)) from exc
             if not exc.retryable or attempt == _RETRIES - 1:
                 raise UploadError(
                     f"could not {what}: {exc.message}",
                     "run the same command again to resume: files already sent are skipped",
+                    code=1,
                 ) from exc
             sleep(0.5 * 2**attempt)
 

@@ -17,6 +17,13 @@ class DomainSettings(BaseModel):
     max_live_apps: int = Field(
         50, ge=0, le=10_000, description="Live (not Deleted) apps allowed in the domain."
     )
+    job_idle_hours: int = Field(
+        24,
+        ge=0,
+        le=90 * 24,
+        description="An InProgress job with no upload for this long is closed (its run died): ingested "
+        "as a partial job when its job.json was uploaded, else Failed; 0 = never.",
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> DomainSettings:

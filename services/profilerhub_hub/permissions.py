@@ -12,6 +12,10 @@ Roles:
     user             their own resources only (``RULES`` says which); apps only when their
                      domain's ``users_manage_own_apps`` is true
 
+One rule overrides the roles: ``Rule.SELF`` actions (opening an app, which shows the user's
+traces) are for the owner alone. An administrator can create and delete a user's app but never
+open it; they get ``AccessDenied``, since they may already see that the app exists.
+
 Outcomes: allowed; ``AccessDenied`` (403) when the caller may see the target but not do this; and
 ``NotFound`` (404, worded exactly like a missing resource) when the target is in another domain
 or belongs to another user, because a different answer would reveal that it exists.
@@ -57,13 +61,14 @@ class Action(enum.StrEnum):
 
 
 class Rule(enum.Enum):
-    """The least a caller must be for an action (platform admins pass every rule)."""
+    """The least a caller must be for an action (platform admins pass every rule but ``SELF``)."""
 
     PLATFORM = "platform admin only"
     DOMAIN_ADMIN = "an admin of the target's domain (or any admin, for cross-domain listings)"
     MEMBER = "any member of the target's domain"
     OWNER = "the owner of the target, or an admin of its domain"
     OWNER_IF_SELF_SERVICE = "like OWNER, but users only where the domain lets users manage their own apps"
+    SELF = "the owner of the target alone: no administrator, not even a platform admin"
 
 
 RULES: dict[Action, Rule] = {
@@ -84,7 +89,7 @@ RULES: dict[Action, Rule] = {
     Action.ListApps: Rule.OWNER,
     Action.DescribeApp: Rule.OWNER,
     Action.DeleteApp: Rule.OWNER_IF_SELF_SERVICE,
-    Action.OpenApp: Rule.OWNER,
+    Action.OpenApp: Rule.SELF,
     Action.ListAllApps: Rule.DOMAIN_ADMIN,
     Action.CreateJob: Rule.OWNER,
     Action.ListJobs: Rule.OWNER,
@@ -159,9 +164,12 @@ def authorize(caller: Caller, action: Action, target: Target) -> None:
     """Return when ``caller`` may do ``action`` on ``target``; raise ``AccessDenied`` or ``NotFound``."""
     if ALL_SCOPES not in caller.scopes and action.value not in caller.scopes:
         raise AccessDenied(f"This token's scopes do not include {action.value}")
+    rule = RULES[action]
+    if rule is Rule.SELF:
+        _authorize_self(caller, action, target)
+        return
     if caller.is_platform_admin:
         return
-    rule = RULES[action]
     if target.domain_id is not None:
         if target.domain_id != caller.domain_id:
             raise _hidden(target)
@@ -178,6 +186,21 @@ def authorize(caller: Caller, action: Action, target: Target) -> None:
         raise AccessDenied(f"{action.value} needs a resource of your own")
     if rule is Rule.OWNER_IF_SELF_SERVICE and not caller.users_manage_own_apps:
         raise AccessDenied(f"Your domain does not let users {action.value}; ask a domain administrator")
+
+
+
+def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
+    if target.owner_id is not None and target.owner_id == caller.user_id:
+        return
+    admin_of_target = caller.is_platform_admin or (
+        caller.is_domain_admin and target.domain_id == caller.domain_id
+    )
+    if not admin_of_target:
+        raise _hidden(target)
+    raise AccessDenied(
+        f"{action.value} is for the owner alone: administrators can create and delete "
+        "a user's app but not open it"
+    )
 
 
 __all__ = ["MUTATING", "RULES", "Action", "Caller", "Rule", "Target", "authorize", "check_domain_visible"]

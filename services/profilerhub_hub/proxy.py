@@ -121,8 +121,6 @@ class AppProxy:
                 if app is None:
                     raise _not_found(app_id)
                 authorize(caller, Action.OpenApp, Target(app.domain_id, app.user_id, _not_found(app_id)))
-                if caller.user_id != app.user_id:  # OpenApp is for the owner alone, admins included
-                    raise _not_found(app_id)
             elif cookie:
                 _, user_id, *_ = self._session_values(cookie, app_id)
                 if app is None or app.user_id != user_id:

@@ -9,28 +9,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from apps_helpers import create
 
+from hubfixtures import SentTasks
 from profilerhub_worker import lifecycle
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@dataclass
-class SentTasks:
-    """Stands in for the hub's task sender: records ``(task_name, app_id)`` instead of sending."""
-
-    sent: list[tuple[str, str]] = field(default_factory=list)
-
-    def send(self, task_name: str, app_id: str) -> None:
-        self.sent.append((task_name, app_id))
 
 
 @pytest.fixture

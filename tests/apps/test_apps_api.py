@@ -126,7 +126,12 @@ def test_user_cannot_see_or_open_another_users_app(apps_client: Any, seed: Any, 
     assert presign.status_code == 404
 
 
-def test_admin_of_another_domain_gets_nothing_and_own_admin_cannot_open(
+def presign(client: Any, token: str) -> Any:
+    url = ONE.format(domain="d1", user="alice", name="default") + "/presigned-url"
+    return client.post(url, headers=auth(token))
+
+
+def test_admin_of_another_domain_gets_nothing(
     apps_client: Any, seed: Any, running: str
 ) -> None:
     other_admin = seed.user_token("d2", "carol", role="admin")
@@ -134,10 +139,21 @@ def test_admin_of_another_domain_gets_nothing_and_own_admin_cannot_open(
     assert apps_client.get(f"/apps/{running}/", headers=auth(other_admin)).status_code == 404
     listed = apps_client.get("/api/v1/apps", headers=auth(other_admin)).json()["items"]
     assert listed == []
+    assert presign(apps_client, other_admin).status_code == 404
+
+
+def test_administrators_may_manage_a_users_app_but_never_open_it(
+    apps_client: Any, seed: Any, alice: str, running: str
+) -> None:
     own_admin = seed.user_token("d1", "dave", role="admin")
-    assert describe(apps_client, own_admin).json()["status"] == "InService"  # may manage it ...
-    assert apps_client.get(f"/apps/{running}/", headers=auth(own_admin)).status_code == 404  # ... not open it
-    assert apps_client.get(f"/apps/{running}/", headers=auth(seed.admin_token)).status_code == 404
+    for admin in (own_admin, seed.admin_token):
+        assert describe(apps_client, admin).json()["status"] == "InService"  # may manage it ...
+        opened = apps_client.get(f"/apps/{running}/", headers=auth(admin))  # ... never open it
+        assert opened.status_code == 403 and opened.json()["error"]["code"] == "AccessDenied"
+        assert "owner alone" in opened.json()["error"]["message"]
+        assert presign(apps_client, admin).status_code == 403
+    assert presign(apps_client, alice).status_code == 200
+    assert apps_client.get(f"/apps/{running}/", headers=auth(alice)).status_code == 200
 
 
 def test_list_all_apps_is_for_administrators_and_filters_by_status(

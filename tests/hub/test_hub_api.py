@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -29,18 +30,22 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "idle_minutes": 30,
         "users_manage_own_apps": True,
         "max_live_apps": 50,
+        "job_idle_hours": 24,
     }
     assert created.json()["status"] == "InService"
 
     assert client.get(f"{API}/domains/research", headers=admin).json()["name"] == "research"
     patched = client.patch(
-        f"{API}/domains/research", json={"settings": {"users_manage_own_apps": False}}, headers=admin
+        f"{API}/domains/research",
+        json={"settings": {"users_manage_own_apps": False, "job_idle_hours": 6}},
+        headers=admin,
     )
     assert patched.status_code == 200
     assert patched.json()["settings"] == {
         "idle_minutes": 30,
         "users_manage_own_apps": False,
         "max_live_apps": 50,
+        "job_idle_hours": 6,
     }
 
     assert client.delete(f"{API}/domains/research", headers=admin).status_code == 204
@@ -270,6 +275,19 @@ def test_openapi_describes_the_api(client: Any) -> None:
         "/api/v1/me",
         "/api/v1/audit",
     } <= set(spec["paths"])
+
+
+def test_openapi_declares_every_path_parameter_of_every_operation(client: Any) -> None:
+    """Found by schemathesis: ``{domain}``/``{user}`` were read by ``allow`` and never declared."""
+    spec = client.get(f"{API}/openapi.json").json()
+    undeclared = []
+    for path, operations in spec["paths"].items():
+        in_path = set(re.findall(r"{([^}:]+)", path))
+        for method, operation in operations.items():
+            declared = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
+            if sorted(declared) != sorted(in_path):
+                undeclared.append(f"{method.upper()} {path}: declares {declared}")
+    assert not undeclared, "\n".join(undeclared)
 
 
 def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any, redis_url: str) -> None:

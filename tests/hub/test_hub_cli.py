@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import psutil
+import pytest
 
 from hubfixtures import auth, cli_command
 
@@ -78,3 +79,35 @@ def test_invalid_settings_are_reported_without_a_traceback(tmp_path: Path) -> No
     done = run_cli("hub", env={"PROFILERHUB_HOME": str(tmp_path), "PROFILERHUB_ENVIRONMENT": "production"})
     assert done.returncode == 2
     assert "PROFILERHUB_SECRET_KEY" in done.stderr and "Traceback" not in done.stderr
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+NEEDS_THE_DATABASE = [("db", "upgrade"), ("db", "current"), ("up", "--port", "0"), ("worker",)]
+
+
+@pytest.mark.parametrize("command", NEEDS_THE_DATABASE)
+def test_a_database_that_does_not_answer_is_one_line_and_exit_1(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    url = f"postgresql+psycopg://ph:s3cret@127.0.0.1:{_closed_port()}/ph"
+    env = {"PROFILERHUB_HOME": str(tmp_path), "PROFILERHUB_DATABASE_URL": url}
+    done = run_cli(*command, env=env | {"PROFILERHUB_REDIS_URL": "redis://127.0.0.1:1/0"})
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "s3cret" not in done.stderr
+    assert "cannot use postgresql+psycopg://ph:***@127.0.0.1" in said and "PROFILERHUB_DATABASE_URL" in said
+
+
+def test_a_database_url_nobody_can_use_is_a_usage_error(tmp_path: Path) -> None:
+    env = {"PROFILERHUB_HOME": str(tmp_path), "PROFILERHUB_DATABASE_URL": "bogus://x"}
+    done = run_cli("db", "upgrade", env=env)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "use sqlite:///PATH or postgresql+psycopg://" in " ".join(done.stderr.split())

@@ -34,10 +34,23 @@ def test_every_action_has_exactly_one_rule() -> None:
     assert set(RULES) == set(Action)
 
 
-def test_platform_admin_may_do_everything_everywhere() -> None:
+def test_platform_admin_may_do_everything_everywhere_but_self_only_actions() -> None:
     admin = caller("admin", domain="system", platform=True)
-    for action in Action:
+    for action in (a for a, rule in RULES.items() if rule is not Rule.SELF):
         authorize(admin, action, Target(domain_id="d9", owner_id="someone"))
+
+
+def test_opening_an_app_is_for_its_owner_alone_never_an_administrator() -> None:
+    assert RULES[Action.OpenApp] is Rule.SELF
+    alices = Target(domain_id="d1", owner_id="alice", not_found=NotFound("App not found"))
+    authorize(caller(user="alice", self_service=False), Action.OpenApp, alices)
+    authorize(caller("admin", user="alice"), Action.OpenApp, alices)  # an admin opens their own app
+    for admin in (caller("admin", domain="system", platform=True), caller("admin", domain="d1")):
+        with pytest.raises(AccessDenied, match="owner alone"):
+            authorize(admin, Action.OpenApp, alices)
+    for stranger in (caller("user", user="bob"), caller("admin", domain="d2")):
+        with pytest.raises(NotFound, match="App not found"):
+            authorize(stranger, Action.OpenApp, alices)
 
 
 @pytest.mark.parametrize("action", sorted(Action))

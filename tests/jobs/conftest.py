@@ -4,25 +4,15 @@ context on its database (helpers that build raw files are in ``jobs_helpers``)."
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hubfixtures import SentTasks
 from profilerhub_core.storage import LocalStore
 from profilerhub_worker.ingest.run import IngestContext
-
-
-@dataclass
-class SentTasks:
-    """Stands in for the hub's task sender: records ``(task_name, job_id)`` instead of sending."""
-
-    sent: list[tuple[str, str]] = field(default_factory=list)
-
-    def send(self, task_name: str, job_id: str) -> None:
-        self.sent.append((task_name, job_id))
 
 
 @pytest.fixture

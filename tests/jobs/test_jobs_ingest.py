@@ -161,7 +161,8 @@ def test_a_job_whose_worker_died_is_reclaimed_once_stale_then_failed_after_max_a
     assert claim(ctx, job_id) is not None  # a worker took it ... and died
     assert ingest_job(job_id, ctx) == "skipped"  # its redelivered task: the claim is still fresh
     _age_claim(ctx, job_id, 10)
-    assert reconcile_jobs(ctx) == {"resent": 1} and ctx.sent == [(INGEST_JOB, job_id)]  # type: ignore[attr-defined]
+    assert reconcile_jobs(ctx) == {"resent": 1, "partial": 0, "abandoned": 0}
+    assert ctx.sent == [(INGEST_JOB, job_id)]  # type: ignore[attr-defined]
     assert ingest_job(job_id, ctx) == "Ready"  # second attempt
 
     other, _ = make_job(ctx, sdk_files())
@@ -194,12 +195,13 @@ def test_a_storage_failure_keeps_the_claim_and_the_retry_finishes(
 def test_the_reconciler_resends_completed_jobs_nobody_took(ctx: IngestContext) -> None:
     job_id, _ = make_job(ctx, sdk_files())
     make_job(ctx, sdk_files(), complete=False)  # still uploading: left alone
-    assert reconcile_jobs(ctx) == {"resent": 0}  # just completed: its task may be on its way
+    # Just completed: its task may be on its way.
+    assert reconcile_jobs(ctx) == {"resent": 0, "partial": 0, "abandoned": 0}
     with ctx.sessions() as session:
         old = utcnow() - timedelta(minutes=2)
         session.execute(sa.update(Job).where(Job.id == job_id).values(completed_at=old))
         session.commit()
-    assert reconcile_jobs(ctx) == {"resent": 1}
+    assert reconcile_jobs(ctx) == {"resent": 1, "partial": 0, "abandoned": 0}
     assert ctx.sent == [(INGEST_JOB, job_id)]  # type: ignore[attr-defined]
 
 

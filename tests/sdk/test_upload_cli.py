@@ -129,9 +129,11 @@ def test_upload_to_s3_writes_the_job_folder(
 @pytest.mark.parametrize(
     ("args", "env", "code", "says"),
     [
-        (["--job", "x"], {"PROFILERHUB_URL": ""}, 1, "set PROFILERHUB_URL or pass --hub URL"),
+        (["--job", "x"], {"PROFILERHUB_URL": ""}, 2, "set PROFILERHUB_URL or pass --hub URL"),
         ([], {"PROFILERHUB_TOKEN": "forged"}, 2, "create an API token on the hub and set PROFILERHUB_TOKEN"),
-        (["--output", "ftp://x"], {}, 1, "is not an s3://bucket/prefix URL"),
+        (["--output", "ftp://x"], {}, 2, "is not an s3://bucket/prefix URL"),
+        (["--job", "../bad"], {}, 2, "pass --job NAME with a valid name"),
+        (["--job", "x"], {"PROFILERHUB_URL": "http://127.0.0.1:9"}, 1, "run the same command again"),
     ],
 )
 def test_upload_errors_say_what_to_do_next(
@@ -152,5 +154,5 @@ def test_upload_errors_say_what_to_do_next(
 
 def test_a_folder_without_job_json_needs_a_job_name(tmp_path: Path, fakehub: FakeHub) -> None:
     done = upload(tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "profilerhub upload DIR --job NAME" in " ".join(done.stderr.split())

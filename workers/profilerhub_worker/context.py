@@ -73,7 +73,7 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
         poll_every=settings.app_poll_seconds,
         cull_every=settings.cull_seconds,
     )
-    celery.profilerhub_settings = settings  # type: ignore[attr-defined]  # for the ingest tasks
+    celery.profilerhub_settings = settings  # for the ingest tasks
     if with_context:
         celery.profilerhub_context = build_context(settings, celery)
     return celery

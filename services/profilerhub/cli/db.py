@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from profilerhub.cli._database import database_errors
 from profilerhub.cli._extras import require
 from profilerhub.cli._server import load_settings
 
@@ -19,9 +20,10 @@ def upgrade() -> None:
     from profilerhub_core.db.session import make_engine
 
     settings = load_settings()
-    engine = make_engine(settings)
-    before = current_revision(engine)
-    run_upgrade(engine)
+    with database_errors(settings.database_url):
+        engine = make_engine(settings)
+        before = current_revision(engine)
+        run_upgrade(engine)
     after = head_revision()
     where = engine.url.render_as_string(hide_password=True)
     if before == after:
@@ -37,8 +39,10 @@ def current() -> None:
     from profilerhub_core.db.migrate import current_revision, head_revision
     from profilerhub_core.db.session import make_engine
 
-    engine = make_engine(load_settings())
-    typer.echo(f"database: {current_revision(engine) or 'empty'}; needed: {head_revision()}")
+    settings = load_settings()
+    with database_errors(settings.database_url):
+        revision = current_revision(make_engine(settings))
+    typer.echo(f"database: {revision or 'empty'}; needed: {head_revision()}")
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from profilerhub.cli._database import database_errors
 from profilerhub.cli._extras import err_console, require
 from profilerhub.cli._server import bootstrap_and_announce, load_settings
 from profilerhub.cli._supervisor import Supervisor
@@ -53,9 +54,10 @@ def up(
 
     settings = load_settings(host=host, port=port, home=home)
     settings.home.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(settings)
-    upgrade(engine)
-    bootstrap_and_announce(settings, engine)
+    with database_errors(settings.database_url):
+        engine = make_engine(settings)
+        upgrade(engine)
+        bootstrap_and_announce(settings, engine)
     engine.dispose()
 
     env = dict(os.environ)

@@ -36,13 +36,15 @@ def worker(
 ) -> None:
     """Run a Celery worker: spawns, stops, reconciles and culls apps."""
     require("celery", "server")
+    from profilerhub.cli._database import database_errors
     from profilerhub.cli._server import require_migrated
     from profilerhub_core.db.session import make_engine
     from profilerhub_worker.context import worker_celery
 
     settings = _settings(home)
-    engine = make_engine(settings)
-    require_migrated(engine)
+    with database_errors(settings.database_url):
+        engine = make_engine(settings)
+        require_migrated(engine)
     engine.dispose()
     celery = worker_celery(settings)
     threads = concurrency or settings.worker_concurrency

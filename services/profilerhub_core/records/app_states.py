@@ -17,10 +17,9 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.util import identity_key
 
-from profilerhub_core.db.models import App, AppStatus, Domain, utcnow
-from profilerhub_core.records.audit import record_audit
+from profilerhub_core.db.models import App, AppStatus, utcnow
+from profilerhub_core.records.moves import after_move, rows_changed
 
 TRANSITIONS: dict[AppStatus, frozenset[AppStatus]] = {
     AppStatus.Pending: frozenset({AppStatus.InService, AppStatus.Failed}),
@@ -71,27 +70,9 @@ def transition(
         .values(status=to, status_changed_at=now, updated_at=now, **fields)
         .execution_options(synchronize_session=False)
     )
-    moved = bool(result.rowcount)  # type: ignore[attr-defined]
+    moved = bool(rows_changed(result))
     if moved:
-        domain = session.scalar(
-            sa.select(Domain.name).join(App, App.domain_id == Domain.id).where(App.id == app_id)
-        )
-        detail: dict[str, Any] = {"from": from_.value, "to": to.value}
-        if fields.get("failure_reason"):
-            detail["reason"] = fields["failure_reason"]
-        record_audit(
-            session,
-            actor=actor,
-            action=f"App{to.value}",
-            target_type="App",
-            target=app_id,
-            domain=domain,
-            detail=detail,
-        )
-        # Objects already loaded in this session must not show the old status.
-        loaded = session.identity_map.get(identity_key(App, app_id))
-        if loaded is not None:
-            session.expire(loaded)
+        after_move(session, App, app_id, from_, to, actor=actor, failure_reason=fields.get("failure_reason"))
     return moved
 
 

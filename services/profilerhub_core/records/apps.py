@@ -18,6 +18,7 @@ from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, LimitExceeded, NotFound
 from profilerhub_core.records.app_states import DELETABLE, transition
 from profilerhub_core.records.audit import record_audit
+from profilerhub_core.records.moves import rows_changed
 
 LIVE = sa.and_(App.status != AppStatus.Deleted)
 
@@ -136,7 +137,7 @@ def save_instance(session: Session, app_id: str, status: AppStatus, **fields: ob
         .values(updated_at=utcnow(), **allowed)
         .execution_options(synchronize_session=False)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(rows_changed(result))
 
 
 __all__ = [

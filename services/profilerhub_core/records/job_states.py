@@ -23,10 +23,10 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.util import identity_key
 
-from profilerhub_core.db.models import Domain, Job, JobStatus, utcnow
-from profilerhub_core.records.audit import FAILED, SUCCESS, record_audit
+from profilerhub_core.db.models import Job, JobStatus, utcnow
+from profilerhub_core.records.audit import FAILED, SUCCESS
+from profilerhub_core.records.moves import after_move, rows_changed
 
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.InProgress: frozenset({JobStatus.Processing, JobStatus.Failed}),
@@ -79,27 +79,11 @@ def transition(
     result = session.execute(
         stmt.values(status=to, updated_at=now, **fields).execution_options(synchronize_session=False)
     )
-    moved = bool(result.rowcount)  # type: ignore[attr-defined]
+    moved = bool(rows_changed(result))
     if moved:
-        domain = session.scalar(
-            sa.select(Domain.name).join(Job, Job.domain_id == Domain.id).where(Job.id == job_id)
-        )
-        detail: dict[str, Any] = {"from": from_.value, "to": to.value}
-        if fields.get("failure_reason"):
-            detail["reason"] = fields["failure_reason"]
-        record_audit(
-            session,
-            actor=actor,
-            action=f"Job{to.value}",
-            target_type="Job",
-            target=job_id,
-            domain=domain,
-            outcome=FAILED if to is JobStatus.Failed else SUCCESS,
-            detail=detail,
-        )
-        loaded = session.identity_map.get(identity_key(Job, job_id))
-        if loaded is not None:
-            session.expire(loaded)  # objects already loaded must not show the old status
+        outcome = FAILED if to is JobStatus.Failed else SUCCESS
+        reason = fields.get("failure_reason")
+        after_move(session, Job, job_id, from_, to, actor=actor, failure_reason=reason, outcome=outcome)
     return moved
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
 from profilerhub_core.errors import Conflict, NotFound
+from profilerhub_core.records.moves import rows_changed
 
 
 def job_not_found(job_id: str) -> NotFound:
@@ -80,7 +81,7 @@ def mark_complete(session: Session, job: Job, now: datetime | None = None) -> bo
         .execution_options(synchronize_session=False)
     )
     session.expire(job)
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(rows_changed(result))
 
 
 def delete_job(session: Session, job: Job) -> None:

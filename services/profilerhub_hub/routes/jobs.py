@@ -21,6 +21,7 @@ from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGrant, UploadGrantCreate
 from profilerhub_hub.permissions import Action
+from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page
 from profilerhub_worker.ingest import INGEST_JOB
 
@@ -55,7 +56,7 @@ def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False
     return JobRead.of(job, place.domain, place.user, upload=upload, summary=summary)
 
 
-@router.post(USER_JOBS, status_code=201)
+@router.post(USER_JOBS, status_code=201, openapi_extra=OF_USER)
 def create_job(
     body: JobCreate,
     request: Request,
@@ -77,7 +78,7 @@ def create_job(
     return _read(request, target, job)
 
 
-@router.get(USER_JOBS)
+@router.get(USER_JOBS, openapi_extra=OF_USER)
 def list_jobs(
     session: SessionDep,
     page: PageDep,
@@ -99,14 +100,14 @@ def list_jobs(
     )
 
 
-@router.get(ONE_JOB)
+@router.get(ONE_JOB, openapi_extra=OF_USER)
 def describe_job(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
 ) -> JobRead:
     return _read(request, target, _job(session, target, job_id), summary=True)
 
 
-@router.put(ONE_JOB + "/files/{path:path}", status_code=201)
+@router.put(ONE_JOB + "/files/{path:path}", status_code=201, openapi_extra=OF_USER)
 async def upload_file(
     job_id: str,
     path: str,
@@ -132,7 +133,7 @@ async def upload_file(
     return FileStored(path=path, size=size)
 
 
-@router.post(ONE_JOB + "/uploads")
+@router.post(ONE_JOB + "/uploads", openapi_extra=OF_USER)
 def grant_upload(
     job_id: str,
     body: UploadGrantCreate,
@@ -147,7 +148,7 @@ def grant_upload(
     return job_uploads.grant_upload(settings, store, _place(target, job_id), body.path, body.size)
 
 
-@router.post(ONE_JOB + "/complete", status_code=202)
+@router.post(ONE_JOB + "/complete", status_code=202, openapi_extra=OF_USER)
 def complete_job(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.CompleteJob)]
 ) -> JobRead:
@@ -168,7 +169,7 @@ def complete_job(
     return _read(request, target, job)
 
 
-@router.delete(ONE_JOB, status_code=204)
+@router.delete(ONE_JOB, status_code=204, openapi_extra=OF_USER)
 def delete_job(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteJob)]
 ) -> Response:

@@ -11,12 +11,13 @@ from profilerhub_core.records import tokens
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.permissions import Action
+from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page, TokenCreate, TokenCreated, TokenRead
 
 router = APIRouter(prefix="/domains/{domain}/users/{user}/tokens", tags=["tokens"])
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, openapi_extra=OF_USER)
 def create_token(
     body: TokenCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateToken)]
 ) -> TokenCreated:
@@ -50,7 +51,7 @@ def create_token(
     )
 
 
-@router.get("")
+@router.get("", openapi_extra=OF_USER)
 def list_tokens(
     session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListTokens)]
 ) -> Page[TokenRead]:
@@ -61,7 +62,7 @@ def list_tokens(
     return page.fetch(session, stmt, order, lambda t: TokenRead.of(t, now), scope=f"tokens:{target.user.id}")
 
 
-@router.delete("/{token_id}", status_code=204)
+@router.delete("/{token_id}", status_code=204, openapi_extra=OF_USER)
 def delete_token(
     token_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteToken)]
 ) -> Response:

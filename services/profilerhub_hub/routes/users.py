@@ -11,12 +11,13 @@ from profilerhub_core.records import users
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.permissions import Action
+from profilerhub_hub.routes.paths import IN_DOMAIN, OF_USER
 from profilerhub_hub.schemas import Page, UserCreate, UserRead
 
 router = APIRouter(prefix="/domains/{domain}/users", tags=["users"])
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, openapi_extra=IN_DOMAIN)
 def create_user(
     body: UserCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateUserProfile)]
 ) -> UserRead:
@@ -34,7 +35,7 @@ def create_user(
     return UserRead.of(user)
 
 
-@router.get("")
+@router.get("", openapi_extra=IN_DOMAIN)
 def list_users(
     session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListUserProfiles)]
 ) -> Page[UserRead]:
@@ -43,13 +44,13 @@ def list_users(
     return page.fetch(session, stmt, [UserProfile.name], UserRead.of, scope=f"users:{target.domain.id}")
 
 
-@router.get("/{user}")
+@router.get("/{user}", openapi_extra=OF_USER)
 async def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserProfile)]) -> UserRead:
     assert target.user is not None
     return UserRead.of(target.user)
 
 
-@router.delete("/{user}", status_code=204)
+@router.delete("/{user}", status_code=204, openapi_extra=OF_USER)
 def delete_user(
     session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteUserProfile)]
 ) -> Response:
