@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
-from profilerhub_core.db.session import make_engine, session_factory
+from profilerhub_core.db.session import make_engine, reads_are_local, session_factory
 from profilerhub_core.settings import Settings
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
@@ -47,6 +47,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessions = session_factory(engine)
+    app.state.inline_reads = reads_are_local(engine)
     install_error_handlers(app)
     for router in api_routers:
         app.include_router(router, prefix=API_PREFIX)

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from profilerhub_core.settings import Settings
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_POOL_SIZE = 41  # AnyIO's default thread pool (40 threads) and the event loop
 
 
 def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -37,6 +38,16 @@ def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> No
     cursor.close()
 
 
+class WriteRequired(Exception):
+    """A step run as read-only found that it must write; the caller reruns it where writes may wait."""
+
+
+def reads_are_local(engine: Engine) -> bool:
+    """Whether a short read may run on the event loop: SQLite (a local file; WAL readers never wait
+    for the writer). A network database keeps every query in the thread pool."""
+    return engine.url.get_backend_name() == "sqlite"
+
+
 def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
     """An engine for ``settings.database_url`` (or a URL), tuned for the backend it names."""
     url = make_url(settings if isinstance(settings, str) else settings.database_url)
@@ -46,6 +57,11 @@ def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
             Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         options["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     pool_size = settings.db_pool_size if isinstance(settings, Settings) else 5
+    if url.get_backend_name() == "sqlite":
+        # A connection per thread-pool thread plus the event loop's: SQLite connections are
+        # cheap, while one opened past the pool is closed on return (reopened with its PRAGMAs
+        # on the next request) and a reader on the event loop must never wait for a free one.
+        pool_size = max(pool_size, SQLITE_POOL_SIZE)
     options.update(pool_size=pool_size, max_overflow=pool_size)
     if url.get_backend_name() != "sqlite":
         options["pool_recycle"] = 1800
@@ -61,4 +77,4 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-__all__ = ["make_engine", "session_factory"]
+__all__ = ["WriteRequired", "make_engine", "reads_are_local", "session_factory"]
