@@ -10,6 +10,8 @@ for dependencies and for later features (proxy, console) to reuse.
 
 from __future__ import annotations
 
+import gc
+
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
@@ -62,7 +64,20 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory profilerhub_hub.app:app_from_env``."""
-    return create_app(Settings())
+    app = create_app(Settings())
+    freeze_startup_objects()
+    return app
+
+
+def freeze_startup_objects() -> None:
+    """Move everything built so far (modules, models, routes) out of the garbage collector's view.
+
+    A server process calls this once its app is built: the oldest-generation collections then
+    walk only what requests allocate instead of a few hundred thousand long-lived objects, which
+    took ~12% of a simple request's CPU and stalled requests for tens of milliseconds at a time.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _version() -> str:
@@ -71,4 +86,4 @@ def _version() -> str:
     return str(__version__)
 
 
-__all__ = ["API_PREFIX", "BODY_LIMIT_OVERRIDES", "app_from_env", "create_app"]
+__all__ = ["API_PREFIX", "BODY_LIMIT_OVERRIDES", "app_from_env", "create_app", "freeze_startup_objects"]
