@@ -91,9 +91,16 @@ def caller_from_token(
     session: Session, secret: str, settings: Settings, *, read_only: bool = False
 ) -> Caller:
     """Authenticate ``secret`` (raises ``Unauthorized``); also used by the app proxy."""
-    owner = tokens.authenticate(
+    return _caller_of(_owner(session, secret, settings, read_only))
+
+
+def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -> tokens.TokenOwner:
+    return tokens.authenticate(
         session, secret, touch_seconds=settings.token_touch_seconds, read_only=read_only
     )
+
+
+def _caller_of(owner: tokens.TokenOwner) -> Caller:
     return Caller(
         user_id=owner.user_id,
         user_name=owner.user_name,
@@ -113,14 +120,21 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 def _caller(
     request: Request, session: Session, settings: Settings, credentials: Credentials, read_only: bool = False
 ) -> Caller:
-    """The request's caller, authenticated once per request (cached on ``request.state``)."""
+    """The request's caller, authenticated once per request (cached on ``request.state``) and
+    looked up in the database at most once per token every ``token_cache_seconds``."""
     cached: Caller | None = getattr(request.state, "caller", None)
     if cached is not None:
         return cached
     if credentials is None or not credentials.credentials:
         raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`")
-    request.state.caller = caller_from_token(session, credentials.credentials, settings, read_only=read_only)
-    return request.state.caller
+    secret, cache = credentials.credentials, request.app.state.token_cache
+    caller = cache.get(secret)
+    if caller is None:
+        owner = _owner(session, secret, settings, read_only)
+        caller = _caller_of(owner)
+        cache.put(secret, caller, owner.expires_at)
+    request.state.caller = caller
+    return caller
 
 
 @contextmanager

@@ -83,6 +83,7 @@ class TokenOwner:
     domain_id: str
     domain_name: str
     domain_settings: dict[str, Any]
+    expires_at: datetime | None = None
 
 
 _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
@@ -129,7 +130,7 @@ def authenticate(
     user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
     return TokenOwner(
         token_id, tuple(scopes), user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name,
-        domain_settings or {},
+        domain_settings or {}, expires_at,
     )  # fmt: skip
 
 
