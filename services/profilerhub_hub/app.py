@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
-from profilerhub_core.db.session import make_engine, reads_are_local, session_factory
+from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
 from profilerhub_core.settings import Settings
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
@@ -51,6 +51,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.state.engine = engine
     app.state.sessions = session_factory(engine)
     app.state.inline_reads = reads_are_local(engine)
+    if app.state.inline_reads:
+        serialize_writes(app.state.sessions)
     app.state.token_cache = TokenCache(settings.token_cache_seconds)
     app.state.token_cache.invalidate_on_write(app.state.sessions)
     install_error_handlers(app)

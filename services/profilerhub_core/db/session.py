@@ -13,13 +13,14 @@ session from the pool.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, sessionmaker
 
 from profilerhub_core.settings import Settings
 
@@ -46,6 +47,64 @@ def reads_are_local(engine: Engine) -> bool:
     """Whether a short read may run on the event loop: SQLite (a local file; WAL readers never wait
     for the writer). A network database keeps every query in the thread pool."""
     return engine.url.get_backend_name() == "sqlite"
+
+
+class _WriteTurn:
+    """One writing session at a time per process (see ``serialize_writes``)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.lock = threading.Lock()
+        self.timeout = timeout
+
+    def take(self, session: Session) -> None:
+        if session.info.get(_HOLDS_WRITE_TURN):
+            return
+        if not self.lock.acquire(timeout=self.timeout):
+            raise sa.exc.OperationalError("waiting for the write turn", None, TimeoutError("write turn"))
+        session.info[_HOLDS_WRITE_TURN] = True
+
+    def give_back(self, session: Session) -> None:
+        if session.info.pop(_HOLDS_WRITE_TURN, False):
+            self.lock.release()
+
+
+_HOLDS_WRITE_TURN = "profilerhub.write_turn"
+
+
+def _writes(state: ORMExecuteState) -> bool:
+    if state.is_insert or state.is_update or state.is_delete:
+        return True
+    statement = state.statement
+    if isinstance(statement, sa.TextClause):  # raw SQL: anything but a query may write
+        return not statement.text.lstrip()[:6].upper().startswith(("SELECT", "WITH", "PRAGMA"))
+    return False
+
+
+def serialize_writes(sessions: sessionmaker[Session]) -> None:
+    """Let one session of ``sessions`` at a time write (SQLite: one process, one writer).
+
+    SQLite has one write lock per database, and a connection that finds it taken sleeps in
+    growing steps (up to 100 ms) before it retries; with dozens of threads writing at once some
+    requests lost seconds that way. Here a session takes the process's write turn at its first
+    write (flush or DML) and gives it back when its transaction ends, so threads queue in order
+    and only one connection per process waits for SQLite's lock.
+    """
+    turn = _WriteTurn(SQLITE_BUSY_TIMEOUT_MS / 1000)
+
+    def flushing(session: Session, _context: Any, _instances: Any) -> None:
+        turn.take(session)
+
+    def executing(state: ORMExecuteState) -> None:
+        if _writes(state):
+            turn.take(state.session)
+
+    def ended(session: Session, transaction: SessionTransaction) -> None:
+        if transaction.parent is None:
+            turn.give_back(session)
+
+    event.listen(sessions, "before_flush", flushing)
+    event.listen(sessions, "do_orm_execute", executing)
+    event.listen(sessions, "after_transaction_end", ended)
 
 
 def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
@@ -77,4 +136,4 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-__all__ = ["WriteRequired", "make_engine", "reads_are_local", "session_factory"]
+__all__ = ["WriteRequired", "make_engine", "reads_are_local", "serialize_writes", "session_factory"]
