@@ -7,7 +7,8 @@
         session.commit()          # the caller commits once
 
 The hub's routes are plain ``def`` functions that run in FastAPI's thread pool, each with its own
-session from the pool.
+session from the pool; on SQLite the hub's token check and target lookup run on the event loop
+(``reads_are_local``) and its writers take turns (``serialize_writes``).
 """
 
 from __future__ import annotations
