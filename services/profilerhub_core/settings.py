@@ -108,8 +108,20 @@ class Settings(BaseSettings):
         ge=0,
         description="A token's last_used_at is written at most this often (saves a write per request).",
     )
+    token_cache_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="Each hub process trusts a verified token this long without a lookup; a change "
+        "made through another hub process (a revoked token, a new role) shows after at most this "
+        "delay, one made through the same process at once. 0 = look up every request.",
+    )
     log_level: str = Field(default="info", description="Log level of the hub (debug, info, warning, error).")
-    access_log: bool = Field(default=True, description="Log one line per HTTP request.")
+    access_log: bool = Field(
+        default=False,
+        description="Log one line per HTTP request (off by default: it costs about a tenth of a "
+        "simple request's CPU; the audit log records every change).",
+    )
     hub_workers: int = Field(
         default=0, ge=0, le=64, description="Hub server processes; 0 = one per CPU core, at most 4."
     )

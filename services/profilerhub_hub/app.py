@@ -10,17 +10,20 @@ for dependencies and for later features (proxy, console) to reuse.
 
 from __future__ import annotations
 
+import gc
+
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
-from profilerhub_core.db.session import make_engine, session_factory
+from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
 from profilerhub_core.settings import Settings
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
 from profilerhub_hub.routes import api_routers
 from profilerhub_hub.routes.health import router as health_router
+from profilerhub_hub.tokencache import TokenCache
 
 API_PREFIX = "/api/v1"
 
@@ -47,6 +50,11 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessions = session_factory(engine)
+    app.state.inline_reads = reads_are_local(engine)
+    if app.state.inline_reads:
+        serialize_writes(app.state.sessions)
+    app.state.token_cache = TokenCache(settings.token_cache_seconds)
+    app.state.token_cache.invalidate_on_write(app.state.sessions)
     install_error_handlers(app)
     for router in api_routers:
         app.include_router(router, prefix=API_PREFIX)
@@ -61,7 +69,19 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory profilerhub_hub.app:app_from_env``."""
-    return create_app(Settings())
+    app = create_app(Settings())
+    freeze_startup_objects()
+    return app
+
+
+def freeze_startup_objects() -> None:
+    """Move everything built so far (modules, models, routes) out of the garbage collector's view.
+
+    A server process calls this once its app is built: the oldest-generation collections then
+    walk only what requests allocate instead of a few hundred thousand long-lived objects (about
+    a tenth of a simple request's CPU).
+    """
+    gc.freeze()  # no gc.collect() first: it took ~70 ms of the start and found a few dozen objects
 
 
 def _version() -> str:
@@ -70,4 +90,4 @@ def _version() -> str:
     return str(__version__)
 
 
-__all__ = ["API_PREFIX", "BODY_LIMIT_OVERRIDES", "app_from_env", "create_app"]
+__all__ = ["API_PREFIX", "BODY_LIMIT_OVERRIDES", "app_from_env", "create_app", "freeze_startup_objects"]

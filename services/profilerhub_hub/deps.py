@@ -24,11 +24,13 @@ from typing import Annotated, Any, TypeVar
 
 import sqlalchemy as sa
 from fastapi import Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_core.db.models import Domain, UserProfile
+from profilerhub_core.db.session import WriteRequired
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, Unauthorized
 from profilerhub_core.names import is_valid_name
@@ -85,9 +87,20 @@ SessionDep = Annotated[Session, Depends(get_session)]
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer <token>`")
 
 
-def caller_from_token(session: Session, secret: str, settings: Settings) -> Caller:
+def caller_from_token(
+    session: Session, secret: str, settings: Settings, *, read_only: bool = False
+) -> Caller:
     """Authenticate ``secret`` (raises ``Unauthorized``); also used by the app proxy."""
-    owner = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
+    return _caller_of(_owner(session, secret, settings, read_only))
+
+
+def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -> tokens.TokenOwner:
+    return tokens.authenticate(
+        session, secret, touch_seconds=settings.token_touch_seconds, read_only=read_only
+    )
+
+
+def _caller_of(owner: tokens.TokenOwner) -> Caller:
     return Caller(
         user_id=owner.user_id,
         user_name=owner.user_name,
@@ -104,15 +117,24 @@ def caller_from_token(session: Session, secret: str, settings: Settings) -> Call
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _caller(request: Request, session: Session, settings: Settings, credentials: Credentials) -> Caller:
-    """The request's caller, authenticated once per request (cached on ``request.state``)."""
+def _caller(
+    request: Request, session: Session, settings: Settings, credentials: Credentials, read_only: bool = False
+) -> Caller:
+    """The request's caller, authenticated once per request (cached on ``request.state``) and
+    looked up in the database at most once per token every ``token_cache_seconds``."""
     cached: Caller | None = getattr(request.state, "caller", None)
     if cached is not None:
         return cached
     if credentials is None or not credentials.credentials:
         raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`")
-    request.state.caller = caller_from_token(session, credentials.credentials, settings)
-    return request.state.caller
+    secret, cache = credentials.credentials, request.app.state.token_cache
+    caller = cache.get(secret)
+    if caller is None:
+        owner = _owner(session, secret, settings, read_only)
+        caller = _caller_of(owner)
+        cache.put(secret, caller, owner.expires_at)
+    request.state.caller = caller
+    return caller
 
 
 @contextmanager
@@ -132,10 +154,35 @@ def request_step(session: Session) -> Iterator[None]:
         session.commit()
 
 
-def get_caller(request: Request, credentials: Credentials) -> Caller:
+async def run_step(request: Request, step: Callable[[Session, bool], T]) -> T:
+    """Run ``step(session, read_only)`` as one step of the request (see ``request_step``).
+
+    Where reads are local (SQLite, ``app.state.inline_reads``) the step runs read-only on the event
+    loop: a few indexed reads cost less than the hop to a thread-pool thread and back. A step that
+    must write (a token's ``last_used_at``, a refusal's audit record) raises ``WriteRequired``,
+    is rolled back, and runs again in the thread pool, where waiting for the database's write
+    lock blocks only that thread.
+    """
     session = request_session(request)
-    with request_step(session):
-        return _caller(request, session, request.app.state.settings, credentials)
+    if request.app.state.inline_reads:
+        try:
+            with request_step(session):
+                return step(session, True)
+        except WriteRequired:
+            pass
+
+    def in_thread() -> T:
+        with request_step(session):
+            return step(session, False)
+
+    return await run_in_threadpool(in_thread)
+
+
+async def get_caller(request: Request, credentials: Credentials) -> Caller:
+    settings = request.app.state.settings
+    return await run_step(
+        request, lambda session, read_only: _caller(request, session, settings, credentials, read_only)
+    )
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
@@ -184,17 +231,23 @@ def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
 def allow(action: Action) -> Any:
     """A dependency that authorizes ``action`` on the request's target and returns ``Resolved``."""
 
-    def dependency(request: Request, credentials: Credentials) -> Resolved:
-        session, settings = request_session(request), request.app.state.settings
-        with request_step(session):
-            return _authorized(request, session, _caller(request, session, settings, credentials))
+    async def dependency(request: Request, credentials: Credentials) -> Resolved:
+        settings = request.app.state.settings
 
-    def _authorized(request: Request, session: Session, caller: Caller) -> Resolved:
+        def step(session: Session, read_only: bool) -> Resolved:
+            caller = _caller(request, session, settings, credentials, read_only)
+            return _authorized(request, session, caller, read_only)
+
+        return await run_step(request, step)
+
+    def _authorized(request: Request, session: Session, caller: Caller, read_only: bool) -> Resolved:
         resolved = resolve(session, caller, request.path_params)
         try:
             authorize(caller, action, resolved.target)
         except AccessDenied as denied:
             if action in MUTATING:
+                if read_only:
+                    raise WriteRequired("a refusal is audited") from denied
                 audit.record_audit(
                     session,
                     actor=caller.actor,

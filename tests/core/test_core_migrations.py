@@ -13,6 +13,7 @@ from profilerhub_core.db.migrate import (
     check_migrated,
     current_revision,
     head_revision,
+    shipped_head,
     upgrade,
 )
 from profilerhub_core.db.models import Base
@@ -77,3 +78,39 @@ def test_live_app_names_are_unique_but_deleted_apps_are_not(hub_db_url: str) -> 
             assert session.scalar(sa.select(sa.func.count()).select_from(App)) == 3
     finally:
         engine.dispose()
+
+
+def test_shipped_head_read_from_the_files_is_alembics_head() -> None:
+    # check_migrated trusts shipped_head() on every hub start; it must agree with Alembic.
+    assert shipped_head() == head_revision()
+
+
+def test_check_migrated_at_head_does_not_import_alembic(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    code = (
+        "import sys\n"
+        "from profilerhub_core.db.migrate import check_migrated\n"
+        "from profilerhub_core.db.session import make_engine\n"
+        f"check_migrated(make_engine({url!r}))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_check_migrated_names_a_revision_this_version_does_not_know(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sqlalchemy as sa
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(sa.text("UPDATE alembic_version SET version_num = 'ffff'"))
+    with pytest.raises(SchemaNotMigrated, match="ffff.*newer version"):
+        check_migrated(engine)
+    engine.dispose()

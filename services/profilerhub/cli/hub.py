@@ -46,9 +46,11 @@ def hub(
         factory = "profilerhub_hub.app:app_from_env"
         uvicorn.run(factory, factory=True, workers=settings.effective_hub_workers, **config)  # type: ignore[arg-type]
         return
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.app import create_app, freeze_startup_objects
 
-    uvicorn.run(create_app(settings, engine=engine), **config)  # type: ignore[arg-type]
+    app = create_app(settings, engine=engine)
+    freeze_startup_objects()
+    uvicorn.run(app, **config)  # type: ignore[arg-type]
 
 
 def register(app: typer.Typer) -> None:

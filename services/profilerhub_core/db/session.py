@@ -7,23 +7,26 @@
         session.commit()          # the caller commits once
 
 The hub's routes are plain ``def`` functions that run in FastAPI's thread pool, each with its own
-session from the pool.
+session from the pool; on SQLite the hub's token check and target lookup run on the event loop
+(``reads_are_local``) and its writers take turns (``serialize_writes``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, sessionmaker
 
 from profilerhub_core.settings import Settings
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_POOL_SIZE = 41  # AnyIO's default thread pool (40 threads) and the event loop
 
 
 def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -37,6 +40,74 @@ def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> No
     cursor.close()
 
 
+class WriteRequired(Exception):
+    """A step run as read-only found that it must write; the caller reruns it where writes may wait."""
+
+
+def reads_are_local(engine: Engine) -> bool:
+    """Whether a short read may run on the event loop: SQLite (a local file; WAL readers never wait
+    for the writer). A network database keeps every query in the thread pool."""
+    return engine.url.get_backend_name() == "sqlite"
+
+
+class _WriteTurn:
+    """One writing session at a time per process (see ``serialize_writes``)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.lock = threading.Lock()
+        self.timeout = timeout
+
+    def take(self, session: Session) -> None:
+        if session.info.get(_HOLDS_WRITE_TURN):
+            return
+        if not self.lock.acquire(timeout=self.timeout):
+            raise sa.exc.OperationalError("waiting for the write turn", None, TimeoutError("write turn"))
+        session.info[_HOLDS_WRITE_TURN] = True
+
+    def give_back(self, session: Session) -> None:
+        if session.info.pop(_HOLDS_WRITE_TURN, False):
+            self.lock.release()
+
+
+_HOLDS_WRITE_TURN = "profilerhub.write_turn"
+
+
+def _writes(state: ORMExecuteState) -> bool:
+    if state.is_insert or state.is_update or state.is_delete:
+        return True
+    statement = state.statement
+    if isinstance(statement, sa.TextClause):  # raw SQL: anything but a query may write
+        return not statement.text.lstrip()[:6].upper().startswith(("SELECT", "WITH", "PRAGMA"))
+    return False
+
+
+def serialize_writes(sessions: sessionmaker[Session]) -> None:
+    """Let one session of ``sessions`` at a time write (SQLite: one process, one writer).
+
+    SQLite has one write lock per database, and a connection that finds it taken sleeps in
+    growing steps (up to 100 ms) before it retries; with dozens of threads writing at once some
+    requests lost seconds that way. Here a session takes the process's write turn at its first
+    write (flush or DML) and gives it back when its transaction ends, so threads queue in order
+    and only one connection per process waits for SQLite's lock.
+    """
+    turn = _WriteTurn(SQLITE_BUSY_TIMEOUT_MS / 1000)
+
+    def flushing(session: Session, _context: Any, _instances: Any) -> None:
+        turn.take(session)
+
+    def executing(state: ORMExecuteState) -> None:
+        if _writes(state):
+            turn.take(state.session)
+
+    def ended(session: Session, transaction: SessionTransaction) -> None:
+        if transaction.parent is None:
+            turn.give_back(session)
+
+    event.listen(sessions, "before_flush", flushing)
+    event.listen(sessions, "do_orm_execute", executing)
+    event.listen(sessions, "after_transaction_end", ended)
+
+
 def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
     """An engine for ``settings.database_url`` (or a URL), tuned for the backend it names."""
     url = make_url(settings if isinstance(settings, str) else settings.database_url)
@@ -46,6 +117,11 @@ def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
             Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         options["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     pool_size = settings.db_pool_size if isinstance(settings, Settings) else 5
+    if url.get_backend_name() == "sqlite":
+        # A connection per thread-pool thread plus the event loop's: SQLite connections are
+        # cheap, while one opened past the pool is closed on return (reopened with its PRAGMAs
+        # on the next request) and a reader on the event loop must never wait for a free one.
+        pool_size = max(pool_size, SQLITE_POOL_SIZE)
     options.update(pool_size=pool_size, max_overflow=pool_size)
     if url.get_backend_name() != "sqlite":
         options["pool_recycle"] = 1800
@@ -61,4 +137,4 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-__all__ = ["make_engine", "session_factory"]
+__all__ = ["WriteRequired", "make_engine", "reads_are_local", "serialize_writes", "session_factory"]

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import ApiToken, Domain, Role, UserProfile, utcnow
+from profilerhub_core.db.session import WriteRequired
 from profilerhub_core.errors import NotFound, Unauthorized
 from profilerhub_core.security import display_prefix, hash_token, new_token
 
@@ -82,6 +83,7 @@ class TokenOwner:
     domain_id: str
     domain_name: str
     domain_settings: dict[str, Any]
+    expires_at: datetime | None = None
 
 
 _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
@@ -98,12 +100,18 @@ _AUTH_QUERY = (
 
 
 def authenticate(
-    session: Session, secret: str, *, touch_seconds: int = 60, now: datetime | None = None
+    session: Session,
+    secret: str,
+    *,
+    touch_seconds: int = 60,
+    now: datetime | None = None,
+    read_only: bool = False,
 ) -> TokenOwner:
     """The owner of the live token whose secret is ``secret``.
 
     Raises ``Unauthorized`` for unknown, revoked and expired tokens alike. ``last_used_at`` is
-    written at most every ``touch_seconds`` (and committed), so reads do not each cost a write.
+    written at most every ``touch_seconds`` (and committed), so reads do not each cost a write;
+    with ``read_only`` a due write raises ``WriteRequired`` instead.
     """
     now = now or utcnow()
     row = session.connection().execute(_AUTH_QUERY, {"token_hash": hash_token(secret)}).one_or_none()
@@ -115,12 +123,14 @@ def authenticate(
     if expires_at is not None and expires_at <= now:
         raise Unauthorized("The token has expired")
     if last_used_at is None or now - last_used_at >= timedelta(seconds=touch_seconds):
+        if read_only:
+            raise WriteRequired("the token's last_used_at is due")
         session.execute(sa.update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
         session.commit()
     user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
     return TokenOwner(
         token_id, tuple(scopes), user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name,
-        domain_settings or {},
+        domain_settings or {}, expires_at,
     )  # fmt: skip
 
 
