@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from profilerhub.cli._database import database_errors
 from profilerhub.cli._extras import require
 from profilerhub.cli._server import bootstrap_and_announce, load_settings, require_migrated
 
@@ -35,10 +36,11 @@ def hub(
         if value is not None:
             os.environ[f"PROFILERHUB_{name}"] = str(value)
     settings = load_settings()
-    engine = make_engine(settings)
-    require_migrated(engine)
-    if bootstrap:
-        bootstrap_and_announce(settings, engine)
+    with database_errors(settings.database_url):
+        engine = make_engine(settings)
+        require_migrated(engine)
+        if bootstrap:
+            bootstrap_and_announce(settings, engine)
     config = {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
               "access_log": settings.access_log, "server_header": False}  # fmt: skip
     if settings.effective_hub_workers > 1:
