@@ -89,7 +89,13 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-NEEDS_THE_DATABASE = [("db", "upgrade"), ("db", "current"), ("up", "--port", "0"), ("hub", "--port", "0"), ("worker",)]
+NEEDS_THE_DATABASE = [
+    ("db", "upgrade"),
+    ("db", "current"),
+    ("up", "--port", "0"),
+    ("hub", "--port", "0"),
+    ("worker",),
+]
 
 
 @pytest.mark.parametrize("command", NEEDS_THE_DATABASE)
