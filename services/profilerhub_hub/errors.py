@@ -89,12 +89,22 @@ def _describe_validation(errs: list[Any]) -> str:
     return "; ".join(parts) + more
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errs = list(exc.errors())
     if any(e.get("type") == "json_invalid" for e in errs):
         detail = next(e for e in errs if e.get("type") == "json_invalid").get("ctx", {}).get("error", "")
         return error_response(400, "ValidationError", f"The request body is not valid JSON: {detail}")
+    content_type = request.headers.get("content-type", "")
+    body_errors = [e for e in errs if tuple(e.get("loc", ()))[:1] == ("body",)]
+    if body_errors and "json" not in content_type.lower():
+        # curl -d sends form encoding unless told otherwise; say so instead of a puzzling type error.
+        return error_response(
+            415,
+            "UnsupportedMediaType",
+            f"Send the request body as JSON with 'Content-Type: application/json' (got "
+            f"{content_type or 'no Content-Type'!r})",
+        )
     return error_response(422, "ValidationError", _describe_validation(errs))
 
 

@@ -168,3 +168,17 @@ def test_bad_audit_filters_are_refused(client: Any, ready: dict[str, str]) -> No
 def test_unknown_route_and_method_use_the_error_shape(client: Any, ready: dict[str, str]) -> None:
     assert_error(client.get(f"{API}/nothing-here", headers=ready), 404, "ResourceNotFound")
     assert_error(client.put(f"{API}/domains/d1", json={}, headers=ready), 405, "MethodNotAllowed")
+
+
+def test_a_form_encoded_body_is_told_to_send_json_and_changes_nothing(client: Any, seed: Any) -> None:
+    """``curl -d`` without ``-H 'Content-Type: application/json'`` is the commonest first mistake."""
+    headers = {
+        "Authorization": f"Bearer {seed.admin_token}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    answer = client.post("/api/v1/domains", content=b'{"name": "formdomain"}', headers=headers)
+    assert answer.status_code == 415
+    assert answer.json()["error"]["code"] == "UnsupportedMediaType"
+    assert "Content-Type: application/json" in answer.json()["error"]["message"]
+    listed = client.get("/api/v1/domains", headers={"Authorization": f"Bearer {seed.admin_token}"}).json()
+    assert "formdomain" not in [d["name"] for d in listed["items"]]
