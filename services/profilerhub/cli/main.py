@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "app",
     "db",
     "analyze",
+    "compare",
     "upload",
 )
 
