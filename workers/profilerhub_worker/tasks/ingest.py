@@ -15,7 +15,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_worker.ingest import INGEST_JOB, RECONCILE_JOBS
+from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS
 from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 
 _lock = threading.Lock()
