@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
-from profilerhub.cli._extras import require
 from profilerhub.cli.analyze import OutputFormat, _fail, parse_size
+from profilerhub.cli.toolkit import require
 
 DEFAULT_TABLE_TOP = 20
 
