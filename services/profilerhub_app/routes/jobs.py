@@ -77,6 +77,7 @@ def list_jobs(store: ObjectStore) -> list[dict[str, Any]]:
                 "raw_files": sum(1 for k in keys if k.startswith("raw/")),
                 "bytes": job["bytes"],
                 "has_summary": f"processed/{SUMMARY}" in keys,
+                **{k: status.get("facts", {}).get(k) for k in ("steps", "ranks", "gpus", "duration_s")},
             }
         )
     out.sort(key=lambda j: j["first_upload_at"], reverse=True)

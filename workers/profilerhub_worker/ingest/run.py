@@ -186,7 +186,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         )
         body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         ctx.store.put(place.processed_key(SUMMARY), body)
-        _put_status(ctx.store, place, start["name"], JobStatus.Ready)
+        _put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
     except BadUpload as bad:
         log.info("job %s failed: %s", job_id, bad.message)
         try:
@@ -202,16 +202,26 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
     return "Ready" if _finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact) else "lost"
 
 
-def _put_status(store: ObjectStore, place: JobPlace, name: str, status: JobStatus, reason: str = "") -> None:
-    """``processed/status.json``: the outcome, for readers of storage alone (the profiler app)."""
-    doc = {
+def _put_status(
+    store: ObjectStore,
+    place: JobPlace,
+    name: str,
+    status: JobStatus,
+    reason: str = "",
+    facts: dict[str, Any] | None = None,
+) -> None:
+    """``processed/status.json``: the outcome, for readers of storage alone (the profiler app),
+    with a Ready job's ``facts`` (steps, ranks, GPUs, duration) for its jobs list."""
+    doc: dict[str, Any] = {
         "job_id": place.job_id,
         "name": name,
         "status": status.value,
         "failure_reason": reason or None,
         "finished_at": utcnow().isoformat(),
     }
-    store.put(place.processed_key(STATUS), orjson.dumps(doc))
+    if facts is not None:
+        doc["facts"] = facts
+    store.put(place.processed_key(STATUS), orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 def _plain(value: Any) -> Any:
