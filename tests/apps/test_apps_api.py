@@ -15,8 +15,8 @@ from apps_helpers import APPS, ONE, backdate, create, delete, describe, status_o
 from hubfixtures import auth
 from profilerhub_core.db.models import App, AppStatus, AuditEvent
 from profilerhub_core.records.app_states import IllegalTransition, transition
+from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_worker import lifecycle
-from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
 
 
 def test_create_app_answers_pending_at_once_and_enqueues_the_id_after_commit(
@@ -131,9 +131,7 @@ def presign(client: Any, token: str) -> Any:
     return client.post(url, headers=auth(token))
 
 
-def test_admin_of_another_domain_gets_nothing(
-    apps_client: Any, seed: Any, running: str
-) -> None:
+def test_admin_of_another_domain_gets_nothing(apps_client: Any, seed: Any, running: str) -> None:
     other_admin = seed.user_token("d2", "carol", role="admin")
     assert describe(apps_client, other_admin).status_code == 404
     assert apps_client.get(f"/apps/{running}/", headers=auth(other_admin)).status_code == 404

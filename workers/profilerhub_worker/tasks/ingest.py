@@ -1,4 +1,4 @@
-"""Job ingest tasks: thin Celery wrappers over ``profilerhub_worker.ingest.run``.
+"""Job ingest tasks: thin Celery wrappers over ``profilerhub_worker.ingest``.
 
 Arguments are job ids only. ``ingest`` retries storage and database failures with exponential
 backoff and jitter, keeping its claim on the job (``claim``); a worker killed mid-ingest has its
@@ -15,8 +15,8 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_worker.ingest import INGEST_JOB, RECONCILE_JOBS
-from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS
+from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 
 _lock = threading.Lock()
 
