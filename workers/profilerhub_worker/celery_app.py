@@ -35,6 +35,7 @@ def make_celery(
     reconcile_every: float = 15.0,
     poll_every: float = 1.0,
     cull_every: float = 60.0,
+    sweep_every: float = 3600.0,
     include_tasks: bool = True,
 ) -> Celery:
     """A configured Celery app talking to the Redis at ``broker_url``.
@@ -65,6 +66,11 @@ def make_celery(
             },
             "poll-apps": {"task": POLL_APPS, "schedule": poll_every, "options": {"expires": poll_every}},
             "reconcile-jobs": {"task": "profilerhub.jobs.reconcile", "schedule": reconcile_every},
+            "sweep-storage": {
+                "task": "profilerhub.jobs.sweep_storage",
+                "schedule": sweep_every,
+                "options": {"expires": sweep_every},
+            },
             "cull-idle-apps": {
                 "task": CULL_IDLE_APPS,
                 "schedule": cull_every,

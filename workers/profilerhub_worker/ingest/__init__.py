@@ -9,5 +9,6 @@ The hub imports only this module (for the names), never the task code.
 
 INGEST_JOB = "profilerhub.jobs.ingest"
 RECONCILE_JOBS = "profilerhub.jobs.reconcile"
+SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
 
-__all__ = ["INGEST_JOB", "RECONCILE_JOBS"]
+__all__ = ["INGEST_JOB", "RECONCILE_JOBS", "SWEEP_STORAGE"]
