@@ -220,7 +220,7 @@ class Seed:
         self.admin_token: str = self._bootstrap()
 
     def _bootstrap(self) -> str:
-        from profilerhub_hub.bootstrap import first_start
+        from profilerhub_core.bootstrap import first_start
 
         secret = first_start(self.app.state.settings, self.app.state.engine)
         assert secret is not None, "seed expects a database without a platform admin"

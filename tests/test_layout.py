@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_packages_import_at_top_level() -> None:
     import profilerhub
@@ -24,3 +26,35 @@ def test_cli_help_lists_commands() -> None:
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "profilerhub" in done.stdout.lower()
+
+
+def test_cli_fails_loudly_when_a_server_command_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from profilerhub.cli import main
+
+    installed = [ep for ep in main.entry_points(group=main.ENTRY_POINT_GROUP) if ep.name != "hub"]
+    monkeypatch.setattr(main, "entry_points", lambda group: installed)
+    with pytest.raises(main.MissingCommand, match="hub.*make install"):
+        main._server_modules()
+
+
+def test_cli_fails_loudly_when_a_command_module_does_not_import() -> None:
+    from profilerhub.cli import main
+
+    with pytest.raises(main.MissingCommand, match="profilerhub_hub.clii does not import"):
+        main._register("profilerhub_hub.clii")
+
+
+def test_every_server_command_comes_from_the_package_that_owns_it() -> None:
+    from profilerhub.cli import main
+
+    owners = {ep.name: ep.value.split(".")[0] for ep in main.entry_points(group=main.ENTRY_POINT_GROUP)}
+    assert owners == {
+        "up": "profilerhub_worker",
+        "hub": "profilerhub_hub",
+        "worker": "profilerhub_worker",
+        "app": "profilerhub_app",
+        "db": "profilerhub_core",
+    }
+    names = {command.name or (command.callback.__name__ if command.callback else "") for command in
+             main.app.registered_commands} | {group.name for group in main.app.registered_groups}
+    assert {"up", "hub", "worker", "beat", "app", "db", "analyze", "upload", "version"} <= names

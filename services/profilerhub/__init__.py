@@ -15,7 +15,7 @@ dependency); each of those is imported when a run needs it.  See ``docs/sdk.md``
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place: pyproject.toml reads it (tool.hatch.version)
 
 from ._api import annotate, current_run, finish, init, log_metric, step  # noqa: E402
 

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from profilerhub_core.db.migrate import check_migrated
 from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
 from profilerhub_core.settings import Settings
+from profilerhub_core.version import installed_version
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
@@ -41,7 +42,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
         check_migrated(engine)
     app = FastAPI(
         title="ProfilerHub",
-        version=_version(),
+        version=installed_version(),
         summary="Control-plane API: domains, users, tokens, apps, jobs, audit.",
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
@@ -82,12 +83,6 @@ def freeze_startup_objects() -> None:
     a tenth of a simple request's CPU).
     """
     gc.freeze()  # no gc.collect() first: it took ~70 ms of the start and found a few dozen objects
-
-
-def _version() -> str:
-    from profilerhub import __version__
-
-    return str(__version__)
 
 
 __all__ = ["API_PREFIX", "BODY_LIMIT_OVERRIDES", "app_from_env", "create_app", "freeze_startup_objects"]

@@ -1,4 +1,4 @@
-"""Sending app tasks to the workers from the hub (by name: the hub never imports task code).
+"""Sending tasks to the workers from the hub, by the names in ``profilerhub_core.tasks``.
 
 A request commits the app row first and enqueues after; if Redis is down the request still
 succeeds, and the reconciler re-sends the work from the database.
@@ -26,12 +26,10 @@ class TaskSender:
     def _app(self) -> Any:
         with self._lock:
             if self._celery is None:
-                from profilerhub_worker.celery_app import make_celery
+                from profilerhub_core.tasks import make_producer
 
                 assert self._settings.redis_url
-                self._celery = make_celery(
-                    self._settings.redis_url, queue=self._settings.celery_queue, include_tasks=False
-                )
+                self._celery = make_producer(self._settings.redis_url, queue=self._settings.celery_queue)
             return self._celery
 
     def send(self, task_name: str, app_id: str) -> None:

@@ -66,10 +66,10 @@ def sent(apps_hub: Any) -> SentTasks:
 @pytest.fixture
 def worker_ctx(apps_settings: Any) -> Iterator[Any]:
     """The context a worker builds, for calling ``lifecycle`` functions as plain functions."""
-    from profilerhub_worker.celery_app import make_celery
+    from profilerhub_core.tasks import make_producer
     from profilerhub_worker.context import build_context
 
-    celery = make_celery(apps_settings.redis_url, queue=apps_settings.celery_queue, include_tasks=False)
+    celery = make_producer(apps_settings.redis_url, queue=apps_settings.celery_queue)
     ctx = build_context(apps_settings, celery)
     ctx.enqueue = lambda name, app_id: ctx.extra.setdefault("enqueued", []).append((name, app_id))
     yield ctx

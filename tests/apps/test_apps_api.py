@@ -15,8 +15,8 @@ from apps_helpers import APPS, ONE, backdate, create, delete, describe, status_o
 from hubfixtures import auth
 from profilerhub_core.db.models import App, AppStatus, AuditEvent
 from profilerhub_core.records.app_states import IllegalTransition, transition
+from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_worker import lifecycle
-from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
 
 
 def test_create_app_answers_pending_at_once_and_enqueues_the_id_after_commit(

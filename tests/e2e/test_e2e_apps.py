@@ -83,16 +83,14 @@ def test_killed_app_process_is_failed_with_a_reason_within_seconds(shared_stack:
 
 
 def test_duplicated_and_late_tasks_through_the_queue_change_nothing(shared_stack: AppStack) -> None:
-    from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP, make_celery
+    from profilerhub_core.tasks import DELETE_APP, SPAWN_APP, make_producer
 
     stack = shared_stack
     alice = stack.user_token("dup", "alice")
     app_id = stack.running_app(alice, "dup", "alice")
     before = stack.describe(alice, "dup", "alice")
     pid = stack.instance(app_id)["pid"]
-    celery = make_celery(
-        stack.env["PROFILERHUB_REDIS_URL"], queue=stack.env["PROFILERHUB_CELERY_QUEUE"], include_tasks=False
-    )
+    celery = make_producer(stack.env["PROFILERHUB_REDIS_URL"], queue=stack.env["PROFILERHUB_CELERY_QUEUE"])
     for _ in range(3):
         celery.send_task(SPAWN_APP, args=[app_id])  # duplicates of the spawn
         celery.send_task(DELETE_APP, args=[app_id])  # a delete nobody asked for

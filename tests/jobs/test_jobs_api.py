@@ -10,7 +10,7 @@ import pytest
 from jobs_helpers import job_prefix, sdk_files
 
 from hubfixtures import auth
-from profilerhub_worker.ingest import INGEST_JOB
+from profilerhub_core.tasks import INGEST_JOB
 
 JOBS = "/api/v1/domains/d1/users/alice/jobs"
 

@@ -17,7 +17,7 @@ from jobs_helpers import make_job, sdk_files
 from hubfixtures import wait_for
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
-from profilerhub_worker.ingest import INGEST_JOB
+from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 
 CPU_TRACE = "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz"

@@ -1,12 +1,12 @@
-"""The Celery application, built by whoever runs it (worker CLI, hub, tests).
+"""The worker's Celery application, built by whoever runs it (worker CLI, beat, tests).
 
 ``make_celery(broker_url, ...)`` reads no settings at import time.  The worker CLI passes its
-settings object as ``context``; tasks find it on ``task.app.profilerhub_context``.  The hub
-builds the same app only to send tasks by name, so it never imports the task modules.
+``WorkerContext`` as ``context``; tasks find it on ``task.app.profilerhub_context``.
+The task names, the queue and the transport settings are the hub/worker contract in
+:mod:`profilerhub_core.tasks`; the hub sends through ``make_producer`` there, never through this.
 
-Choices: JSON only (a task argument is an id, never a pickled object); ``acks_late`` with
-``reject_on_worker_lost`` so a task whose worker is killed runs again on another (tasks are
-idempotent, so twice is harmless); a visibility timeout well above the longest task.
+Choices on top of the contract: ``acks_late`` with ``reject_on_worker_lost`` so a task whose
+worker is killed runs again on another (tasks are idempotent, so twice is harmless).
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any
 
 from celery import Celery
 
-from profilerhub_worker.task_names import (  # noqa: F401  (re-exported)
+from profilerhub_core.tasks import (
     APP_QUEUE,
     CULL_IDLE_APPS,
-    DELETE_APP,
     POLL_APPS,
     RECONCILE_APPS,
-    SPAWN_APP,
+    RECONCILE_JOBS,
+    SWEEP_STORAGE,
+    transport_config,
 )
 
 TASK_MODULES = ["profilerhub_worker.tasks.apps", "profilerhub_worker.tasks.ingest"]
@@ -36,28 +37,19 @@ def make_celery(
     poll_every: float = 1.0,
     cull_every: float = 60.0,
     sweep_every: float = 3600.0,
-    include_tasks: bool = True,
 ) -> Celery:
     """A configured Celery app talking to the Redis at ``broker_url``.
 
-    ``queue`` names the queue every app task goes to (tests use a unique one); ``context`` is
+    ``queue`` names the queue every task goes to (tests use a unique one); ``context`` is
     what tasks need to work (settings, database, spawner) and stays in this process.
     """
-    app = Celery("profilerhub", broker=broker_url, include=TASK_MODULES if include_tasks else [])
+    app = Celery("profilerhub", broker=broker_url, include=TASK_MODULES)
+    app.conf.update(transport_config(queue))
     app.conf.update(
-        task_serializer="json",
-        result_serializer="json",
-        accept_content=["json"],
-        task_ignore_result=True,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_default_queue=queue,
-        task_routes={"profilerhub.apps.*": {"queue": queue}},
-        broker_transport_options={"visibility_timeout": 600, "global_keyprefix": f"{queue}:"},
-        broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
-        enable_utc=True,
         beat_schedule={
             "reconcile-apps": {
                 "task": RECONCILE_APPS,
@@ -65,9 +57,9 @@ def make_celery(
                 "options": {"expires": reconcile_every},
             },
             "poll-apps": {"task": POLL_APPS, "schedule": poll_every, "options": {"expires": poll_every}},
-            "reconcile-jobs": {"task": "profilerhub.jobs.reconcile", "schedule": reconcile_every},
+            "reconcile-jobs": {"task": RECONCILE_JOBS, "schedule": reconcile_every},
             "sweep-storage": {
-                "task": "profilerhub.jobs.sweep_storage",
+                "task": SWEEP_STORAGE,
                 "schedule": sweep_every,
                 "options": {"expires": sweep_every},
             },
@@ -80,8 +72,3 @@ def make_celery(
     )
     app.profilerhub_context = context
     return app
-
-
-def send(app: Celery, task_name: str, *args: Any) -> None:
-    """Enqueue ``task_name`` with JSON ``args``; call only after the transaction committed."""
-    app.send_task(task_name, args=list(args))

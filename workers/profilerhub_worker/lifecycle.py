@@ -31,6 +31,7 @@ from profilerhub_core.db.models import App, AppStatus, Domain, UserProfile, utcn
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.records.app_states import transition
 from profilerhub_core.records.apps import save_instance
+from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_worker.spawners import (
     AppSpec,
     Spawner,
@@ -251,7 +252,6 @@ def _age(since: datetime) -> float:
 def reconcile(ctx: WorkerContext) -> dict[str, int]:
     """Compare app records with running instances and heal the differences; return counts."""
     counts = {"failed": 0, "resent": 0, "restarted": 0, "orphans_stopped": 0}
-    from profilerhub_worker.celery_app import DELETE_APP, SPAWN_APP
 
     with ctx.sessions() as session:
         apps = session.scalars(sa.select(App).where(App.status != AppStatus.Deleted)).all()
@@ -326,7 +326,6 @@ def _stop_orphans(ctx: WorkerContext) -> int:
 
 def cull_idle(ctx: WorkerContext) -> int:
     """Ask to delete every InService app idle longer than its domain's ``idle_minutes``."""
-    from profilerhub_worker.celery_app import DELETE_APP
 
     culled: list[str] = []
     with ctx.sessions() as session:

@@ -46,12 +46,12 @@ def suspend_local_apps(settings: Settings) -> int:
     """Stop every InService app's process, keeping the apps InService to be restarted later."""
     if settings.spawner != "local":
         return 0  # other backends (Kubernetes) keep running without `up`
-    from profilerhub_worker.celery_app import make_celery
+    from profilerhub_core.tasks import make_producer
     from profilerhub_worker.context import build_context
     from profilerhub_worker.lifecycle import suspend_all
 
     assert settings.redis_url
-    ctx = build_context(settings, make_celery(settings.redis_url, include_tasks=False))
+    ctx = build_context(settings, make_producer(settings.redis_url, queue=settings.celery_queue))
     try:
         return suspend_all(ctx)
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from profilerhub.cli._extras import err_console, require
+from profilerhub.cli.toolkit import err_console, require
 
 
 class OutputFormat(StrEnum):

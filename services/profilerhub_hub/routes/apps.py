@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.pagination import paginate
 from profilerhub_core.records import apps
+from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub.app_schemas import (
     DEFAULT_PRESIGNED_SECONDS,
     AppCreate,
@@ -28,7 +29,6 @@ from profilerhub_hub.permissions import Action
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page
-from profilerhub_worker.task_names import DELETE_APP, SPAWN_APP
 
 router = APIRouter(tags=["apps"])
 USER_APPS = "/domains/{domain}/users/{user}/apps"

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
+from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_hub import job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
@@ -23,7 +24,6 @@ from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGr
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page
-from profilerhub_worker.ingest import INGEST_JOB
 
 log = logging.getLogger("profilerhub.hub")
 

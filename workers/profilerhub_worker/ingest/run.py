@@ -48,7 +48,7 @@ from profilerhub_core.records.audit import SUCCESS, record_audit
 from profilerhub_core.records.job_states import transition
 from profilerhub_core.records.jobs import mark_complete
 from profilerhub_core.storage import ObjectStore, layout
-from profilerhub_worker.ingest import INGEST_JOB
+from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import summary as sm
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ import redis
 from celery import Task, shared_task
 from sqlalchemy.exc import OperationalError
 
+from profilerhub_core.tasks import CULL_IDLE_APPS, DELETE_APP, POLL_APPS, RECONCILE_APPS, SPAWN_APP
 from profilerhub_worker import lifecycle
-from profilerhub_worker.celery_app import CULL_IDLE_APPS, DELETE_APP, POLL_APPS, RECONCILE_APPS, SPAWN_APP
 
 _TRANSIENT = (OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 _RETRY: dict[str, Any] = {

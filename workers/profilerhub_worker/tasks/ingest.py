@@ -15,7 +15,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_worker.ingest import INGEST_JOB, RECONCILE_JOBS, SWEEP_STORAGE
+from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS, SWEEP_STORAGE
 from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from profilerhub_worker.sweep import sweep_storage
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from profilerhub.cli._database import database_errors
-from profilerhub.cli._extras import require
-from profilerhub.cli._server import load_settings
+from profilerhub.cli.toolkit import require
+from profilerhub_core.cli import database_errors, load_settings
 
 db_app = typer.Typer(help="Manage the database schema.", no_args_is_help=True)
 

@@ -1,4 +1,4 @@
-"""Starting a hub on a database: migrate (when asked) and make sure the platform admin exists."""
+"""First start on a database: make sure the platform admin exists (`up` and `hub` call it)."""
 
 from __future__ import annotations
 

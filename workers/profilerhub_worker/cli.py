@@ -11,12 +11,11 @@ from pathlib import Path
 
 import typer
 
-from profilerhub.cli._extras import err_console, require
+from profilerhub.cli.toolkit import err_console, require
+from profilerhub_core.cli import database_errors, load_settings, require_migrated
 
 
 def _settings(home: Path | None):
-    from profilerhub.cli._server import load_settings
-
     if home is not None:
         os.environ["PROFILERHUB_HOME"] = str(home)
     settings = load_settings()
@@ -36,8 +35,6 @@ def worker(
 ) -> None:
     """Run a Celery worker: spawns, stops, reconciles and culls apps."""
     require("celery", "server")
-    from profilerhub.cli._database import database_errors
-    from profilerhub.cli._server import require_migrated
     from profilerhub_core.db.session import make_engine
     from profilerhub_worker.context import worker_celery
 
@@ -51,7 +48,7 @@ def worker(
 
     from celery.signals import worker_ready
 
-    from profilerhub_worker.celery_app import RECONCILE_APPS
+    from profilerhub_core.tasks import RECONCILE_APPS
 
     @worker_ready.connect(weak=False)
     def reconcile_at_start(**_: object) -> None:

@@ -1,4 +1,10 @@
-"""Helpers shared by CLI commands."""
+"""What every ``profilerhub`` sub-command uses, whichever package owns it.
+
+A command module (``profilerhub_hub.cli``, ``profilerhub_worker.cli``, ...) exposes
+``register(app: typer.Typer) -> None`` and is named under the ``profilerhub.commands`` entry-point
+group in ``pyproject.toml``; see :mod:`profilerhub.cli.main`. This module is the one part of the
+SDK package that server packages may import: standard library, typer and rich only.
+"""
 
 from __future__ import annotations
 
@@ -21,3 +27,6 @@ def require(module: str, extra: str) -> ModuleType:
             f"Install it with: pip install 'profilerhub[{extra}]'"
         )
         raise typer.Exit(2) from exc
+
+
+__all__ = ["err_console", "require"]

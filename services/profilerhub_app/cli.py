@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from profilerhub.cli._extras import require
+from profilerhub.cli.toolkit import require
 
 
 def register(app: typer.Typer) -> None:

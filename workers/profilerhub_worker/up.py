@@ -14,10 +14,9 @@ from pathlib import Path
 
 import typer
 
-from profilerhub.cli._database import database_errors
-from profilerhub.cli._extras import err_console, require
-from profilerhub.cli._server import bootstrap_and_announce, load_settings
-from profilerhub.cli._supervisor import Supervisor
+from profilerhub.cli.toolkit import err_console, require
+from profilerhub_core.cli import bootstrap_and_announce, database_errors, load_settings
+from profilerhub_worker.supervisor import Supervisor
 
 
 def _cli(*args: str) -> list[str]:

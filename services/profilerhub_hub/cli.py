@@ -7,9 +7,8 @@ from pathlib import Path
 
 import typer
 
-from profilerhub.cli._database import database_errors
-from profilerhub.cli._extras import require
-from profilerhub.cli._server import bootstrap_and_announce, load_settings, require_migrated
+from profilerhub.cli.toolkit import require
+from profilerhub_core.cli import bootstrap_and_announce, database_errors, load_settings, require_migrated
 
 
 def hub(

@@ -1,0 +1,79 @@
+"""The contract between the hub and the workers: task names, the queue, payloads, transport.
+
+The hub sends tasks by name and never imports task code; a worker registers its tasks under these
+names. Neither imports the other: both import this module.
+
+Payload: every task takes exactly one positional argument, the id of the row it works on
+(``SPAWN_APP`` and ``DELETE_APP`` an app id, ``INGEST_JOB`` a job id); the periodic tasks take
+none. A sender commits the row first and enqueues after (``docs/architecture.md``), so a task
+re-reads the row and moves it on with a compare-and-set: a duplicate or late task does nothing.
+
+Transport: JSON only (an argument is an id, never a pickled object); every key of a deployment
+lives under ``{queue}:`` in Redis, so several deployments (or test runs) share one server.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+# The default queue (PROFILERHUB_CELERY_QUEUE overrides it); app and job tasks both use it.
+APP_QUEUE = "profilerhub-apps"
+
+SPAWN_APP = "profilerhub.apps.spawn"
+DELETE_APP = "profilerhub.apps.delete"
+RECONCILE_APPS = "profilerhub.apps.reconcile"
+POLL_APPS = "profilerhub.apps.poll"
+CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
+
+INGEST_JOB = "profilerhub.jobs.ingest"
+RECONCILE_JOBS = "profilerhub.jobs.reconcile"
+SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
+
+# Tasks a request sends, with the one id they take.
+SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
+# Tasks beat sends on a schedule, without arguments.
+PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS, SWEEP_STORAGE)
+
+
+def transport_config(queue: str) -> dict[str, Any]:
+    """The Celery settings a sender and a worker must agree on to reach each other."""
+    return {
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_ignore_result": True,
+        "task_default_queue": queue,
+        "task_routes": {"profilerhub.apps.*": {"queue": queue}},
+        "broker_transport_options": {"visibility_timeout": 600, "global_keyprefix": f"{queue}:"},
+        "broker_connection_retry_on_startup": True,
+        "enable_utc": True,
+    }
+
+
+def make_producer(broker_url: str, *, queue: str = APP_QUEUE) -> Celery:
+    """A Celery app that only sends these tasks by name (no task code imported)."""
+    from celery import Celery
+
+    app = Celery("profilerhub", broker=broker_url, include=[])
+    app.conf.update(transport_config(queue))
+    return app
+
+
+__all__ = [
+    "APP_QUEUE",
+    "CULL_IDLE_APPS",
+    "DELETE_APP",
+    "INGEST_JOB",
+    "PERIODIC",
+    "POLL_APPS",
+    "RECONCILE_APPS",
+    "RECONCILE_JOBS",
+    "SENT_BY_HUB",
+    "SPAWN_APP",
+    "SWEEP_STORAGE",
+    "make_producer",
+    "transport_config",
+]
