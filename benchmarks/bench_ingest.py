@@ -30,7 +30,7 @@ import orjson
 from profilerhub_analysis.report import analyze_file
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import LocalStore
-from profilerhub_worker.ingest.run import IngestContext, build_summary
+from profilerhub_worker.ingest import IngestContext, build_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACE = ROOT.parent / "shared/traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"

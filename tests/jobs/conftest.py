@@ -12,7 +12,7 @@ import pytest
 
 from hubfixtures import SentTasks
 from profilerhub_core.storage import LocalStore
-from profilerhub_worker.ingest.run import IngestContext
+from profilerhub_worker.ingest import IngestContext
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import domains, jobs, users
-from profilerhub_worker.ingest.run import IngestContext
+from profilerhub_worker.ingest import IngestContext
 
 
 def jsonl_gz(records: list[dict[str, Any]]) -> bytes:

@@ -22,7 +22,7 @@ from profilerhub_core.db.models import AppType
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import apps, domains, jobs, users
 from profilerhub_core.storage import layout
-from profilerhub_worker.ingest.run import IngestContext, ingest_job
+from profilerhub_worker.ingest import IngestContext, ingest_job
 
 
 def open_app(

@@ -12,7 +12,7 @@ from jobs_helpers import make_job, sdk_files
 from profilerhub_core.db.models import Domain, Job, JobStatus, utcnow
 from profilerhub_core.jobstorage import STATUS
 from profilerhub_core.tasks import INGEST_JOB
-from profilerhub_worker.ingest.run import IngestContext, ingest_job, reconcile_jobs
+from profilerhub_worker.ingest import IngestContext, ingest_job, reconcile_jobs
 
 NOTHING = {"resent": 0, "partial": 0, "abandoned": 0}
 

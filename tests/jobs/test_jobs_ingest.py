@@ -18,7 +18,7 @@ from hubfixtures import wait_for
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.tasks import INGEST_JOB
-from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 
 CPU_TRACE = "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz"
 GPU_TRACE = "traces/hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
@@ -155,7 +155,7 @@ def _age_claim(ctx: IngestContext, job_id: str, minutes: int) -> None:
 def test_a_job_whose_worker_died_is_reclaimed_once_stale_then_failed_after_max_attempts(
     ctx: IngestContext,
 ) -> None:
-    from profilerhub_worker.ingest.run import claim
+    from profilerhub_worker.ingest import claim
 
     job_id, _ = make_job(ctx, sdk_files())
     assert claim(ctx, job_id) is not None  # a worker took it ... and died

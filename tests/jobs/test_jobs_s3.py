@@ -22,7 +22,7 @@ from jobs_helpers import job_prefix
 
 from hubfixtures import auth, wait_for
 from profilerhub_core.jobstorage import open_job_store
-from profilerhub_worker.ingest.run import IngestContext, ingest_job
+from profilerhub_worker.ingest import IngestContext, ingest_job
 
 SCRIPT = r"""
 import json, time

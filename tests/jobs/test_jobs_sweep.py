@@ -10,7 +10,7 @@ from jobs_helpers import make_job, sdk_files
 
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import JobPlace
-from profilerhub_worker.ingest.run import IngestContext
+from profilerhub_worker.ingest import IngestContext
 from profilerhub_worker.sweep import sweep_storage
 
 

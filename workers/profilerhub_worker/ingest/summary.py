@@ -16,12 +16,12 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profilerhub_analysis.ops import cpu_ops
 from profilerhub_analysis.report import analyze_store
-from profilerhub_analysis.store import EventStore, Kind
+from profilerhub_analysis.store import EventStore
 
 SERIES_POINTS = 300
 """Longest series kept in the summary (system metrics and training metrics are downsampled)."""
-TOP_OPS = 50
 TOP_ANNOTATIONS = 200
 STEP_ITEMS = 1000
 
@@ -255,31 +255,6 @@ def system_metrics(samples: Sequence[SystemSample], start_ns: int | None) -> dic
     return {"samples": int(len(ts)), "duration_s": float(seconds[-1] - seconds[0]), "metrics": metrics}
 
 
-def cpu_ops(store: EventStore, top: int = TOP_OPS) -> list[dict[str, Any]]:
-    """CPU operators (``cpu_op``: ``aten::...``) by name, most inclusive time first."""
-    kind = store.col("kind")
-    rows = np.flatnonzero(kind == Kind.CPU_OP)
-    if not len(rows):
-        return []
-    ids = store.col("name_id")[rows]
-    dur = store.col("dur_ns")[rows].astype(np.float64)
-    n = len(store.name_list)
-    counts = np.bincount(ids, minlength=n)
-    totals = np.bincount(ids, weights=dur, minlength=n)
-    present = np.flatnonzero(counts)
-    order = present[np.argsort(-totals[present], kind="stable")][:top]
-    names = store.name_list
-    return [
-        {
-            "name": names[i],
-            "count": int(counts[i]),
-            "total_us": round(float(totals[i]) / 1e3, 3),
-            "mean_us": round(float(totals[i] / counts[i]) / 1e3, 3),
-        }
-        for i in order.tolist()
-    ]
-
-
 def trace_summary(name: str, store: EventStore) -> dict[str, Any]:
     """The analysis engine's report of one trace, plus its CPU operators."""
     return {"file": name, "report": analyze_store(store), "ops": cpu_ops(store)}
@@ -325,7 +300,6 @@ __all__ = [
     "MetricRecord",
     "SystemSample",
     "compact",
-    "cpu_ops",
     "downsample_mean",
     "pick_points",
     "steps_and_annotations",

@@ -1,4 +1,4 @@
-"""Job ingest tasks: thin Celery wrappers over ``profilerhub_worker.ingest.run``.
+"""Job ingest tasks: thin Celery wrappers over ``profilerhub_worker.ingest``.
 
 Arguments are job ids only. ``ingest`` retries storage and database failures with exponential
 backoff and jitter, keeping its claim on the job (``claim``); a worker killed mid-ingest has its
@@ -16,7 +16,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS, SWEEP_STORAGE
-from profilerhub_worker.ingest.run import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from profilerhub_worker.sweep import sweep_storage
 
 _lock = threading.Lock()

@@ -1,0 +1,63 @@
+"""What ingest works with: ``IngestContext`` (one per worker process) and its two exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from profilerhub_analysis.reader import max_trace_bytes
+from profilerhub_core.storage import ObjectStore
+
+
+@dataclass
+class IngestContext:
+    """What ingest needs: the database, the object store and the limits. One per worker process."""
+
+    sessions: sessionmaker[Session]
+    store: ObjectStore
+    max_file_bytes: int
+    max_trace_bytes: int
+    stale_after: timedelta
+    max_attempts: int = 3
+    resend_after: timedelta = timedelta(seconds=30)
+    enqueue: Callable[[str, str], None] | None = None
+    """``enqueue(task_name, job_id)``; what the reconciler re-sends stuck jobs with."""
+
+    @classmethod
+    def from_settings(
+        cls, settings: Any, store: ObjectStore, enqueue: Callable[[str, str], None] | None = None
+    ) -> IngestContext:
+        from profilerhub_core.db.session import make_engine, session_factory
+
+        return cls(
+            sessions=session_factory(make_engine(settings)),
+            store=store,
+            max_file_bytes=settings.job_max_file_bytes,
+            max_trace_bytes=max_trace_bytes(),
+            stale_after=timedelta(seconds=settings.job_ingest_timeout_seconds),
+            max_attempts=settings.job_ingest_max_attempts,
+            enqueue=enqueue,
+        )
+
+
+class BadUpload(Exception):
+    """A raw file that cannot be ingested; ``message`` names it and becomes the failure reason."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class IngestInterrupted(Exception):
+    """Storage or the database failed mid-ingest; retry with ``claim`` to take the job back."""
+
+    def __init__(self, claim: str, cause: Exception) -> None:
+        super().__init__(f"ingest interrupted ({type(cause).__name__}: {cause}); retry with the claim")
+        self.claim = claim
+
+
+__all__ = ["BadUpload", "IngestContext", "IngestInterrupted"]
