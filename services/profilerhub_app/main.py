@@ -56,8 +56,11 @@ class RequireAppToken:
         await self.app(scope, receive, send)
 
 
-def create_app(settings: AppServiceSettings) -> Starlette:
-    """Build the app for one owner; ``settings`` come from the spawner's environment."""
+def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None = None) -> Starlette:
+    """Build the app for one owner; ``settings`` come from the spawner's environment.
+
+    ``hub`` answers which jobs the owner has (default: the hub over HTTP at ``hub_api_url``).
+    """
     base = settings.base_path
     state = {"last_activity": time.time()}
 
@@ -100,4 +103,5 @@ def create_app(settings: AppServiceSettings) -> Starlette:
         exception_handlers={404: not_found, 405: not_found},
     )
     app.state.settings = settings
+    app.state.hub = hub or job_routes.HttpHub(settings.hub_api_url or settings.hub_url, settings.id)
     return app

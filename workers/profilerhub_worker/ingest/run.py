@@ -49,7 +49,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         assert job is not None
-        place = place_of(session, job)
+        place = place_of(job)
         start: dict[str, Any] = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
     try:
         ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
