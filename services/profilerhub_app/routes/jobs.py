@@ -149,7 +149,7 @@ def _describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
     status = record.get("status", "InProgress")
     written = _json(store, f"{folder}processed/{STATUS}") if status != "InProgress" else {}
     finished = written.get("finished_at")
-    facts = written.get("facts") if isinstance(written.get("facts"), dict) else {}
+    facts: dict[str, Any] = written["facts"] if isinstance(written.get("facts"), dict) else {}
     return {
         "job_id": job_id,
         "name": record.get("name"),
