@@ -50,7 +50,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         assert job is not None
-        place = place_of(session, job)
+        place = place_of(job)
         start: dict[str, Any] = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
     try:
         ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
@@ -59,7 +59,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         )
         body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         ctx.store.put(place.processed_key(SUMMARY), body)
-        put_status(ctx.store, place, start["name"], JobStatus.Ready)
+        put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
     except BadUpload as bad:
         log.info("job %s failed: %s", job_id, bad.message)
         try:
