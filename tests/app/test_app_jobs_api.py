@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from jobs_helpers import make_job, sdk_files
 
 from profilerhub_app.main import create_app
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token, public_key_pem
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.jobs import make_job, sdk_files
 
 APP_ID = "0a1b2c3d-0000-4000-8000-000000000001"
 
