@@ -16,8 +16,14 @@ def test_packages_import_at_top_level() -> None:
     import profilerhub_hub
     import profilerhub_worker
 
-    for module in (profilerhub, profilerhub_core, profilerhub_analysis, profilerhub_hub, profilerhub_app,
-                   profilerhub_worker):
+    for module in (
+        profilerhub,
+        profilerhub_core,
+        profilerhub_analysis,
+        profilerhub_hub,
+        profilerhub_app,
+        profilerhub_worker,
+    ):
         assert module.__file__ is not None and "site-packages/services" not in module.__file__
 
 

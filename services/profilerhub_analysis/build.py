@@ -191,6 +191,9 @@ class _Columns:
             dur_ok=dur_ok,
             correlation=np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m),
             bytes=np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m),
+            bandwidth=np.fromiter(map(attrgetter("bandwidth"), args), dtype=np.float32, count=m),
+            blocks_per_sm=np.fromiter(map(attrgetter("blocks_per_sm"), args), dtype=np.float32, count=m),
+            occupancy=np.fromiter(map(attrgetter("occupancy"), args), dtype=np.float32, count=m),
         )
 
     def column(self, key: str, dtype: Any) -> np.ndarray:
@@ -237,6 +240,9 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         "kind": kind[keep],
         "correlation": acc.column("correlation", np.int64)[keep],
         "bytes": acc.column("bytes", np.int64)[keep],
+        "bandwidth": acc.column("bandwidth", np.float32)[keep],
+        "blocks_per_sm": acc.column("blocks_per_sm", np.float32)[keep],
+        "occupancy": acc.column("occupancy", np.float32)[keep],
         "stream": stream_lut[acc.column("stream_id", np.int32)][keep],
         "device": device_of_raw[raw_lane[keep]],
     }

@@ -23,6 +23,11 @@ class XArgs(msgspec.Struct, frozen=True, gc=False):
     stream: int | str | None = -1
     correlation: int = -1
     bytes: int = -1
+    #: Kineto's own per-op figure on memcpy/memset ops.
+    bandwidth: float = msgspec.field(name="memory bandwidth (GB/s)", default=-1.0)
+    #: CUPTI launch figures on kernels (what TensorBoard's SM efficiency and occupancy use).
+    blocks_per_sm: float = msgspec.field(name="blocks per SM", default=-1.0)
+    occupancy: float = msgspec.field(name="est. achieved occupancy %", default=-1.0)
 
 
 class MetaArgs(msgspec.Struct, frozen=True, gc=False):

@@ -45,6 +45,44 @@ def launch_latency(store: EventStore) -> dict[str, Any]:
     return out
 
 
+#: HTA ``get_cuda_kernel_launch_stats`` cutoffs (its defaults), in ns.
+RUNTIME_CUTOFF_NS = 50_000
+LAUNCH_DELAY_CUTOFF_NS = 100_000
+
+
+def launch_stats(store: EventStore) -> list[dict[str, Any]]:
+    """Per device with launch pairs (GPU op + its CPU launch call, memcpy/memset included):
+
+    - ``short_gpu_ops``: the launch took at most 50 µs and the GPU op ran shorter than it
+      (HTA's "GPU kernels shorter than their launch": launch overhead dominates);
+    - ``runtime_outliers``: launch calls over 50 µs;
+    - ``launch_delay_outliers``: the op started more than 100 µs after its launch returned.
+    """
+    launch = store.col("launch")
+    rows = np.flatnonzero(gpu_op_mask(store.col("kind")) & (launch >= 0))
+    if not len(rows):
+        return []
+    ts, dur = store.col("ts_ns"), store.col("dur_ns")
+    cpu = launch[rows]
+    cpu_dur, gpu_dur = dur[cpu], dur[rows]
+    delay = np.maximum(ts[rows] - (ts[cpu] + cpu_dur), 0)
+    device = store.col("device")[rows]
+    out = []
+    for dev in np.unique(device).tolist():  # once per GPU
+        d = device == dev
+        short = d & (cpu_dur <= RUNTIME_CUTOFF_NS) & (gpu_dur < cpu_dur)
+        out.append(
+            {
+                "device": int(dev),
+                "launches": int(d.sum()),
+                "short_gpu_ops": int(short.sum()),
+                "runtime_outliers": int((d & (cpu_dur > RUNTIME_CUTOFF_NS)).sum()),
+                "launch_delay_outliers": int((d & (delay > LAUNCH_DELAY_CUTOFF_NS)).sum()),
+            }
+        )
+    return out
+
+
 def summarize_latencies(latency_ns: np.ndarray) -> dict[str, Any]:
     """Statistics of latencies given in ns, reported in µs (all None when there are none)."""
     out: dict[str, Any] = {
@@ -74,4 +112,13 @@ def summarize_latencies(latency_ns: np.ndarray) -> dict[str, Any]:
     return out
 
 
-__all__ = ["HISTOGRAM_EDGES_US", "launch_latencies", "launch_latency", "percentile", "summarize_latencies"]
+__all__ = [
+    "HISTOGRAM_EDGES_US",
+    "LAUNCH_DELAY_CUTOFF_NS",
+    "RUNTIME_CUTOFF_NS",
+    "launch_latencies",
+    "launch_latency",
+    "launch_stats",
+    "percentile",
+    "summarize_latencies",
+]

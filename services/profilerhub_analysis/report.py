@@ -6,14 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from profilerhub_analysis.build import load_trace
+from profilerhub_analysis.gpu_metrics import gpu_metrics
 from profilerhub_analysis.kernels import kernel_breakdown, kernel_kinds
-from profilerhub_analysis.launch import launch_latency
-from profilerhub_analysis.memory import memory_ops
+from profilerhub_analysis.launch import launch_latency, launch_stats
+from profilerhub_analysis.memory import memory_bw, memory_ops
 from profilerhub_analysis.precision import precision_breakdown
 from profilerhub_analysis.steps import steps
 from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.streams import idle_breakdown, queue_length
 from profilerhub_analysis.sync import sync_ops
-from profilerhub_analysis.temporal import idle_breakdown, temporal_breakdown
+from profilerhub_analysis.temporal import comm_comp_overlap, temporal_breakdown
 from profilerhub_analysis.utilization import DEFAULT_BUCKETS, utilization
 
 
@@ -40,8 +42,13 @@ def analyze_store(
         "kernel_kinds": kernel_kinds(store),
         "launch_latency": launch_latency(store),
         "temporal": temporal_breakdown(store),
-        "idle_time": idle_breakdown(store),
+        "idle_breakdown": idle_breakdown(store),
+        "queue_length": queue_length(store),
+        "comm_comp_overlap": comm_comp_overlap(store),
         "memory_ops": memory_ops(store),
+        "memory_bw": memory_bw(store),
+        "launch_stats": launch_stats(store),
+        "gpu_metrics": gpu_metrics(store),
         "sync_ops": sync_ops(store),
         "steps": steps(store),
         "utilization": utilization(store, buckets),

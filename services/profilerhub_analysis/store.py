@@ -23,7 +23,13 @@ stream        int64    ``args.stream`` when it is an integer (-1 otherwise; ROCm
 device        int32    GPU events: the device (their ``pid``; the number in a label pid); CPU: -1
 launch        int64    GPU ops (kernel, memcpy, memset): row of the CPU event with the same
                        ``args.correlation`` (runtime/driver launch call); -1 when none
+bandwidth     float32  ``args."memory bandwidth (GB/s)"`` (Kineto's figure on memcpy/memset); -1
+                       when absent
+blocks_per_sm float32  ``args."blocks per SM"`` (kernels); -1 when absent
+occupancy     float32  ``args."est. achieved occupancy %"`` (kernels); -1 when absent
 ============  =======  =========================================================================
+
+Stores saved before a column existed load with it filled with its "absent" value.
 
 ``names``: pyarrow string array of interned event names.
 
@@ -104,7 +110,12 @@ EVENT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("stream", "int64", "int64"),
     ("device", "int32", "int32"),
     ("launch", "int64", "int64"),
+    ("bandwidth", "float32", "float32"),
+    ("blocks_per_sm", "float32", "float32"),
+    ("occupancy", "float32", "float32"),
 )
+#: Columns added after format 1, with the value an older store gets for them.
+LATER_COLUMNS: dict[str, float] = {"bandwidth": -1.0, "blocks_per_sm": -1.0, "occupancy": -1.0}
 LANE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("kind", "object", "string"),
     ("pid", "int64", "int64"),
@@ -170,6 +181,9 @@ def _to_arrow(columns: Columns, spec: tuple[tuple[str, str, str], ...]) -> pa.Ta
 def _from_arrow(table: pa.Table, spec: tuple[tuple[str, str, str], ...]) -> Columns:
     out: Columns = {}
     for name, dtype, _ in spec:
+        if name not in table.column_names and name in LATER_COLUMNS:
+            out[name] = np.full(table.num_rows, LATER_COLUMNS[name], dtype=dtype)
+            continue
         column = table.column(name)
         if dtype == "object":
             out[name] = np.array(column.to_pylist(), dtype=object)
@@ -194,7 +208,13 @@ class EventStore:
         counters: Columns | None = None,
         meta: TraceMeta | None = None,
     ) -> None:
-        self._events = {name: np.asarray(columns[name], dtype=dtype) for name, dtype, _ in EVENT_COLUMNS}
+        n = len(columns["ts_ns"])
+        self._events = {
+            name: np.asarray(columns[name], dtype=dtype)
+            if name in columns
+            else np.full(n, LATER_COLUMNS[name], dtype=dtype)
+            for name, dtype, _ in EVENT_COLUMNS
+        }
         self.name_list = list(names)
         self._lanes = lanes
         self._counters = counters if counters is not None else empty_columns(COUNTER_COLUMNS)
@@ -278,8 +298,10 @@ class EventStore:
         def table(fname: str) -> pa.Table:
             return pq.read_table(pa.BufferReader(files[fname]))
 
+        events = table("events.parquet")
+        known = [f for f in arrow_schema(EVENT_COLUMNS) if f.name in events.column_names]
         return cls.from_tables(
-            events=table("events.parquet").cast(arrow_schema(EVENT_COLUMNS)),
+            events=events.select([f.name for f in known]).cast(pa.schema(known)),
             names=table("names.parquet").column("name").combine_chunks(),
             lanes=table("lanes.parquet").cast(arrow_schema(LANE_COLUMNS)),
             counters=table("counters.parquet").cast(arrow_schema(COUNTER_COLUMNS)),

@@ -1,4 +1,4 @@
-"""HTA's temporal breakdown per GPU (idle / compute / non-compute) and idle-time breakdown."""
+"""Per GPU: HTA's temporal breakdown (idle / compute / non-compute) and communication overlap."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ from typing import Any
 import numpy as np
 
 from profilerhub_analysis.intervals import union_length
-from profilerhub_analysis.kernels import CLASS_COMPUTE, gpu_op_mask, name_classes
+from profilerhub_analysis.kernels import CLASS_COMMUNICATION, CLASS_COMPUTE, gpu_op_mask, name_classes
 from profilerhub_analysis.store import EventStore
-
-#: Gaps shorter than this between ops already queued on a stream count as kernel wait (HTA's
-#: ``consecutive_kernel_delay``: 30 in its µs time unit).
-KERNEL_WAIT_THRESHOLD_NS = 30_000
 
 
 def temporal_breakdown(store: EventStore) -> list[dict[str, Any]]:
@@ -47,48 +43,43 @@ def temporal_breakdown(store: EventStore) -> list[dict[str, Any]]:
     return rows
 
 
-def idle_breakdown(store: EventStore, threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> list[dict[str, Any]]:
-    """Idle gaps between consecutive GPU ops of each stream, split like HTA:
+def comm_comp_overlap(store: EventStore) -> list[dict[str, Any]]:
+    """Per device with communication kernels (``^nccl.*Kernel``, RCCL's included): how much of
+    the communication time ran alongside computation (HTA's ``get_comm_comp_overlap``).
 
-    - host wait: the next op's launch call started after the previous op ended (nothing queued);
-    - kernel wait: otherwise, when the gap is shorter than ``threshold_ns``;
-    - other: the rest (waits on other streams, events, unknown launches).
-
-    Unlike HTA, overlapping ops on a stream give no negative gaps (the previous end is the
-    latest end so far).
+    ``comm_us`` = |union of comm ops|, ``compute_us`` = |union of compute-class ops|,
+    ``overlap_us`` = |both at once|, ``overlap_pct`` = 100 x overlap / comm. Memory ops are neither.
     """
-    kind = store.col("kind")
-    sel = np.flatnonzero(gpu_op_mask(kind))  # rows are sorted by (lane, ts)
-    if len(sel) < 2:
+    sel = np.flatnonzero(gpu_op_mask(store.col("kind")))
+    if not len(sel):
         return []
-    ts = store.col("ts_ns")
-    lane = store.col("lane_id")[sel]
-    start = ts[sel]
+    cls = name_classes(store.name_list)[store.col("name_id")[sel]]
+    comm = cls == CLASS_COMMUNICATION
+    if not comm.any():
+        return []
+    compute = cls == CLASS_COMPUTE
+    start = store.col("ts_ns")[sel]
     end = start + store.col("dur_ns")[sel]
-    launch = store.col("launch")[sel]
-    launch_ts = np.where(launch >= 0, ts[np.maximum(launch, 0)], np.iinfo(np.int64).min)
+    device = store.col("device")[sel]
     rows = []
-    for ln in np.unique(lane).tolist():  # once per stream
-        d = lane == ln
-        s, e, lt = start[d], end[d], launch_ts[d]
-        if len(s) < 2:
-            continue
-        prev_end = np.maximum.accumulate(e)[:-1]
-        gap = np.maximum(s[1:] - prev_end, 0)
-        host = lt[1:] > prev_end
-        kernel = ~host & (gap < threshold_ns)
-        other = ~host & ~kernel
+    for dev in np.unique(device[comm]).tolist():  # once per GPU
+        d = device == dev
+        c, k = d & comm, d & compute
+        comm_ns = union_length(start[c], end[c])
+        compute_ns = union_length(start[k], end[k])
+        either = c | k
+        overlap_ns = comm_ns + compute_ns - union_length(start[either], end[either])
         rows.append(
             {
-                "device": int(store.lane_column("device")[ln]),
-                "stream": int(store.lane_column("tid")[ln]),
-                "idle_us": int(gap.sum()) / 1000.0,
-                "host_wait_us": int(gap[host].sum()) / 1000.0,
-                "kernel_wait_us": int(gap[kernel].sum()) / 1000.0,
-                "other_us": int(gap[other].sum()) / 1000.0,
+                "device": int(dev),
+                "comm_kernels": int(c.sum()),
+                "comm_us": comm_ns / 1000.0,
+                "compute_us": compute_ns / 1000.0,
+                "overlap_us": overlap_ns / 1000.0,
+                "overlap_pct": 100.0 * overlap_ns / comm_ns if comm_ns else 0.0,
             }
         )
     return rows
 
 
-__all__ = ["KERNEL_WAIT_THRESHOLD_NS", "idle_breakdown", "temporal_breakdown"]
+__all__ = ["comm_comp_overlap", "temporal_breakdown"]

@@ -40,6 +40,8 @@ class AppServiceSettings:
     """The app type."""
     hub_url: str = ""
     """The hub's base URL, for links back to it."""
+    hub_api_url: str = ""
+    """The hub's URL as this app reaches it, to ask for its owner's jobs (default: ``hub_url``)."""
     host: str = "127.0.0.1"
     """Interface to listen on."""
     port: int = 0

@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     public_url: str = Field(
         default="", description="URL users reach the hub at (behind a proxy). Default: http://<host>:<port>."
     )
+    app_hub_url: str = Field(
+        default="",
+        description="URL profiler apps reach the hub at, to ask which jobs their owner has "
+        "(a cluster-internal Service URL on Kubernetes). Default: public_url.",
+    )
     max_request_body_bytes: int = Field(
         default=1024 * 1024,
         ge=1024,
@@ -173,6 +178,11 @@ class Settings(BaseSettings):
         default=1.0, gt=0, description="How often running apps are polled (a dead app becomes Failed)."
     )
     cull_seconds: float = Field(default=60.0, gt=0, description="How often idle apps are looked for.")
+    storage_sweep_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How often storage is swept for objects of deleted jobs, users and domains.",
+    )
     app_resend_seconds: float = Field(
         default=10.0, gt=0, description="A Pending or Deleting app no worker holds is re-sent after this."
     )

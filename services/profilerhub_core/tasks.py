@@ -30,11 +30,12 @@ CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
 
 INGEST_JOB = "profilerhub.jobs.ingest"
 RECONCILE_JOBS = "profilerhub.jobs.reconcile"
+SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
 
 # Tasks a request sends, with the one id they take.
 SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
 # Tasks beat sends on a schedule, without arguments.
-PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS)
+PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS, SWEEP_STORAGE)
 
 
 def transport_config(queue: str) -> dict[str, Any]:
@@ -72,6 +73,7 @@ __all__ = [
     "RECONCILE_JOBS",
     "SENT_BY_HUB",
     "SPAWN_APP",
+    "SWEEP_STORAGE",
     "make_producer",
     "transport_config",
 ]

@@ -10,19 +10,21 @@ uploads racing each other may pass it by at most one file.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio.from_thread
 from starlette.requests import ClientDisconnect
 
-from profilerhub_core.errors import InvalidInput, PayloadTooLarge
+from profilerhub_core.errors import InvalidInput, PayloadTooLarge, ProfilerHubError
 from profilerhub_core.jobstorage import JobPlace, open_job_store, raw_bytes
 from profilerhub_core.settings import Settings
 from profilerhub_core.storage import ObjectStore
 from profilerhub_hub.job_schemas import UploadGrant, UploadInfo
 
 PRESIGN_SECONDS = 3600
+log = logging.getLogger("profilerhub.hub")
 
 
 def job_store(state: Any) -> ObjectStore:
@@ -123,4 +125,18 @@ def delete_objects(store: ObjectStore, place: JobPlace) -> int:
     return store.delete_prefix(place.prefix)
 
 
-__all__ = ["delete_objects", "grant_upload", "job_store", "store_upload", "upload_info"]
+def delete_owned(state: Any, prefix: str, owner: str) -> int | None:
+    """Remove everything under a deleted user's or domain's folder, after its row is gone.
+
+    Best effort: the row's delete is already committed, so a storage failure here is logged and
+    left to the sweeper (``profilerhub_worker.sweep``), which removes folders no row owns. Returns
+    how many objects went, or None when the store failed.
+    """
+    try:
+        return job_store(state).delete_prefix(prefix)
+    except ProfilerHubError as exc:
+        log.warning("objects of deleted %s stay until the next sweep: %s", owner, exc.message)
+        return None
+
+
+__all__ = ["delete_objects", "delete_owned", "grant_upload", "job_store", "store_upload", "upload_info"]

@@ -188,7 +188,6 @@ def authorize(caller: Caller, action: Action, target: Target) -> None:
         raise AccessDenied(f"Your domain does not let users {action.value}; ask a domain administrator")
 
 
-
 def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
     if target.owner_id is not None and target.owner_id == caller.user_id:
         return

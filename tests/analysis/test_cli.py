@@ -46,7 +46,7 @@ def test_json_output_has_the_documented_keys(tmp_path: Path) -> None:
         "steps",
         "utilization",
         "precision",
-        "idle_time",
+        "idle_breakdown",
     ):
         assert key in out
     assert out["events"] == 7

@@ -9,8 +9,9 @@ from profilerhub_analysis.launch import launch_latency
 from profilerhub_analysis.memory import memory_ops
 from profilerhub_analysis.precision import kernel_precision, precision_breakdown
 from profilerhub_analysis.steps import steps
+from profilerhub_analysis.streams import idle_breakdown
 from profilerhub_analysis.sync import sync_ops
-from profilerhub_analysis.temporal import idle_breakdown, temporal_breakdown
+from profilerhub_analysis.temporal import temporal_breakdown
 from profilerhub_analysis.utilization import utilization
 
 from .tracegen import annotation, event, kernel, memcpy, memset, runtime, store_of

@@ -11,26 +11,48 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_oracle_compare_passes_on_all_sample_traces(shared_dir: Path) -> None:
+def _compare(shared_dir: Path, *args: str, expected: str, command: str) -> subprocess.CompletedProcess[str]:
     oracle = shared_dir / "oracle"
     if not (oracle / "compare.py").exists():
         pytest.skip(f"oracle not found at {oracle} (expected the shared checkout next to the repo)")
+    if not (oracle / expected).is_dir():
+        pytest.skip(f"oracle has no {expected}/ at {oracle}")
     cli = Path(sys.executable).parent / "profilerhub"
-    done = subprocess.run(
+    return subprocess.run(
         [
             sys.executable,
             str(oracle / "compare.py"),
-            str(oracle / "expected"),
+            *args,
+            str(oracle / expected),
             str(shared_dir / "traces"),
             "--",
             str(cli),
-            "analyze",
+            command,
         ],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=ROOT,
     )
+
+
+@pytest.mark.slow
+def test_oracle_compare_passes_on_all_sample_traces(shared_dir: Path) -> None:
+    done = _compare(shared_dir, expected="expected", command="analyze")
     assert done.stdout.strip().splitlines()[-1] == "16 passed, 0 failed", done.stdout + done.stderr
+    assert done.returncode == 0
+
+
+@pytest.mark.slow
+def test_oracle_newer_sections_pass_on_all_sample_traces(shared_dir: Path) -> None:
+    """idle_breakdown, queue_length, comm_comp_overlap, memory_bw, launch_stats, gpu_metrics."""
+    done = _compare(shared_dir, expected="expected-more", command="analyze")
+    assert done.stdout.strip().splitlines()[-1] == "16 passed, 0 failed", done.stdout + done.stderr
+    assert done.returncode == 0
+
+
+@pytest.mark.slow
+def test_profilerhub_compare_matches_the_oracle_on_the_trace_pair(shared_dir: Path) -> None:
+    done = _compare(shared_dir, "--pair", expected="expected-more", command="compare")
+    assert done.stdout.strip().splitlines()[-1] == "1 passed, 0 failed", done.stdout + done.stderr
     assert done.returncode == 0

@@ -22,6 +22,7 @@ import uvicorn
 from profilerhub_core.jobstorage import open_job_store
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.hub import auth, wait_for
+from tests.support.jobs import job_prefix
 
 SCRIPT = r"""
 import json, time
@@ -76,7 +77,7 @@ def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
     job_id = finish["location"].rstrip("/").rsplit("/", 1)[-1]
 
     s3 = boto3.client("s3", endpoint_url=s3_server["endpoint_url"], region_name=s3_server["region"])
-    listed = s3.list_objects_v2(Bucket=s3_bucket, Prefix=f"hubdata/d1/alice/jobs/{job_id}/raw/")
+    listed = s3.list_objects_v2(Bucket=s3_bucket, Prefix=f"hubdata/{job_prefix(s3_hub, job_id)}raw/")
     keys = {o["Key"].rsplit("/raw/", 1)[1] for o in listed.get("Contents", [])}
     assert {"job.json", "_SUCCESS", "annotations/000001.jsonl.gz", "metrics/000001.jsonl.gz"} <= keys
 
@@ -97,7 +98,7 @@ def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
     )
     assert ingest_job(job_id, ctx) == "Ready"
     summary = json.loads(
-        s3.get_object(Bucket=s3_bucket, Key=f"hubdata/d1/alice/jobs/{job_id}/processed/summary.json")[
+        s3.get_object(Bucket=s3_bucket, Key=f"hubdata/{job_prefix(s3_hub, job_id)}processed/summary.json")[
             "Body"
         ].read()
     )
@@ -119,7 +120,7 @@ def test_an_upload_grant_names_the_jobs_raw_key_and_checks_the_declared_size(s3_
         uploads = f"{base}/{job['job_id']}/uploads"
         grant = client.post(uploads, json={"path": "torch/t.json.gz", "size": 10}, headers=auth(token))
         assert grant.status_code == 200
-        assert f"hubdata/d1/alice/jobs/{job['job_id']}/raw/torch/t.json.gz" in grant.json()["url"]
+        assert f"hubdata/{job_prefix(s3_hub, job['job_id'])}raw/torch/t.json.gz" in grant.json()["url"]
         too_big = client.post(uploads, json={"path": "big.json", "size": 1 << 40}, headers=auth(token))
         assert too_big.status_code == 413
         unsafe = client.post(uploads, json={"path": "../other/x.json"}, headers=auth(token))

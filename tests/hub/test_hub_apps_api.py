@@ -131,9 +131,7 @@ def presign(client: Any, token: str) -> Any:
     return client.post(url, headers=auth(token))
 
 
-def test_admin_of_another_domain_gets_nothing(
-    apps_client: Any, seed: Any, running: str
-) -> None:
+def test_admin_of_another_domain_gets_nothing(apps_client: Any, seed: Any, running: str) -> None:
     other_admin = seed.user_token("d2", "carol", role="admin")
     assert describe(apps_client, other_admin).status_code == 404
     assert apps_client.get(f"/apps/{running}/", headers=auth(other_admin)).status_code == 404

@@ -10,7 +10,7 @@ import pytest
 
 from profilerhub_core.tasks import INGEST_JOB
 from tests.support.hub import auth
-from tests.support.jobs import sdk_files
+from tests.support.jobs import job_prefix, sdk_files
 
 JOBS = "/api/v1/domains/d1/users/alice/jobs"
 
@@ -35,7 +35,7 @@ def test_user_creates_uploads_and_completes_a_job(jobs_client: Any, jobs_seed: A
         response = jobs_client.put(f"{url}/files/{path}", content=data, headers=auth(token))
         assert response.status_code == 201, response.text
         assert response.json() == {"path": path, "size": len(data)}
-    assert f"d1/alice/jobs/{job['job_id']}/raw/annotations/000001.jsonl.gz" in _raw_files(jobs_hub)
+    assert f"{job_prefix(jobs_hub, job['job_id'])}raw/annotations/000001.jsonl.gz" in _raw_files(jobs_hub)
 
     response = jobs_client.post(f"{url}/complete", headers=auth(token))
     assert response.status_code == 202
@@ -154,7 +154,7 @@ def test_deleting_a_job_removes_its_objects(jobs_client: Any, jobs_seed: Any, jo
         jobs_client.put(f"{JOBS}/{job['job_id']}/files/job.json", content=b"{}", headers=auth(token))
     assert jobs_client.delete(f"{JOBS}/{gone['job_id']}", headers=auth(token)).status_code == 204
     assert jobs_client.get(f"{JOBS}/{gone['job_id']}", headers=auth(token)).status_code == 404
-    assert _raw_files(jobs_hub) == [f"d1/alice/jobs/{keep['job_id']}/raw/job.json"]
+    assert _raw_files(jobs_hub) == [f"{job_prefix(jobs_hub, keep['job_id'])}raw/job.json"]
     events = jobs_client.get(
         "/api/v1/audit", params={"action": "DeleteJob"}, headers=auth(jobs_seed.admin_token)
     )

@@ -113,8 +113,18 @@ def make_job(
         if complete:
             jobs.mark_complete(session, job)
         session.commit()
-        job_id = job.id
-    place = JobPlace("d1", user, job_id)
+        job_id, place = job.id, JobPlace(domain.id, owner.id, job.id)
     for name, data in files.items():
         ctx.store.put(place.raw_key(name), data)
     return job_id, place
+
+
+def job_prefix(hub: Any, job_id: str) -> str:
+    """The job's folder in the hub's store: ``{domain_id}/{user_id}/jobs/{job_id}/``."""
+    from profilerhub_core.db.models import Job
+    from profilerhub_core.jobstorage import place_of
+
+    with hub.state.sessions() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return place_of(job).prefix

@@ -21,6 +21,7 @@ from profilerhub_core.tasks import (
     POLL_APPS,
     RECONCILE_APPS,
     RECONCILE_JOBS,
+    SWEEP_STORAGE,
     transport_config,
 )
 
@@ -35,6 +36,7 @@ def make_celery(
     reconcile_every: float = 15.0,
     poll_every: float = 1.0,
     cull_every: float = 60.0,
+    sweep_every: float = 3600.0,
 ) -> Celery:
     """A configured Celery app talking to the Redis at ``broker_url``.
 
@@ -56,6 +58,11 @@ def make_celery(
             },
             "poll-apps": {"task": POLL_APPS, "schedule": poll_every, "options": {"expires": poll_every}},
             "reconcile-jobs": {"task": RECONCILE_JOBS, "schedule": reconcile_every},
+            "sweep-storage": {
+                "task": SWEEP_STORAGE,
+                "schedule": sweep_every,
+                "options": {"expires": sweep_every},
+            },
             "cull-idle-apps": {
                 "task": CULL_IDLE_APPS,
                 "schedule": cull_every,

@@ -137,9 +137,9 @@ def _render_one(r: dict[str, Any], console: Console, title: str) -> None:
                 f"{_us(x['non_compute_us'])} ({_pct(x['non_compute_us'], x['span_us'])})",
             )
         console.print(t)
-    if r.get("idle_time"):
+    if r.get("idle_breakdown"):
         t = _table("Idle time per stream", "device/stream", "idle", "host wait", "kernel wait", "other")
-        for x in r["idle_time"]:
+        for x in r["idle_breakdown"]:
             t.add_row(
                 f"GPU {x['device']} stream {x['stream']}",
                 _us(x["idle_us"]),

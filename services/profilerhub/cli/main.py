@@ -26,7 +26,7 @@ ENTRY_POINT_GROUP = "profilerhub.commands"
 # The server's command modules, by entry-point name, in the order --help shows them.
 SERVER_COMMANDS = ("up", "hub", "worker", "app", "db")
 # The SDK's own command modules (profilerhub.cli.<name>), shown after the server's.
-SDK_COMMANDS = ("analyze", "upload")
+SDK_COMMANDS = ("analyze", "compare", "upload")
 
 app = typer.Typer(
     name="profilerhub",

@@ -1,45 +1,132 @@
-"""The owner's jobs, read from storage alone: ``GET api/jobs`` and ``GET api/jobs/{job_id}/summary``.
+"""The owner's jobs: ``GET api/jobs`` and ``GET api/jobs/{job_id}/summary``.
 
-The app holds no database URL and no user token, so it reads what ingest leaves in storage: it
-opens the store *rooted at its owner's folder* (``{storage_url}/{domain}/{owner}/``), so every
-key it can name is inside that prefix. A job is a folder ``jobs/{job_id}/``; its status comes
-from ``processed/status.json`` (written when ingest ends: ``Ready`` or ``Failed`` with the
-reason), and a job without one is still ``InProgress`` (uploading or being processed). The name
-is in ``status.json``, or the SDK's ``raw/job.json`` before that. The hub's database stays the
-source of truth; a deleted job's objects are gone, so it disappears here too.
+Which jobs the owner has is the hub's to say, never storage's: the app asks the hub
+(``GET /api/v1/apps/{app_id}/owner/jobs``, with the hub-signed token of the request it serves)
+and shows exactly those jobs, with their status as the hub records it. Storage is read only under
+``{domain_id}/{user_id}/jobs/{job_id}/`` for a job id the hub listed, by ids the hub gave, so
+objects a deleted job, user or domain left behind (a crash between the row's delete and the
+objects', swept later) are never shown, and a new user who takes a deleted user's name starts
+with nothing.
 
-Listing walks every object under ``jobs/`` (one ``list`` call per 1000 objects on S3); fine
-for hundreds of jobs, an index is the next step beyond that.
+Other routes that read one job's objects go through :func:`owned_job` for the same check.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from profilerhub_core.errors import InvalidInput, NotFound
+from profilerhub_core.errors import InvalidInput, NotFound, ProfilerHubError, Unauthorized, Unavailable
 from profilerhub_core.storage import ObjectStore, layout, open_store
 from profilerhub_core.storage.layout import STATUS, SUMMARY
 
 JOBS = "jobs/"
+HUB_TIMEOUT_SECONDS = 10.0
 
 
-def owner_store(state: Any) -> ObjectStore:
-    """The store rooted at the owner's folder (opened on first use, kept on ``app.state``)."""
+class HubJobs(Protocol):
+    """How the app asks the hub for its owner's jobs (a seam: tests pass an in-process hub)."""
+
+    def owner_jobs(self, token: str, job_id: str | None = None) -> dict[str, Any]:
+        """``{"domain_id", "user_id", "items": [...]}``; ``Unauthorized``/``Unavailable`` on failure."""
+        ...
+
+
+class HttpHub:
+    """:class:`HubJobs` over HTTP to ``base_url`` (the hub as apps reach it)."""
+
+    def __init__(self, base_url: str, app_id: str, client: Any = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.app_id = app_id
+        self._client = client
+
+    def _http(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(timeout=HUB_TIMEOUT_SECONDS)
+        return self._client
+
+    def owner_jobs(self, token: str, job_id: str | None = None) -> dict[str, Any]:
+        if not self.base_url:
+            raise Unavailable("This app does not know where the hub is (PROFILERHUB_APP_HUB_API_URL)")
+        url = f"{self.base_url}/api/v1/apps/{self.app_id}/owner/jobs"
+        try:
+            answer = self._http().get(
+                url,
+                headers={"Authorization": f"Bearer {token}"},
+                params={"job_id": job_id} if job_id else None,
+            )
+        except Exception as exc:  # any transport error: the hub is unreachable for now
+            raise Unavailable(f"The hub did not answer ({type(exc).__name__}); try again shortly") from exc
+        if answer.status_code == 401:
+            raise Unauthorized("the hub refused this app's token")
+        if answer.status_code != 200:
+            raise Unavailable(
+                f"The hub could not list the jobs (HTTP {answer.status_code}); try again shortly"
+            )
+        doc = answer.json()
+        if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+            raise Unavailable("The hub's job list was not understood")
+        return doc
+
+
+@dataclass(frozen=True)
+class OwnedJob:
+    """A job the hub says the owner has, and the store rooted at that owner's folder."""
+
+    store: ObjectStore
+    record: dict[str, Any]
+
+    @property
+    def job_id(self) -> str:
+        return str(self.record["job_id"])
+
+    def key(self, name: str) -> str:
+        """The store key of ``name`` in this job's folder (``raw/…`` or ``processed/…``)."""
+        return layout.validate_key(f"{JOBS}{self.job_id}/{name}")
+
+
+def _owner_store(state: Any, domain_id: str, user_id: str) -> ObjectStore:
+    """The store rooted at ``{storage_url}/{domain_id}/{user_id}/`` (opened once, kept on ``state``)."""
+    settings = state.settings
+    if user_id != settings.owner_id:
+        raise Unauthorized("the hub listed jobs of someone else")
     store: ObjectStore | None = getattr(state, "job_store", None)
     if store is None:
-        settings = state.settings
         if not settings.storage_url:
             raise NotFound("This app has no storage configured (PROFILERHUB_APP_STORAGE_URL)")
-        root = settings.storage_url.rstrip("/") + "/" + layout.user_prefix(settings.domain, settings.owner)
+        root = settings.storage_url.rstrip("/") + "/" + layout.user_prefix(domain_id, user_id)
         store = state.job_store = open_store(root, s3_endpoint_url=settings.s3_endpoint_url or None)
     return store
+
+
+def _token(request: Request) -> str:
+    return request.headers.get("authorization", "").partition(" ")[2].strip()
+
+
+def _listed(request: Request, job_id: str | None = None) -> tuple[ObjectStore, list[dict[str, Any]]]:
+    doc = request.app.state.hub.owner_jobs(_token(request), job_id)
+    store = _owner_store(request.app.state, str(doc.get("domain_id", "")), str(doc.get("user_id", "")))
+    return store, [item for item in doc["items"] if isinstance(item, dict) and item.get("job_id")]
+
+
+def owned_job(request: Request, job_id: str) -> OwnedJob:
+    """The owner's job ``job_id`` as the hub records it; ``NotFound`` when the hub lists no such job."""
+    if "/" in job_id or not layout.is_id(job_id):
+        raise NotFound(f"Job '{job_id}' not found")
+    store, items = _listed(request, job_id)
+    for item in items:
+        if item["job_id"] == job_id:
+            return OwnedJob(store, item)
+    raise NotFound(f"Job '{job_id}' not found")
 
 
 def _json(store: ObjectStore, key: str) -> dict[str, Any]:
@@ -50,63 +137,80 @@ def _json(store: ObjectStore, key: str) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def list_jobs(store: ObjectStore) -> list[dict[str, Any]]:
-    """The owner's jobs, newest first, with what storage tells about each."""
-    found: dict[str, dict[str, Any]] = {}
-    for info in store.list(JOBS):
-        job_id, _, rest = info.key.removeprefix(JOBS).partition("/")
-        job = found.setdefault(job_id, {"job_id": job_id, "first": info.modified, "keys": set(), "bytes": 0})
-        job["first"] = min(job["first"], info.modified)
-        job["keys"].add(rest)
-        job["bytes"] += info.size
-    out = []
-    for job_id, job in found.items():
-        keys: set[str] = job["keys"]
-        status = _json(store, f"{JOBS}{job_id}/processed/{STATUS}") if f"processed/{STATUS}" in keys else {}
-        name = status.get("name") or (
-            _json(store, f"{JOBS}{job_id}/raw/job.json").get("job") if "raw/job.json" in keys else None
-        )
-        out.append(
-            {
-                "job_id": job_id,
-                "name": name,
-                "status": status.get("status", "InProgress"),
-                "failure_reason": status.get("failure_reason"),
-                "finished_at": status.get("finished_at"),
-                "first_upload_at": job["first"].isoformat(),
-                "raw_files": sum(1 for k in keys if k.startswith("raw/")),
-                "bytes": job["bytes"],
-                "has_summary": f"processed/{SUMMARY}" in keys,
-            }
-        )
-    out.sort(key=lambda j: j["first_upload_at"], reverse=True)
-    return out
+def _describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
+    """One job of the list: the hub's record, plus what its folder holds."""
+    job_id = str(record["job_id"])
+    folder = f"{JOBS}{job_id}/"
+    keys, total, first = set(), 0, None
+    for info in store.list(folder):
+        keys.add(info.key.removeprefix(folder))
+        total += info.size
+        first = info.modified if first is None else min(first, info.modified)
+    status = record.get("status", "InProgress")
+    written = _json(store, f"{folder}processed/{STATUS}") if status != "InProgress" else {}
+    finished = written.get("finished_at")
+    facts: dict[str, Any] = written["facts"] if isinstance(written.get("facts"), dict) else {}
+    return {
+        "job_id": job_id,
+        "name": record.get("name"),
+        "status": status,
+        "failure_reason": record.get("failure_reason"),
+        "warnings": list(record.get("warnings") or []),
+        "finished_at": finished or (record.get("updated_at") if status in ("Ready", "Failed") else None),
+        "created_at": record.get("created_at"),
+        "first_upload_at": first.isoformat() if first is not None else record.get("created_at"),
+        "raw_files": sum(1 for k in keys if k.startswith("raw/")),
+        "bytes": total,
+        "has_summary": f"processed/{SUMMARY}" in keys,
+        # what ingest wrote for the list (steps, ranks, GPUs, duration); None until Ready
+        **{k: facts.get(k) for k in ("steps", "ranks", "gpus", "duration_s")},
+    }
+
+
+def list_jobs(request: Request) -> list[dict[str, Any]]:
+    """The owner's jobs, newest first, as the hub lists them, with what storage holds of each."""
+    store, items = _listed(request)
+    return [_describe(store, item) for item in items]
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
+def error_response(exc: ProfilerHubError) -> JSONResponse:
+    """The error shape for what the job routes raise."""
+    if isinstance(exc, Unauthorized):
+        return _error(401, "Unauthorized", exc.message)
+    if isinstance(exc, NotFound | InvalidInput):
+        return _error(404, "ResourceNotFound", exc.message)
+    return _error(503, "ServiceUnavailable", exc.message)
+
+
 async def jobs(request: Request) -> Response:
     """``{"items": [...]}``: every job of the owner, newest first."""
     try:
-        items = await run_in_threadpool(list_jobs, owner_store(request.app.state))
-    except NotFound as exc:
-        return _error(404, "ResourceNotFound", exc.message)
+        items = await run_in_threadpool(list_jobs, request)
+    except ProfilerHubError as exc:
+        return error_response(exc)
     return JSONResponse({"items": items, "listed_at": datetime.now().astimezone().isoformat()})
+
+
+def _summary(request: Request, job_id: str) -> bytes:
+    job = owned_job(request, job_id)
+    if job.record.get("status") != "Ready":
+        raise NotFound("not Ready")
+    return job.store.get(job.key(f"processed/{SUMMARY}"))
 
 
 async def job_summary(request: Request) -> Response:
     """The job's ``processed/summary.json`` as stored (404 until ingest made it Ready)."""
     job_id: str = request.path_params["job_id"]
     try:
-        store = owner_store(request.app.state)
-        key = layout.validate_key(f"{JOBS}{job_id}/processed/{SUMMARY}")
-        if "/" in job_id:
-            raise InvalidInput("a job id has no '/'")
-        data = await run_in_threadpool(store.get, key)
+        data = await run_in_threadpool(_summary, request, job_id)
     except (NotFound, InvalidInput):
         return _error(404, "ResourceNotFound", f"Job '{job_id}' has no summary (not found, or not Ready yet)")
+    except ProfilerHubError as exc:
+        return error_response(exc)
     return Response(content=data, media_type="application/json")
 
 

@@ -3,9 +3,9 @@
     from profilerhub_core.storage import open_store, layout
 
     store = open_store("s3://traces/profilerhub", s3_endpoint_url="http://minio:9000")
-    key = layout.raw_key("acme", "alice", job_id, "trace.json.gz")
+    key = layout.raw_key(domain.id, user.id, job_id, "trace.json.gz")
     store.put_stream(key, chunks, max_bytes=limit)
-    for info in store.list(layout.raw_prefix("acme", "alice", job_id)):
+    for info in store.list(layout.raw_prefix(domain.id, user.id, job_id)):
         ...
 
 :class:`ObjectStore` documents the contract (and the errors) every backend keeps. ``S3Store`` is

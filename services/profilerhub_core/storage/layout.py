@@ -2,13 +2,19 @@
 
 Keys are relative to the store (whose own prefix, from ``s3://bucket/prefix``, comes first)::
 
-    {domain}/{user}/jobs/{job_id}/raw/...          what the SDK uploads
-    {domain}/{user}/jobs/{job_id}/processed/...    what ingest writes
+    {domain_id}/{user_id}/jobs/{job_id}/raw/...          what the SDK uploads
+    {domain_id}/{user_id}/jobs/{job_id}/processed/...    what ingest writes
 
-Every part is checked: domain and user follow SageMaker's name rule, a job id is letters, digits,
-``.``, ``_`` and ``-`` (starting with a letter or digit), and the name under ``raw/`` or
-``processed/`` must be a safe relative key. Anything else raises ``InvalidInput``. The ``*_prefix``
-functions return folders ending in ``/``, ready for ``list`` and ``delete_prefix``.
+Every folder is named by an immutable id, never by a name: a name is free again once its domain
+or user is deleted, and whoever takes it next must not inherit the old owner's objects. An id is
+never reused, so a new ``carol`` gets a folder nobody ever wrote to. Objects are deleted with their
+owner (job, user, domain), and the storage sweeper removes whatever a crash left behind
+(``profilerhub_worker.sweep``).
+
+Every part is checked: an id is letters, digits, ``.``, ``_`` and ``-`` (starting with a letter or
+digit, at most 128), and the name under ``raw/`` or ``processed/`` must be a safe relative key.
+Anything else raises ``InvalidInput``. The ``*_prefix`` functions return folders ending in ``/``,
+ready for ``list`` and ``delete_prefix``.
 """
 
 from __future__ import annotations
@@ -19,62 +25,61 @@ from profilerhub_core.errors import InvalidInput
 
 from .keys import matching, validate_key
 
-# SageMaker's rule, the same as profilerhub_core.names (kept here so the SDK needs no pydantic).
-_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
-_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
+JOBS = "jobs"
 RAW = "raw"
 PROCESSED = "processed"
 
 
-def _name(kind: str, value: str) -> str:
-    rule = "1-63 letters, digits or hyphens, starting and ending with a letter or digit"
-    return matching(value, _NAME, f"{kind} name", rule)
-
-
-def _job_id(job_id: str) -> str:
+def _id(kind: str, value: str) -> str:
     rule = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-    return matching(job_id, _JOB_ID, "job id", rule)
+    return matching(value, _ID, f"{kind} id", rule)
 
 
-def domain_prefix(domain: str) -> str:
-    """``{domain}/``: everything stored for one domain."""
-    return f"{_name('domain', domain)}/"
+def is_id(value: str) -> bool:
+    """Whether ``value`` could be a folder's id (what the sweeper looks at; anything else it leaves)."""
+    return bool(_ID.fullmatch(value))
 
 
-def user_prefix(domain: str, user: str) -> str:
-    """``{domain}/{user}/``: everything stored for one user (what their app may read)."""
-    return f"{domain_prefix(domain)}{_name('user', user)}/"
+def domain_prefix(domain_id: str) -> str:
+    """``{domain_id}/``: everything stored for one domain (``delete_prefix`` on domain delete)."""
+    return f"{_id('domain', domain_id)}/"
 
 
-def jobs_prefix(domain: str, user: str) -> str:
-    """``{domain}/{user}/jobs/``: all of one user's jobs."""
-    return f"{user_prefix(domain, user)}jobs/"
+def user_prefix(domain_id: str, user_id: str) -> str:
+    """``{domain_id}/{user_id}/``: everything stored for one user (what their app may read)."""
+    return f"{domain_prefix(domain_id)}{_id('user', user_id)}/"
 
 
-def job_prefix(domain: str, user: str, job_id: str) -> str:
-    """``{domain}/{user}/jobs/{job_id}/``: one job, raw and processed (``delete_prefix`` on job delete)."""
-    return f"{jobs_prefix(domain, user)}{_job_id(job_id)}/"
+def jobs_prefix(domain_id: str, user_id: str) -> str:
+    """``{domain_id}/{user_id}/jobs/``: all of one user's jobs."""
+    return f"{user_prefix(domain_id, user_id)}{JOBS}/"
 
 
-def raw_prefix(domain: str, user: str, job_id: str) -> str:
+def job_prefix(domain_id: str, user_id: str, job_id: str) -> str:
+    """``…/jobs/{job_id}/``: one job, raw and processed (``delete_prefix`` on job delete)."""
+    return f"{jobs_prefix(domain_id, user_id)}{_id('job', job_id)}/"
+
+
+def raw_prefix(domain_id: str, user_id: str, job_id: str) -> str:
     """``…/jobs/{job_id}/raw/``: what the SDK uploaded for the job."""
-    return f"{job_prefix(domain, user, job_id)}{RAW}/"
+    return f"{job_prefix(domain_id, user_id, job_id)}{RAW}/"
 
 
-def processed_prefix(domain: str, user: str, job_id: str) -> str:
+def processed_prefix(domain_id: str, user_id: str, job_id: str) -> str:
     """``…/jobs/{job_id}/processed/``: what ingest wrote for the job."""
-    return f"{job_prefix(domain, user, job_id)}{PROCESSED}/"
+    return f"{job_prefix(domain_id, user_id, job_id)}{PROCESSED}/"
 
 
-def raw_key(domain: str, user: str, job_id: str, name: str) -> str:
+def raw_key(domain_id: str, user_id: str, job_id: str, name: str) -> str:
     """The key of ``name`` (may contain ``/``, e.g. ``rank0/trace.json.gz``) under the job's ``raw/``."""
-    return validate_key(raw_prefix(domain, user, job_id) + _relative(name))
+    return validate_key(raw_prefix(domain_id, user_id, job_id) + _relative(name))
 
 
-def processed_key(domain: str, user: str, job_id: str, name: str) -> str:
+def processed_key(domain_id: str, user_id: str, job_id: str, name: str) -> str:
     """The key of ``name`` under the job's ``processed/``."""
-    return validate_key(processed_prefix(domain, user, job_id) + _relative(name))
+    return validate_key(processed_prefix(domain_id, user_id, job_id) + _relative(name))
 
 
 def relative_name(key: str, prefix: str) -> str:
@@ -93,9 +98,11 @@ def _relative(name: str) -> str:
 __all__ = [
     "STATUS",
     "SUMMARY",
+    "JOBS",
     "PROCESSED",
     "RAW",
     "domain_prefix",
+    "is_id",
     "job_prefix",
     "jobs_prefix",
     "processed_key",

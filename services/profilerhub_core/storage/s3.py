@@ -53,7 +53,12 @@ DEFAULT_PART_SIZE = 8 * 1024 * 1024
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]")
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 _DENIED = {
-    "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "403"
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "403",
 }
 _BAD_PARTS = {"EntityTooSmall", "InvalidPart", "InvalidPartOrder"}
 _DELETE_BATCH = 1000  # DeleteObjects' limit

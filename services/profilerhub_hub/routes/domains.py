@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from profilerhub_core.db.models import Domain
 from profilerhub_core.records import domains
+from profilerhub_core.storage import layout
+from profilerhub_hub import job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.permissions import Action
@@ -69,11 +71,14 @@ def update_domain(
 
 
 @router.delete("/{domain}", status_code=204, openapi_extra=IN_DOMAIN)
-def delete_domain(session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteDomain)]) -> Response:
+def delete_domain(
+    request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteDomain)]
+) -> Response:
     assert target.domain is not None
-    name = target.domain.name
+    name, prefix = target.domain.name, layout.domain_prefix(target.domain.id)
     domains.delete_domain(session, target.domain)
     commit_audited(
         session, target.caller, Action.DeleteDomain, target_type="Domain", target=name, domain=name
     )
+    job_uploads.delete_owned(request.app.state, prefix, f"domain {name}")
     return Response(status_code=204)

@@ -36,7 +36,7 @@ StatusFilter = Annotated[JobStatus | None, Query(description="Only jobs in this 
 
 def _place(target: Resolved, job_id: str) -> JobPlace:
     assert target.domain is not None and target.user is not None
-    return JobPlace(target.domain.name, target.user.name, job_id)
+    return JobPlace(target.domain.id, target.user.id, job_id)
 
 
 def _job(session: Session, target: Resolved, job_id: str) -> Job:
@@ -47,13 +47,14 @@ def _job(session: Session, target: Resolved, job_id: str) -> Job:
 def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False) -> JobRead:
     from profilerhub_hub.app import API_PREFIX
 
-    place = _place(target, job.id)
+    assert target.domain is not None and target.user is not None
+    domain, user = target.domain.name, target.user.name
     upload = None
     if job.status is JobStatus.InProgress and job.completed_at is None:
-        url = f"{API_PREFIX}/domains/{place.domain}/users/{place.user}/jobs/{job.id}"
+        url = f"{API_PREFIX}/domains/{domain}/users/{user}/jobs/{job.id}"
         store = job_uploads.job_store(request.app.state)
         upload = job_uploads.upload_info(request.app.state.settings, store, url)
-    return JobRead.of(job, place.domain, place.user, upload=upload, summary=summary)
+    return JobRead.of(job, domain, user, upload=upload, summary=summary)
 
 
 @router.post(USER_JOBS, status_code=201, openapi_extra=OF_USER)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from profilerhub_core.db.models import UserProfile
 from profilerhub_core.records import users
+from profilerhub_core.storage import layout
+from profilerhub_hub import job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.permissions import Action
@@ -52,10 +54,10 @@ async def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserPro
 
 @router.delete("/{user}", status_code=204, openapi_extra=OF_USER)
 def delete_user(
-    session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteUserProfile)]
+    request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteUserProfile)]
 ) -> Response:
     assert target.user is not None and target.domain is not None
-    name = target.name
+    name, prefix = target.name, layout.user_prefix(target.domain.id, target.user.id)
     users.delete_user(session, target.user)
     commit_audited(
         session,
@@ -65,4 +67,5 @@ def delete_user(
         target=name,
         domain=target.domain.name,
     )
+    job_uploads.delete_owned(request.app.state, prefix, f"user {name}")  # the user's jobs, by id
     return Response(status_code=204)

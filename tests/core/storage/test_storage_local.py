@@ -108,8 +108,14 @@ def test_deleting_the_last_object_removes_its_empty_folders(local_store: LocalSt
     local_store.put("d/u/jobs/j1/raw/a", b"1")
     local_store.put("d/u/jobs/j2/raw/b", b"2")
     local_store.delete("d/u/jobs/j1/raw/a")
-    assert _entries(local_store.root) == {"d", "d/u", "d/u/jobs", "d/u/jobs/j2", "d/u/jobs/j2/raw",
-                                          "d/u/jobs/j2/raw/b"}
+    assert _entries(local_store.root) == {
+        "d",
+        "d/u",
+        "d/u/jobs",
+        "d/u/jobs/j2",
+        "d/u/jobs/j2/raw",
+        "d/u/jobs/j2/raw/b",
+    }
     assert local_store.delete_prefix("d/u/jobs/j2") == 1
     assert _entries(local_store.root) == set()
     assert local_store.root.is_dir()

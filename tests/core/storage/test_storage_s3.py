@@ -196,8 +196,13 @@ def test_addressing_is_virtual_hosted_on_aws_and_path_style_elsewhere() -> None:
 def test_unreachable_endpoint_is_unavailable_and_names_the_endpoint(s3_server: dict[str, str]) -> None:
     endpoint = f"http://127.0.0.1:{_closed_port()}"
     with S3Store(
-        "traces", endpoint_url=endpoint, region="us-east-1", max_attempts=1, connect_timeout=2,
-        aws_access_key_id="k", aws_secret_access_key="s",
+        "traces",
+        endpoint_url=endpoint,
+        region="us-east-1",
+        max_attempts=1,
+        connect_timeout=2,
+        aws_access_key_id="k",
+        aws_secret_access_key="s",
     ) as store:
         for call in (lambda: store.put("k", b"x"), store.check, lambda: list(store.list())):
             with pytest.raises(Unavailable, match="check the endpoint URL") as raised:

@@ -56,11 +56,11 @@ def close_idle_jobs(ctx: IngestContext, now: datetime) -> dict[str, int]:
     counts = {"partial": 0, "abandoned": 0}
     with ctx.sessions() as session:
         rows = session.execute(
-            sa.select(Job.id, Job.name, Job.updated_at, Domain.settings)
+            sa.select(Job.id, Job.name, Job.updated_at, Domain.settings, Domain.name)
             .join(Domain, Domain.id == Job.domain_id)
             .where(Job.status == JobStatus.InProgress, Job.completed_at.is_(None))
         ).all()
-    for job_id, name, updated_at, domain_settings in rows:
+    for job_id, name, updated_at, domain_settings, domain_name in rows:
         hours = DomainSettings.of(domain_settings).job_idle_hours
         idle_after = timedelta(hours=hours)
         if not hours or now - updated_at <= idle_after:
@@ -69,19 +69,25 @@ def close_idle_jobs(ctx: IngestContext, now: datetime) -> dict[str, int]:
             job = session.get(Job, job_id)
             if job is None:
                 continue
-            place = place_of(session, job)
+            place = place_of(job)
         objects = list(ctx.store.list(place.raw_prefix))
         if objects and now - max(info.modified for info in objects) <= idle_after:
             continue  # still uploading (straight to S3: the row does not see it)
         has_job_json = any(layout.relative_name(o.key, place.raw_prefix) == "job.json" for o in objects)
-        closed = _close_idle_job(ctx, place, name, updated_at, hours, has_job_json)
+        closed = _close_idle_job(ctx, place, domain_name, name, updated_at, hours, has_job_json)
         if closed:
             counts["partial" if has_job_json else "abandoned"] += 1
     return counts
 
 
 def _close_idle_job(
-    ctx: IngestContext, place: JobPlace, name: str, seen: datetime, hours: int, has_job_json: bool
+    ctx: IngestContext,
+    place: JobPlace,
+    domain_name: str,
+    name: str,
+    seen: datetime,
+    hours: int,
+    has_job_json: bool,
 ) -> bool:
     job_id = place.job_id
     with ctx.sessions() as session:
@@ -91,7 +97,7 @@ def _close_idle_job(
                 return False
             record_audit(
                 session, actor="worker", action="JobIdleClosed", target_type="Job", target=job_id,
-                domain=place.domain, outcome=SUCCESS,
+                domain=domain_name, outcome=SUCCESS,
                 detail={"idle_hours": hours, "then": "ingest as partial"},
             )  # fmt: skip
             session.commit()

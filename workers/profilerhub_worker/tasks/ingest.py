@@ -15,8 +15,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS
+from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS, SWEEP_STORAGE
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_worker.sweep import sweep_storage
 
 _lock = threading.Lock()
 
@@ -54,3 +55,10 @@ def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
 def reconcile(self: Task) -> dict[str, int]:
     """Re-send ingest for completed jobs nobody took and for jobs whose ingest died."""
     return reconcile_jobs(ingest_context(self))
+
+
+@shared_task(name=SWEEP_STORAGE, bind=True)
+def sweep(self: Task) -> dict[str, int]:
+    """Remove the objects of deleted jobs, users and domains that their delete left behind."""
+    ctx = ingest_context(self)
+    return sweep_storage(ctx.sessions, ctx.store)
