@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from jobs_helpers import make_job, open_app
 
 from profilerhub_analysis.timeline.binary import decode_window
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.jobs import make_job, open_app
 
 GPU_TRACE = "traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
 RANK_TRACES = ("traces/hta/tests/data/trace_filter/sampled_rank-0.json.gz",

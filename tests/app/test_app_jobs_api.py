@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from jobs_helpers import make_job, open_app, sdk_files
 
-from hubfixtures import auth
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import domains, jobs, users
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.hub import auth
+from tests.support.jobs import make_job, open_app, sdk_files
 
 
 @pytest.fixture
