@@ -170,14 +170,17 @@ def main() -> int:
                 verdict_b = "MET" if x["bytes_p95"] < GOAL_BYTES else "MISSED"
                 print(
                     f"  {label}: opened in {x['open_ms']:.1f} ms; {args.steps} steps at {args.width} px: "
-                    f"answer {x['bytes_median'] / 1024:,.1f} KiB median, {x['bytes_p95'] / 1024:,.1f} KiB p95, "
+                    f"answer {x['bytes_median'] / 1024:,.1f} KiB median, "
+                    f"{x['bytes_p95'] / 1024:,.1f} KiB p95, "
                     f"{x['bytes_max'] / 1024:,.1f} KiB max ({verdict_b}); {x['ms_median']:.1f} ms median, "
                     f"{x['ms_p95']:.1f} ms p95 per answer; RSS {x['rss_mib']:,.0f} MiB "
                     f"(+{x['rss_mib'] - before:,.0f} MiB)"
                 )
             verdict = "MET" if first["rss_mib"] < GOAL_RSS_MIB else "MISSED"
-            print(f"  app RSS with one job open {first['rss_mib']:,.0f} MiB vs goal {GOAL_RSS_MIB} MiB: {verdict}; "
-                  f"peak {r['peak_rss_mib']:,.0f} MiB")  # fmt: skip
+            print(
+                f"  app RSS with one job open {first['rss_mib']:,.0f} MiB vs goal {GOAL_RSS_MIB} MiB: "
+                f"{verdict}; peak {r['peak_rss_mib']:,.0f} MiB"
+            )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         time.sleep(0)
