@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from profilerhub_analysis.ops import cpu_ops
 from profilerhub_analysis.dashboard import histogram
+from profilerhub_analysis.ops import cpu_ops
 from profilerhub_analysis.report import analyze_store
 from profilerhub_analysis.store import EventStore
 
