@@ -10,17 +10,17 @@ idle memory count many times over.
 
 from __future__ import annotations
 
-import html
 import time
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from profilerhub_app import pages
 from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import load_public_key, verify_app_token
@@ -67,17 +67,8 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    async def home(request: Request) -> Response:
+    def touch() -> None:
         state["last_activity"] = time.time()
-        owner, domain = html.escape(settings.owner), html.escape(settings.domain)
-        return HTMLResponse(
-            "<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>{owner}'s profiler</title></head><body>"
-            f"<h1 id='owner'>{owner}'s profiler</h1>"
-            f"<p>Domain <b>{domain}</b>, app <code>{html.escape(settings.id)}</code>.</p>"
-            "<p>No jobs yet: profile a training run with the ProfilerHub SDK.</p>"
-            "</body></html>"
-        )
 
     async def whoami(request: Request) -> Response:
         return JSONResponse(
@@ -103,12 +94,12 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
     app = Starlette(
         routes=[
             Route(f"{base}health", health),
-            Route(base, home),
             Route(f"{base}api/whoami", whoami),
             Route(f"{base}api/echo", echo, methods=["POST", "PUT", "PATCH", "DELETE"]),
             *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
+            *pages.routes(settings, touch),  # the HTML pages and their static modules
         ],
-        middleware=[Middleware(RequireAppToken, settings=settings)],
+        middleware=[Middleware(pages.SecurityHeaders), Middleware(RequireAppToken, settings=settings)],
         exception_handlers={404: not_found, 405: not_found},
     )
     app.state.settings = settings

@@ -147,9 +147,9 @@ def _describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         total += info.size
         first = info.modified if first is None else min(first, info.modified)
     status = record.get("status", "InProgress")
-    finished = (
-        _json(store, f"{folder}processed/{STATUS}").get("finished_at") if status != "InProgress" else None
-    )
+    written = _json(store, f"{folder}processed/{STATUS}") if status != "InProgress" else {}
+    finished = written.get("finished_at")
+    facts: dict[str, Any] = written["facts"] if isinstance(written.get("facts"), dict) else {}
     return {
         "job_id": job_id,
         "name": record.get("name"),
@@ -162,6 +162,8 @@ def _describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         "raw_files": sum(1 for k in keys if k.startswith("raw/")),
         "bytes": total,
         "has_summary": f"processed/{SUMMARY}" in keys,
+        # what ingest wrote for the list (steps, ranks, GPUs, duration); None until Ready
+        **{k: facts.get(k) for k in ("steps", "ranks", "gpus", "duration_s")},
     }
 
 

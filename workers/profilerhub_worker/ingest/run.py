@@ -58,7 +58,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         )
         body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         ctx.store.put(place.processed_key(SUMMARY), body)
-        put_status(ctx.store, place, start["name"], JobStatus.Ready)
+        put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
     except BadUpload as bad:
         log.info("job %s failed: %s", job_id, bad.message)
         try:

@@ -263,6 +263,29 @@ def trace_summary(name: str, store: EventStore) -> dict[str, Any]:
 COMPACT_TOP = 20
 
 
+def job_facts(summary: dict[str, Any]) -> dict[str, Any]:
+    """The few figures a jobs list shows per job: steps, ranks, GPUs used, duration (s).
+
+    Steps are the SDK's ``ph.step`` count, else the most ``ProfilerStep#N`` of any trace; GPUs are
+    the most devices any one trace ran work on; the duration is the SDK's run, else the longest
+    trace span.
+    """
+    traces = [t.get("report", {}) for t in summary.get("traces", [])]
+    steps = summary.get("steps", {}).get("count") or max(
+        (len(r.get("steps") or []) for r in traces), default=0
+    )
+    spans = [d.get("span_us", 0) for r in traces for d in r.get("temporal") or []]
+    duration = summary.get("job", {}).get("duration_s")
+    if duration is None and spans:
+        duration = round(max(spans) / 1e6, 3)
+    return {
+        "steps": int(steps),
+        "ranks": len({r.get("rank", i) for i, r in enumerate(traces)}),
+        "gpus": max((len(r.get("temporal") or []) for r in traces), default=0),
+        "duration_s": duration,
+    }
+
+
 def compact(summary: dict[str, Any]) -> dict[str, Any]:
     """What the job row keeps: the summary without series, per-step items and long lists."""
     out = {k: v for k, v in summary.items() if k not in ("traces", "metrics", "system", "steps")}
@@ -301,6 +324,7 @@ __all__ = [
     "SystemSample",
     "compact",
     "downsample_mean",
+    "job_facts",
     "pick_points",
     "steps_and_annotations",
     "system_metrics",

@@ -13,16 +13,26 @@ from profilerhub_core.jobstorage import STATUS, JobPlace
 from profilerhub_core.storage import ObjectStore
 
 
-def put_status(store: ObjectStore, place: JobPlace, name: str, status: JobStatus, reason: str = "") -> None:
-    """``processed/status.json``: the outcome, for readers of storage alone (the profiler app)."""
-    doc = {
+def put_status(
+    store: ObjectStore,
+    place: JobPlace,
+    name: str,
+    status: JobStatus,
+    reason: str = "",
+    facts: dict[str, Any] | None = None,
+) -> None:
+    """``processed/status.json``: the outcome, for readers of storage alone (the profiler app),
+    with a Ready job's ``facts`` (steps, ranks, GPUs, duration: ``summary.job_facts``) for its list."""
+    doc: dict[str, Any] = {
         "job_id": place.job_id,
         "name": name,
         "status": status.value,
         "failure_reason": reason or None,
         "finished_at": utcnow().isoformat(),
     }
-    store.put(place.processed_key(STATUS), orjson.dumps(doc))
+    if facts is not None:
+        doc["facts"] = facts
+    store.put(place.processed_key(STATUS), orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 def plain(value: Any) -> Any:

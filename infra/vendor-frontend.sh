@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Refresh the profiler app's vendored front-end libraries from the npm registry.
+#
+#   bash infra/vendor-frontend.sh          # fetch the pinned versions below, check, copy
+#
+# Each library is pinned to one version and its tarball's sha512 (the registry's "integrity");
+# the script refuses a tarball that does not match. It copies only the files the pages load, plus
+# the licence, into services/profilerhub_app/static/vendor/<name>/ and writes VERSION there.
+# Needs npm at refresh time only: the app serves the committed copies (no Node.js at run time).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+vendor="$root/services/profilerhub_app/static/vendor"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# name  version  integrity  files (inside the package)...
+fetch() {
+  local name="$1" version="$2" integrity="$3"
+  shift 3
+  (cd "$work" && npm pack --silent "$name@$version" >/dev/null)
+  local tgz="$work/$name-$version.tgz"
+  local got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+  if [ "$got" != "$integrity" ]; then
+    echo "vendor-frontend: $name@$version: integrity $got, expected $integrity" >&2
+    exit 1
+  fi
+  mkdir -p "$work/$name" && tar -xzf "$tgz" -C "$work/$name"
+  rm -rf "${vendor:?}/$name" && mkdir -p "$vendor/$name"
+  for file in "$@"; do
+    cp "$work/$name/package/$file" "$vendor/$name/$(basename "$file")"
+  done
+  printf '%s@%s\n%s\n' "$name" "$version" "$integrity" >"$vendor/$name/VERSION"
+  echo "vendor-frontend: $name@$version -> ${vendor#"$root/"}/$name"
+}
+
+# uPlot: small (~50 KB), fast canvas charts, MIT. Used for the dashboard's charts.
+fetch uplot 1.6.32 \
+  'sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw==' \
+  dist/uPlot.esm.js dist/uPlot.min.css LICENSE
+
+# No vendored file may pass 2 MiB (a repository rule).
+if find "$vendor" -type f -size +2048k | grep -q .; then
+  echo "vendor-frontend: a vendored file is over 2 MiB" >&2
+  exit 1
+fi

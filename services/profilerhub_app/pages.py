@@ -1,0 +1,126 @@
+"""The app's pages: server-rendered HTML shells that load one native ES module each.
+
+Every page is the same shell (top bar, a ``<main>`` with the page's skeleton) plus
+``static/js/<page>.js``; the module fetches the engine's numbers from ``api/…`` and draws them.
+Nothing is inline: no ``<script>`` bodies, no ``style=`` attributes, so the strict
+Content-Security-Policy below holds (``script-src 'self'``, ``style-src 'self'``). What a module
+needs to know (the base path, the job id) travels in ``data-`` attributes of ``<body>``.
+
+Pages:
+    ``/``                       jobs        the owner's jobs; tick two to compare
+    ``/jobs/{job_id}``          dashboard   one job's panels
+    ``/jobs/{job_id}/timeline`` timeline    the CPU/GPU timeline on a canvas
+    ``/compare?base=…&test=…``  compare     two jobs side by side
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from profilerhub_app.settings import AppServiceSettings
+
+STATIC = Path(__file__).parent / "static"
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+class SecurityHeaders:
+    """ASGI middleware: the CSP and friends on every HTTP answer (pages, modules, JSON)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+# The skeleton of each page's <main> (templates/<page>.html): headings and empty containers the
+# module fills; ``{base}``, ``{owner}`` and ``{job}`` are replaced by escaped values.
+TEMPLATES = Path(__file__).parent / "templates"
+_BODIES = {
+    name: (TEMPLATES / f"{name}.html").read_text() for name in ("jobs", "dashboard", "timeline", "compare")
+}
+
+_TITLES = {"jobs": "Jobs", "dashboard": "Dashboard", "timeline": "Timeline", "compare": "Compare"}
+
+
+def render(settings: AppServiceSettings, page: str, job: str = "") -> str:
+    """The HTML of one page (every interpolated value escaped)."""
+    base = settings.base_path
+    values = {"base": html.escape(base), "owner": html.escape(settings.owner), "job": html.escape(job)}
+    body = _BODIES[page].format(**values)
+    static = f"{values['base']}static"
+    nav = "".join(
+        f'<a href="{values["base"]}{href}"{" aria-current=page" if name == page else ""}>{label}</a>'
+        for name, href, label in (("jobs", "", "Jobs"), ("compare", "compare", "Compare"))
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_TITLES[page]} · {values['owner']}'s profiler</title>"
+        f'<link rel="icon" href="{static}/favicon.svg" type="image/svg+xml">'
+        f'<link rel="stylesheet" href="{static}/css/app.css">'
+        f'<script type="module" src="{static}/js/{page}.js"></script></head>'
+        f'<body data-base="{values["base"]}" data-job="{values["job"]}" data-page="{page}">'
+        '<a class="skip" href="#main">Skip to content</a>'
+        f'<header class="topbar"><a class="brand" href="{values["base"]}">ProfilerHub</a>'
+        f'<nav aria-label="app">{nav}</nav><span class="grow"></span>'
+        f'<span class="owner" id="owner">{values["owner"]}\'s profiler</span>'
+        '<button type="button" id="theme" class="ghost" aria-label="switch light/dark theme">◐</button>'
+        f'</header><main id="main" class="page-{page}" tabindex="-1">{body}</main></body></html>'
+    )
+
+
+class Static(StaticFiles):
+    """The page assets; revalidated each load (ETag), so a new app version is picked up at once."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers["cache-control"] = "no-cache"
+        return response
+
+
+def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[BaseRoute]:
+    """The page routes and the static mount under the app's base path; ``touch()`` notes activity."""
+    base = settings.base_path
+
+    def page(name: str, job_param: bool = False) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            touch()
+            job = request.path_params.get("job_id", "") if job_param else ""
+            return HTMLResponse(render(settings, name, job))
+
+        return endpoint
+
+    return [
+        Route(base, page("jobs")),
+        Route(f"{base}jobs/{{job_id}}", page("dashboard", True)),
+        Route(f"{base}jobs/{{job_id}}/timeline", page("timeline", True)),
+        Route(f"{base}compare", page("compare")),
+        Mount(f"{base}static", app=Static(directory=STATIC), name="static"),
+    ]
