@@ -58,10 +58,14 @@ def _reason(rel: str, exc: Exception) -> str:
 
 
 def build_summary(
-    ctx: IngestContext, place: JobPlace, job: dict[str, Any], save: Callable[[str, EventStore], None]
+    ctx: IngestContext,
+    place: JobPlace,
+    job: dict[str, Any],
+    save: Callable[[str, EventStore, dict[str, Any]], None],
 ) -> dict[str, Any]:
     """Read and check every raw file and return the summary; each trace's event store is handed
-    to ``save(folder, store)`` as soon as it is built (so one trace at a time is in memory).
+    to ``save(folder, store, entry)`` with its summary entry as soon as it is built (so one trace
+    at a time is in memory); ``save`` may add keys to the entry.
 
     Raises ``BadUpload`` when no file could be read (naming the first that could not).
     """
@@ -97,8 +101,9 @@ def build_summary(
                     if kind == "trace":
                         store = load_trace(local, size)
                         folder = trace_folder(len(traces), rel)
-                        save(folder, store)
-                        traces.append(sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"})
+                        entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
+                        save(folder, store, entry)
+                        traces.append(entry)
                         del store
                         read += 1
                         continue
