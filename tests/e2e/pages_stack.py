@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
-from jobs_stack import JobStack
 
-from hubfixtures import auth, wait_for
+from tests.e2e.jobs_stack import JobStack
+from tests.support.hub import auth, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

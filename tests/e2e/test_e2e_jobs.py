@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from jobs_stack import JobStack, wait_for_file
 
-from hubfixtures import auth, wait_for
+from tests.e2e.jobs_stack import JobStack, wait_for_file
+from tests.support.hub import auth, wait_for
 
 pytestmark = pytest.mark.slow
 

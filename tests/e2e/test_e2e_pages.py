@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
-from jobs_stack import JobStack
-from pages_stack import BrowserLog, PagesJobs, launch_browser, shot
 from playwright.sync_api import expect
 
-from hubfixtures import auth
+from tests.e2e.jobs_stack import JobStack
+from tests.e2e.pages_stack import BrowserLog, PagesJobs, launch_browser, shot
+from tests.support.hub import auth
 
 pytestmark = pytest.mark.slow
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from jobs_helpers import make_job, sdk_files
 
-from hubfixtures import wait_for
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from tests.support.hub import wait_for
+from tests.support.jobs import make_job, sdk_files
 
 CPU_TRACE = "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz"
 GPU_TRACE = "traces/hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs_helpers import job_row as row
-from jobs_helpers import make_job, sdk_files
 
 from profilerhub_core.db.models import JobStatus
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from profilerhub_worker.ingest.limits import COPY_PREFIX, MemoryBudget, OverLimit, remove_stale_copies
+from tests.support.jobs import job_row as row
+from tests.support.jobs import make_job, sdk_files
 
 BOMB_INFLATED = 256 << 20  # what the bomb inflates to: four times the test context's 64 MiB cap
 

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from jobs_helpers import make_job, sdk_files
 
-from hubfixtures import auth
 from profilerhub_app.main import create_app
 from profilerhub_app.routes.jobs import HttpHub
 from profilerhub_app.settings import AppServiceSettings
@@ -23,6 +21,8 @@ from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import apps, domains, jobs, users
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.hub import auth
+from tests.support.jobs import make_job, sdk_files
 
 
 def open_app(
