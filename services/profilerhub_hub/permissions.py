@@ -160,6 +160,13 @@ def check_domain_visible(caller: Caller, domain_id: str, not_found: NotFound) ->
         raise not_found
 
 
+def visible_domain(caller: Caller) -> str | None:
+    """The one domain a listing that spans domains (domains, every app, the audit log) shows
+    ``caller``: their own; ``None`` for a platform admin, who sees every domain. ``authorize`` has
+    already allowed the listing itself; list routes narrow with this, never by role inline."""
+    return None if caller.is_platform_admin else caller.domain_id
+
+
 def authorize(caller: Caller, action: Action, target: Target) -> None:
     """Return when ``caller`` may do ``action`` on ``target``; raise ``AccessDenied`` or ``NotFound``."""
     if ALL_SCOPES not in caller.scopes and action.value not in caller.scopes:
@@ -202,4 +209,14 @@ def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
     )
 
 
-__all__ = ["MUTATING", "RULES", "Action", "Caller", "Rule", "Target", "authorize", "check_domain_visible"]
+__all__ = [
+    "MUTATING",
+    "RULES",
+    "Action",
+    "Caller",
+    "Rule",
+    "Target",
+    "authorize",
+    "check_domain_visible",
+    "visible_domain",
+]
