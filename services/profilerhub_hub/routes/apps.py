@@ -55,15 +55,17 @@ def _the_app(session: Session, target: Resolved, app_type: AppType, app_name: st
     return apps.require_app(session, target.user, app_type, app_name)
 
 
-@router.post(USER_APPS, status_code=202, openapi_extra=OF_USER)
-def create_app(
+# name= keeps the route's name (and OpenAPI operationId) the action's; the function is named apart
+# from the ASGI factories (`create_app(settings)` in profilerhub_hub.main and profilerhub_app.main).
+@router.post(USER_APPS, status_code=202, openapi_extra=OF_USER, name="create_app")
+def create_user_app(
     body: AppCreate,
     request: Request,
     session: SessionDep,
     target: Annotated[Resolved, allow(Action.CreateApp)],
 ) -> AppRead:
     assert target.domain is not None and target.user is not None
-    app = apps.create_app(
+    app = apps.create_user_app(
         session, target.domain, target.user, body.app_type, body.app_name, actor=target.caller.actor
     )
     return _commit_and_enqueue(request, session, target, Action.CreateApp, app, SPAWN_APP)

@@ -70,7 +70,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory profilerhub_hub.app:app_from_env``."""
+    """Factory for ``uvicorn --factory profilerhub_hub.main:app_from_env``."""
     app = create_app(Settings())
     freeze_startup_objects()
     return app
