@@ -52,6 +52,7 @@ def test_ingest_turns_sdk_files_and_a_trace_into_event_stores_and_a_summary(
     }
     loss = summary["metrics"]["train:loss"]
     assert loss["count"] == 5 and loss["last"] == pytest.approx(0.4) and loss["series"][0] == [0, 2.0]
+    assert len(loss["time_series"]) == 5 and loss["time_series"][0][1] == 2.0
     assert summary["metrics"]["train:acc"]["nonfinite"] == 1
     cpu = summary["system"]["metrics"]["cpu_percent"]
     assert (cpu["min"], cpu["max"]) == (0.0, 40.0) and len(cpu["series"]) == 5
@@ -66,6 +67,7 @@ def test_ingest_turns_sdk_files_and_a_trace_into_event_stores_and_a_summary(
     row = job_row(ctx, job_id)
     assert row.status is JobStatus.Ready and row.summary is not None
     assert row.summary["steps"]["count"] == 5 and "series" not in row.summary["metrics"]["train:loss"]
+    assert "time_series" not in row.summary["metrics"]["train:loss"]
 
 
 def test_ingest_reports_kernels_and_launch_latency_of_a_gpu_trace(
