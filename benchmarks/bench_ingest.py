@@ -138,7 +138,8 @@ def main() -> None:
         )
 
         def ingest() -> None:
-            build_summary(ctx, place, {"name": "bench", "metric_definitions": []}, lambda f, s: s.to_files())
+            job = {"name": "bench", "metric_definitions": []}
+            build_summary(ctx, place, job, lambda f, s, entry: s.to_files())
 
         floor = best(lambda: decode_floor(store, place), args.repeat)
         trace_only = best(lambda: analyze_file(args.trace), args.repeat)

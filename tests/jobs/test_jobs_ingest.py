@@ -78,6 +78,27 @@ def test_ingest_reports_kernels_and_launch_latency_of_a_gpu_trace(
     assert trace["report"]["launch_latency"]["count"] > 0
 
 
+def test_ingest_writes_dashboard_panels_and_a_mappable_timeline_per_trace(
+    ctx: IngestContext, shared_dir: Path, tmp_path: Path
+) -> None:
+    from profilerhub_analysis.timeline.bundle import TraceTimeline
+
+    job_id, place = make_job(ctx, {"torch/alexnet.json.gz": (shared_dir / GPU_TRACE).read_bytes()})
+    assert ingest_job(job_id, ctx) == "Ready"
+    (trace,) = json.loads(ctx.store.get(place.processed_key("summary.json")))["traces"]
+    panels = json.loads(ctx.store.get(place.processed_key(trace["dashboard"].removeprefix("processed/"))))
+    assert panels["gpu_active"]["active_us"] > 0 and panels["op_totals"]["name"]
+    keys = [
+        i.key for i in ctx.store.list(place.processed_prefix + trace["timeline"].removeprefix("processed/"))
+    ]
+    assert any(k.endswith("/timeline/done") for k in keys) and any(k.endswith("/lanes.json") for k in keys)
+    for key in keys:
+        (tmp_path / key.rsplit("/", 1)[1]).write_bytes(ctx.store.get(key))
+    timeline = TraceTimeline.open(tmp_path)
+    assert timeline.lanes["events"] == trace["report"]["x_events"]
+    assert timeline.search("Memcpy")["total"] > 0
+
+
 def test_a_duplicate_or_late_task_does_nothing(ctx: IngestContext) -> None:
     job_id, place = make_job(ctx, sdk_files())
     assert ingest_job(job_id, ctx) == "Ready"

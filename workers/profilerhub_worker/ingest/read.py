@@ -58,10 +58,14 @@ def _fetch(store: ObjectStore, key: str, target: Path) -> None:
 
 
 def build_summary(
-    ctx: IngestContext, place: JobPlace, job: dict[str, Any], save: Callable[[str, EventStore], None]
+    ctx: IngestContext,
+    place: JobPlace,
+    job: dict[str, Any],
+    save: Callable[[str, EventStore, dict[str, Any]], None],
 ) -> dict[str, Any]:
     """Read and check every raw file and return the summary; each trace's event store is handed
-    to ``save(folder, store)`` as soon as it is built (so one trace at a time is in memory).
+    to ``save(folder, store, entry)`` with its summary entry as soon as it is built (so one trace
+    at a time is in memory); ``save`` may add keys to the entry.
 
     Raises ``BadUpload`` naming the first file that cannot be ingested.
     """
@@ -95,8 +99,9 @@ def build_summary(
                     finally:
                         local.unlink(missing_ok=True)
                     folder = trace_folder(len(traces), rel)
-                    save(folder, store)
-                    traces.append(sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"})
+                    entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
+                    save(folder, store, entry)
+                    traces.append(entry)
                     continue
                 data = ctx.store.get(info.key)  # small: job.json and the SDK's chunks
                 if kind == "job":

@@ -33,7 +33,8 @@ from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.claim import claim, finish
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
-from profilerhub_worker.ingest.write import plain, put_event_store, put_status
+from profilerhub_worker.ingest.views import put_trace
+from profilerhub_worker.ingest.write import plain, put_status
 
 log = logging.getLogger("profilerhub_worker.ingest")
 
@@ -54,7 +55,7 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
     try:
         ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
         summary = build_summary(
-            ctx, place, start, lambda folder, es: put_event_store(ctx.store, place, folder, es)
+            ctx, place, start, lambda folder, es, entry: put_trace(ctx.store, place, folder, es, entry)
         )
         body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
         ctx.store.put(place.processed_key(SUMMARY), body)
