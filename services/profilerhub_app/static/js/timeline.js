@@ -591,6 +591,10 @@ async function start() {
   resize();
   if (url.start !== undefined && url.end !== undefined) scale.set(Number(url.start), Number(url.end));
   else if (url.t0us !== undefined && url.t1us !== undefined) scale.set(usToRel(Number(url.t0us), info.origin_ns), usToRel(Number(url.t1us), info.origin_ns));
+  else if (url.step !== undefined && (info.steps || [])[Number(url.step)]) {
+    const step = info.steps[Number(url.step)]; // the n-th step (compare aligns two timelines at it)
+    fitTo(step.start, step.end);
+  }
   relayout();
   if (url.q) {
     queryInput.value = url.q;
