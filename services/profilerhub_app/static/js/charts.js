@@ -22,7 +22,7 @@ function axis(label, format) {
     ticks: { stroke: cssVar("--line"), width: 1 },
     values: format ? (u, splits) => splits.map(format) : undefined,
     labelSize: label ? 20 : 0,
-    size: 54,
+    size: (u, values, axisIdx) => (axisIdx === 0 ? 34 : 58),
     font: "12px system-ui, sans-serif",
     labelFont: "12px system-ui, sans-serif",
   };
@@ -30,7 +30,7 @@ function axis(label, format) {
 
 function mount(node, options, data) {
   const width = Math.max(200, node.clientWidth || 480);
-  const chart = new uPlot({ width, height: options.height || 220, ...options }, data, node);
+  const chart = new uPlot({ ...options, width, height: options.height || 220 }, data, node);
   node.uplot = chart;
   charts.add(chart);
   resizer.observe(node);
@@ -110,11 +110,11 @@ export function histogram(node, { edges, counts, xLabel, xFormat, height, colorI
 
 /**
  * Ranked horizontal bars: rows [{label, value, text, href, title, colorIndex}]. `value` sets the bar
- * length relative to the largest; `text` is what is printed (the engine's figure, formatted).
+ * length relative to the largest (or to `max`, e.g. 100 for percentages); `text` is what is printed (the engine's figure, formatted).
  */
-export function barList(node, rows, { empty = "Nothing to show." } = {}) {
+export function barList(node, rows, { empty = "Nothing to show.", max: scaleMax } = {}) {
   if (!rows.length) return fill(node, el("p", { class: "empty" }, empty));
-  const max = Math.max(...rows.map((r) => r.value), 0) || 1;
+  const max = scaleMax || Math.max(...rows.map((r) => r.value), 0) || 1;
   const grid = el("div", { class: "bars", role: "list" });
   for (const r of rows) {
     const fillBar = el("div", { class: `fill sw${(r.colorIndex ?? 0) % 8}` });

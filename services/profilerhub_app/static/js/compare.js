@@ -17,6 +17,13 @@ const LABELS = {
   gpu_utilization_pct: "GPU utilisation",
   idle_us: "GPU idle time",
   kernel_time_us: "kernel time",
+  kernel_count: "kernel launches",
+  gpu_busy_us: "GPU busy time",
+  gpu_idle_us: "GPU idle time",
+  communication_us: "communication time",
+  memory_us: "memory copy/set time",
+  launch_latency_p50_us: "launch latency (median)",
+  events: "events in the trace",
 };
 
 function fmt(metric, v) {
@@ -118,7 +125,7 @@ function render(c, names, ids) {
   );
   barList(
     document.getElementById("cmp-kernel-bars"),
-    kernels.slice(0, 12).map((r) => ({ label: r.name, value: Math.abs(r.diff_total_us || 0), text: `${r.diff_total_us > 0 ? "+" : "−"}${us(Math.abs(r.diff_total_us || 0))}`, colorIndex: r.diff_total_us > 0 ? 5 : 0 })),
+    kernels.filter((r) => r.diff_total_us).slice(0, 12).map((r) => ({ label: r.name, value: Math.abs(r.diff_total_us || 0), text: `${r.diff_total_us > 0 ? "+" : "−"}${us(Math.abs(r.diff_total_us || 0))}`, colorIndex: r.diff_total_us > 0 ? 5 : 0 })),
   );
 }
 

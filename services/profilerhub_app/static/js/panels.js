@@ -27,7 +27,7 @@ function activePanel(id, title, data, partsKey, partLabel) {
       node.append(kpis([["active", pct(data.pct), `${id}-pct`], ["active time", us(data.active_us)], ["span", us(data.span_us)]]));
       const bars = el("div");
       node.append(bars);
-      barList(bars, parts.slice(0, 12).map((p, i) => ({ label: partLabel(p), value: p.pct, text: `${pct(p.pct)} · ${us(p.active_us)}`, colorIndex: i })));
+      barList(bars, parts.slice(0, 12).map((p, i) => ({ label: partLabel(p), value: p.pct, text: `${pct(p.pct)} · ${us(p.active_us)}`, colorIndex: i })), { max: 100 });
     },
     table: () => dataTable([{ label: partsKey === "devices" ? "device" : "thread", get: partLabel }, { label: "active", num: true, get: (r) => us(r.active_us) }, { label: "%", num: true, get: (r) => pct(r.pct) }], parts),
   });

@@ -236,10 +236,14 @@ async function select(eventId, { reveal = false } = {}) {
 }
 
 function revealEvent(ev) {
-  const inView = ev.start >= scale.start && ev.start + ev.dur <= scale.end && ev.dur > scale.nsPerPx * 2;
+  // Show the event and the call that launched it (or the ops it launched), a dozen times wider.
+  const linked = [ev, ...(ev.launchFull ? [ev.launchFull] : []), ...(ev.launched || []).slice(0, 5)];
+  const a = Math.min(...linked.map((e) => e.start));
+  const b = Math.max(...linked.map((e) => e.start + e.dur));
+  const inView = a >= scale.start && b <= scale.end && ev.dur > scale.nsPerPx * 3;
   if (!inView) {
-    const span = Math.max(ev.dur * 8, Math.min(scale.span, ev.dur * 400), 2000);
-    scale.set(ev.start + ev.dur / 2 - span / 2, ev.start + ev.dur / 2 + span / 2);
+    const span = Math.max((b - a) * 1.6, ev.dur * 12, 2000);
+    scale.set((a + b) / 2 - span / 2, (a + b) / 2 + span / 2);
   }
   const row = rowOfLane(ev.lane_id);
   if (row) {
@@ -266,7 +270,7 @@ function showDetails(ev) {
     dl([
       ["kind", ev.kind],
       ["lane", laneName(ev.lane_id)],
-      ["start", formatNs(ev.start, 1000)],
+      ["start", `${(ev.start / 1e6).toFixed(3)} ms`],
       ["duration", ns(ev.dur)],
       ["trace time", ev.ts_us !== undefined ? `${ev.ts_us} µs` : null],
     ]),
