@@ -148,7 +148,7 @@ export function stackBar(node, parts, { empty = "Nothing to show." } = {}) {
   return fill(node, bar, legend);
 }
 
-/** A plain table: columns [{label, num, get(row) -> text|Node}], rows. */
+/** A plain table: columns [{label, num, get(row) -> text|Node, raw(row) -> the unformatted value}]. */
 export function dataTable(columns, rows, { rowClass } = {}) {
   return el(
     "div",
@@ -161,7 +161,7 @@ export function dataTable(columns, rows, { rowClass } = {}) {
         "tbody",
         {},
         rows.length
-          ? rows.map((r) => el("tr", { class: rowClass ? rowClass(r) : "" }, columns.map((c) => el("td", { class: c.num ? "num" : "" }, c.get(r)))))
+          ? rows.map((r) => el("tr", { class: rowClass ? rowClass(r) : "" }, columns.map((c) => el("td", { class: c.num ? "num" : "", "data-raw": c.raw ? c.raw(r) : undefined }, c.get(r)))))
           : el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, "No rows.")),
       ),
     ),

@@ -3,7 +3,7 @@
 // A job that is not Ready yet shows its state and turns into the dashboard by itself when
 // ingest finishes (no reload). The URL keeps trace and top-k.
 import { clearCharts, dataTable, panel } from "./charts.js";
-import { ApiError, api, base, count, el, errorBox, fill, jobId, pct, query, seconds, setQuery, statusBadge, us } from "./common.js";
+import { api, base, count, el, errorBox, fill, jobId, pct, query, seconds, setQuery, statusBadge, us } from "./common.js";
 import { buildPanels } from "./panels.js";
 
 const LIVE_MS = 3000;
@@ -111,15 +111,11 @@ async function ranksPanel() {
 }
 
 let waiting = null;
+let ready = false;
 
-async function waitUntilReady() {
-  // Not Ready: show the job's state from the list, check again in a few seconds.
-  const { items } = await api("jobs");
-  const job = items.find((j) => j.job_id === jobId);
-  if (!job) {
-    fill(panelsNode, errorBox(new Error(`No job ${jobId} among your jobs.`)));
-    return;
-  }
+async function notReady(job) {
+  // Not Ready: show the job's state, check again in a few seconds (the page turns into the
+  // dashboard by itself when ingest finishes).
   title.textContent = job.name || jobId;
   fill(facts, fact("status", statusBadge(job.status), "status"), fact("files uploaded", count(job.raw_files), "files"));
   if (job.status === "Failed") {
@@ -137,9 +133,13 @@ async function load() {
   setQuery({ trace: state.trace || "", top: state.top === 10 ? "" : state.top });
   let d;
   try {
+    if (!ready) {
+      const job = await api(jobPath);
+      if (job.status !== "Ready") return notReady(job);
+      ready = true;
+    }
     d = await api(`${jobPath}/dashboard?trace=${state.trace}&top=${state.top}`);
   } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return waitUntilReady();
     fill(panelsNode, errorBox(error));
     return;
   }

@@ -13,7 +13,7 @@ function relSeconds(startUs, bucketUs, n) {
 }
 
 function kpis(items) {
-  return el("div", { class: "kpis" }, items.map(([label, value, id]) => el("div", {}, el("span", {}, label), el("b", { class: "big", "data-kpi": id }, value))));
+  return el("div", { class: "kpis" }, items.map(([label, value, id, raw]) => el("div", {}, el("span", {}, label), el("b", { class: "big", "data-kpi": id, "data-raw": raw }, value))));
 }
 
 function activePanel(id, title, data, partsKey, partLabel) {
@@ -24,7 +24,7 @@ function activePanel(id, title, data, partsKey, partLabel) {
     title,
     note: id === "gpu-active" ? "Time at least one GPU op (kernel, memcpy, memset) ran, over the trace's span." : "Time inside any CPU event, over the union of all threads.",
     draw: (node) => {
-      node.append(kpis([["active", pct(data.pct), `${id}-pct`], ["active time", us(data.active_us)], ["span", us(data.span_us)]]));
+      node.append(kpis([["active", pct(data.pct), `${id}-pct`, data.pct], ["active time", us(data.active_us), `${id}-us`, data.active_us], ["span", us(data.span_us), `${id}-span`, data.span_us]]));
       const bars = el("div");
       node.append(bars);
       barList(bars, parts.slice(0, 12).map((p, i) => ({ label: partLabel(p), value: p.pct, text: `${pct(p.pct)} · ${us(p.active_us)}`, colorIndex: i })), { max: 100 });
@@ -76,8 +76,8 @@ function kernelTimePanel(id, title, data, ctx, adjustable) {
       dataTable(
         [
           { label: "kernel", get: (r) => r.name },
-          { label: "launches", num: true, get: (r) => count(r.count) },
-          { label: "total", num: true, get: (r) => us(r.total_us) },
+          { label: "launches", num: true, get: (r) => count(r.count), raw: (r) => r.count },
+          { label: "total", num: true, get: (r) => us(r.total_us), raw: (r) => r.total_us },
           { label: "mean", num: true, get: (r) => us(r.mean_us) },
           { label: "min", num: true, get: (r) => us(r.min_us) },
           { label: "max", num: true, get: (r) => us(r.max_us) },
@@ -129,7 +129,16 @@ function sharePanel(id, title, rows, key, emptyText, note) {
     title,
     note,
     draw: (node) => stackBar(node, rows.map((r, i) => ({ label: r[key], value: r.total_us ?? r.count, text: `${pct(r.pct)} · ${us(r.total_us)}`, colorIndex: i }))),
-    table: () => dataTable([{ label: key, get: (r) => r[key] }, { label: "count", num: true, get: (r) => count(r.count) }, { label: "time", num: true, get: (r) => us(r.total_us) }, { label: "%", num: true, get: (r) => pct(r.pct) }], rows),
+    table: () =>
+      dataTable(
+        [
+          { label: key, get: (r) => r[key] },
+          { label: "count", num: true, get: (r) => count(r.count), raw: (r) => r.count },
+          { label: "time", num: true, get: (r) => us(r.total_us), raw: (r) => r.total_us },
+          { label: "%", num: true, get: (r) => pct(r.pct), raw: (r) => r.pct },
+        ],
+        rows,
+      ),
   });
 }
 
@@ -145,8 +154,8 @@ function memoryOpsPanel(rows) {
         [
           { label: "kind", get: (r) => r.kind },
           { label: "count", num: true, get: (r) => count(r.count) },
-          { label: "time", num: true, get: (r) => us(r.total_us) },
-          { label: "bytes", num: true, get: (r) => bytes(r.bytes) },
+          { label: "time", num: true, get: (r) => us(r.total_us), raw: (r) => r.total_us },
+          { label: "bytes", num: true, get: (r) => bytes(r.bytes), raw: (r) => r.bytes },
           { label: "GB/s", num: true, get: (r) => num(r.bandwidth_gbps) },
         ],
         rows,
@@ -260,9 +269,9 @@ function temporalPanel(rows) {
       dataTable(
         [
           { label: "GPU", num: true, get: (r) => r.device },
-          { label: "compute", num: true, get: (r) => us(r.compute_us) },
-          { label: "non-compute", num: true, get: (r) => us(r.non_compute_us) },
-          { label: "idle", num: true, get: (r) => us(r.idle_us) },
+          { label: "compute", num: true, get: (r) => us(r.compute_us), raw: (r) => r.compute_us },
+          { label: "non-compute", num: true, get: (r) => us(r.non_compute_us), raw: (r) => r.non_compute_us },
+          { label: "idle", num: true, get: (r) => us(r.idle_us), raw: (r) => r.idle_us },
           { label: "compute %", num: true, get: (r) => pct(r.compute_pct) },
           { label: "idle %", num: true, get: (r) => pct(r.idle_pct) },
         ],

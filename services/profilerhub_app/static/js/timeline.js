@@ -81,6 +81,8 @@ function frame() {
   canvas.dataset.drawn = String(drawn);
   canvas.dataset.start = String(Math.round(scale.start));
   canvas.dataset.end = String(Math.round(scale.end));
+  const sel = st.selection && eventRect(st.selection);
+  canvas.dataset.selRect = sel ? [sel.x, sel.y, sel.w, sel.h].map(Math.round).join(",") : "";
   rangeText.textContent = `${formatNs(scale.start, scale.span / 10)} – ${formatNs(scale.end, scale.span / 10)} (${ns(scale.span)})`;
   saveUrlSoon();
 }
