@@ -6,21 +6,17 @@ started is printed at the top and bottom of the run.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import testservices  # infra/, on the path through pytest's `pythonpath` setting (pyproject.toml)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(ROOT / "infra"))
-sys.path.insert(0, str(ROOT / "tests"))  # for the fixture plugins below
 
-import testservices  # noqa: E402
-
-# Fixtures for the hub and what builds on it: see tests/hubfixtures.py.
-pytest_plugins = ["hubfixtures"]
+# Fixtures shared across the tree, as plugins: the hub and what builds on it, app lifecycle, jobs.
+pytest_plugins = ["tests.support.hub", "tests.support.apps_fixtures", "tests.support.jobs_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -175,4 +175,32 @@ def stragglers(reports: list[dict[str, Any]], threshold: float = STRAGGLER_THRES
     return {"threshold_pct": threshold * 100.0, "metrics": metrics, "stragglers": found}
 
 
-__all__ = ["STRAGGLER_THRESHOLD", "aggregate", "analyze_directory", "find_traces", "stragglers"]
+def rank_table(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per rank (one report each, in the given order): median step time, GPU utilisation
+    (busy / span over its devices), communication, idle, compute and kernel time; and the
+    stragglers (``stragglers``)."""
+    rows = []
+    for i, r in enumerate(reports):
+        durations = [s["duration_us"] for s in r.get("steps", [])]
+        temporal = r.get("temporal", [])
+        span = sum(t["span_us"] for t in temporal)
+        idle = sum(t["idle_us"] for t in temporal)
+        rows.append(
+            {
+                "index": i,
+                "file": r.get("source"),
+                "rank": r.get("rank") if r.get("rank") is not None else i,
+                "steps": len(durations),
+                "step_time_us": float(statistics.median(durations)) if durations else None,
+                "gpu_utilization_pct": 100.0 * (span - idle) / span if span else None,
+                "communication_us": r["kernel_kinds"]["communication_us"],
+                "idle_us": idle if temporal else None,
+                "compute_us": sum(t["compute_us"] for t in temporal) if temporal else None,
+                "kernel_time_us": r["kernel_time_us"],
+            }
+        )
+    ranked = [dict(r, rank=row["rank"]) for r, row in zip(reports, rows, strict=True)]
+    return {"ranks": rows, "stragglers": stragglers(ranked)}
+
+
+__all__ = ["STRAGGLER_THRESHOLD", "aggregate", "analyze_directory", "find_traces", "rank_table", "stragglers"]

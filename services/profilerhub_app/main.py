@@ -21,7 +21,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_app import pages
+from profilerhub_app.jobdata import JobData
+from profilerhub_app.routes import analysis as analysis_routes
 from profilerhub_app.routes import jobs as job_routes
+from profilerhub_app.routes import timeline as timeline_routes
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import load_public_key, verify_app_token
 from profilerhub_core.errors import Unauthorized
@@ -97,11 +100,14 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
             Route(f"{base}api/whoami", whoami),
             Route(f"{base}api/echo", echo, methods=["POST", "PUT", "PATCH", "DELETE"]),
             *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
+            *analysis_routes.routes(f"{base}api"),  # dashboard, ranks, compare, raw download
+            *timeline_routes.routes(f"{base}api"),  # lanes, binary windows, events, search
             *pages.routes(settings, touch),  # the HTML pages and their static modules
         ],
         middleware=[Middleware(pages.SecurityHeaders), Middleware(RequireAppToken, settings=settings)],
         exception_handlers={404: not_found, 405: not_found},
     )
     app.state.settings = settings
+    app.state.job_data = JobData(settings.cache_dir, settings.open_timelines)
     app.state.hub = hub or job_routes.HttpHub(settings.hub_api_url or settings.hub_url, settings.id)
     return app

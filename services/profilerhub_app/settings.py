@@ -52,6 +52,10 @@ class AppServiceSettings:
     """The hub's storage URL; the app reads only its owner's folder under it."""
     s3_endpoint_url: str = ""
     """Endpoint of an S3-compatible store, if not AWS."""
+    cache_dir: str = ""
+    """Local folder for the timelines the app maps (default: a folder under the system temp dir)."""
+    open_timelines: int = 4
+    """Timelines kept open at once (least recently used closed first)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AppServiceSettings:

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hubfixtures import auth, cli_command, wait_for
+from tests.support.hub import auth, cli_command, wait_for
 
 APPS = "/api/v1/domains/{domain}/users/{user}/apps"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from jobs_stack import JobStack
+
+from tests.e2e.jobs_stack import JobStack
 
 
 @pytest.fixture(scope="module")

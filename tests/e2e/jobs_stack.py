@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import testservices
 
-from hubfixtures import TEST_SECRET_KEY, auth, cli_command, wait_for
+from tests.support.hub import TEST_SECRET_KEY, auth, cli_command, wait_for
 
 # A small PyTorch model trained on the CPU, instrumented with the SDK the way the README shows.
 # ``GATES`` (env) lists "step:file" pairs: at that step the script writes file.reached and waits
@@ -139,7 +139,7 @@ class JobStack:
 
     def stop(self) -> None:
         """Stop the worker and hub, and the app processes they spawned (those outlive both by design)."""
-        from apps_stack import stop_app_instances
+        from tests.e2e.apps_stack import stop_app_instances
 
         _stop(self.worker)
         _stop(self.hub)

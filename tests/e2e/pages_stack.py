@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
-from jobs_stack import JobStack
 
-from hubfixtures import auth, wait_for
+from tests.e2e.jobs_stack import JobStack
+from tests.support.hub import auth, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -126,7 +126,9 @@ class BrowserLog:
         # ERR_ABORTED: the page navigated away while a request was in flight (not a failure)
         page.on(
             "requestfailed",
-            lambda r: "ERR_ABORTED" not in (r.failure or "") and self.errors.append(f"failed: {r.url} {r.failure}"),
+            lambda r: (
+                "ERR_ABORTED" not in (r.failure or "") and self.errors.append(f"failed: {r.url} {r.failure}")
+            ),
         )
         page.on(
             "response",

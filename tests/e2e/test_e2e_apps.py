@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-from apps_stack import AppStack, pid_alive, shared_stack  # noqa: F401  (fixtures)
 
-from hubfixtures import auth, wait_for
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token
+from tests.e2e.apps_stack import AppStack, pid_alive, shared_stack  # noqa: F401  (fixtures)
+from tests.support.hub import auth, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from jobs_stack import JobStack, wait_for_file
 
-from hubfixtures import auth, wait_for
+from profilerhub_analysis.timeline.binary import decode_window
+from tests.e2e.jobs_stack import JobStack, wait_for_file
+from tests.support.hub import auth, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -51,6 +52,25 @@ def test_a_training_run_becomes_a_ready_job_with_its_summary(job_stack: JobStack
     assert len(full.json()["steps"]["items"]) == STEPS
     assert len(full.json()["metrics"]["train:loss"]["series"]) == STEPS
     assert full.json()["traces"][0]["event_store"].startswith("processed/traces/")
+
+    # Its dashboard and timeline, answered by the app process from what ingest wrote.
+    base = f"{job_stack.url}/apps/{app_id}/api/jobs/{run.job_id}"
+    dash = httpx.get(f"{base}/dashboard", headers=auth(token), timeout=60)
+    assert dash.status_code == 200, dash.text
+    panels = dash.json()["panels"]
+    assert panels["cpu_active"]["active_us"] > 0 and panels["kernel_time"]["top"] == []
+    assert panels["cpu_ops"][0]["name"] == trace["ops"][0]["name"]
+    assert panels["metrics"]["train:loss"]["count"] == STEPS and panels["system"]["samples"] > 0
+    lanes = httpx.get(f"{base}/timeline/lanes", headers=auth(token), timeout=60).json()
+    assert lanes["events"] == full.json()["traces"][0]["report"]["x_events"]
+    window = httpx.get(
+        f"{base}/timeline/window", params={"start": 0, "end": lanes["t_end"], "px": 1000}, headers=auth(token)
+    )
+    assert window.status_code == 200, window.text
+    header, _ = decode_window(window.content)
+    assert sum(lane["events"] + lane["blocks"] for lane in header["lanes"]) > 0
+    found = httpx.get(f"{base}/timeline/search", params={"q": "aten::addmm"}, headers=auth(token)).json()
+    assert found["total"] > 0 and found["matches"][0]["name"] == "aten::addmm"
 
 
 def test_training_survives_the_hub_going_away_and_uploads_when_it_returns(job_stack: JobStack) -> None:

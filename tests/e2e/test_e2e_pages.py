@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
-from jobs_stack import JobStack
-from pages_stack import BrowserLog, PagesJobs, launch_browser, shot
 from playwright.sync_api import expect
 
-from hubfixtures import auth, wait_for
+from tests.e2e.jobs_stack import JobStack
+from tests.e2e.pages_stack import BrowserLog, PagesJobs, launch_browser, shot
+from tests.support.hub import auth, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +100,7 @@ def analyze(path: Any) -> dict[str, Any]:
     import json
     import subprocess
 
-    from hubfixtures import cli_command
+    from tests.support.hub import cli_command
 
     done = subprocess.run(
         [*cli_command(), "analyze", "--format", "json", str(path)], capture_output=True, check=True
@@ -136,7 +136,7 @@ GPU_PANELS = [
 def test_the_dashboard_shows_every_panel_with_the_numbers_of_profilerhub_analyze(
     app: Any, jobs: PagesJobs
 ) -> None:
-    from pages_stack import TRACE_JOBS
+    from tests.e2e.pages_stack import TRACE_JOBS
 
     expected = analyze(TRACE_JOBS["alexnet"][0])
     open_page(app, f"jobs/{jobs.ids['alexnet']}")
@@ -205,7 +205,7 @@ def test_the_sdk_jobs_dashboard_shows_its_training_and_system_metrics(app: Any, 
 def test_a_dashboard_opened_while_the_job_runs_turns_into_the_full_one(
     app: Any, jobs: PagesJobs, pages_stack: JobStack
 ) -> None:
-    from pages_stack import TRACE_JOBS
+    from tests.e2e.pages_stack import TRACE_JOBS
 
     with httpx.Client(base_url=pages_stack.url, headers=auth(jobs.token), timeout=60) as http:
         job_id = http.post(jobs.jobs_url, json={"name": "live"}).json()["job_id"]

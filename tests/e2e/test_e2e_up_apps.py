@@ -6,9 +6,9 @@ from typing import Any
 
 import httpx
 import psutil
-from apps_stack import FAST
 
-from hubfixtures import auth, wait_for
+from tests.e2e.apps_stack import FAST
+from tests.support.hub import auth, wait_for
 
 
 def test_up_runs_apps_leaves_nothing_behind_and_brings_them_back(hub_process: Any) -> None:

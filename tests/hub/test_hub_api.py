@@ -8,8 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from hubfixtures import auth
 from profilerhub_core.db.models import ApiToken, App, AppType, utcnow
+from tests.support.hub import auth
 
 API = "/api/v1"
 

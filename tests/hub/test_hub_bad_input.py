@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from hubfixtures import auth
 from profilerhub_core.db.models import Base
+from tests.support.hub import auth
 
 API = "/api/v1"
 

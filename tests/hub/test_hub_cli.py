@@ -13,7 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from hubfixtures import auth, cli_command
+from tests.support.hub import auth, cli_command
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from hubfixtures import auth
 from profilerhub_core.db.models import ApiToken, utcnow
+from tests.support.hub import auth
 
 CALLERS = ("platform", "dadmin", "oadmin", "user", "other", "revoked", "expired", "none")
 U = "/api/v1/domains/d1/users/alice"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hubfixtures import auth
+from tests.support.hub import auth
 
 
 def test_admin_token_from_first_start_identifies_the_platform_admin(client: Any, seed: Any) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from hubfixtures import auth, wait_for
 from profilerhub_core.db.models import ApiToken, UserProfile, utcnow
 from profilerhub_core.db.session import make_engine
+from tests.support.hub import auth, wait_for
 
 API = "/api/v1"
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import profilerhub as ph
-from hubfixtures import auth, wait_for
+from tests.support.hub import auth, wait_for
 
 from .training import ANNOTATIONS, PRINTED_LOSS, train
 

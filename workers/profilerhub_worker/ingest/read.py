@@ -127,7 +127,7 @@ def build_summary(
         "ignored_files": files.get("other", [])[:100],
         "steps": steps,
         "annotations": annotated,
-        "metrics": sm.training_metrics(metrics),
+        "metrics": sm.training_metrics(metrics, start_ns),
         "system": sm.system_metrics(samples, start_ns),
         "traces": traces,
     }

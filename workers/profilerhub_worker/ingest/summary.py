@@ -128,8 +128,10 @@ def steps_and_annotations(records: Sequence[AnnotationRecord]) -> tuple[dict[str
     return steps, annotations
 
 
-def training_metrics(records: Sequence[MetricRecord]) -> dict[str, Any]:
-    """Per metric name: count, last, min, mean, max and ``series`` ``[[step, value], ...]``."""
+def training_metrics(records: Sequence[MetricRecord], start_ns: int | None = None) -> dict[str, Any]:
+    """Per metric name: count, last, min, mean, max, ``series`` ``[[step, value], ...]`` and
+    ``time_series`` ``[[seconds, value], ...]`` (seconds since ``start_ns``, the run's start, or
+    the first record)."""
     out: dict[str, Any] = {}
     if not records:
         return out
@@ -139,6 +141,7 @@ def training_metrics(records: Sequence[MetricRecord]) -> dict[str, Any]:
     ts = np.fromiter(map(attrgetter("ts_ns"), records), np.int64, len(records))
     order = np.lexsort((ts, inverse))
     bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    seconds = np.round((ts - (start_ns if start_ns is not None else int(ts.min()))) / 1e9, 3)
     for i, name in enumerate(names.tolist()):
         rows = order[bounds[i] : bounds[i + 1]]
         v, s = values[rows], steps[rows]
@@ -153,6 +156,9 @@ def training_metrics(records: Sequence[MetricRecord]) -> dict[str, Any]:
             "max": float(v[finite].max()) if finite.any() else None,
             "series": [
                 [None if s[k] < 0 else int(s[k]), float(v[k]) if finite[k] else None] for k in keep.tolist()
+            ],
+            "time_series": [
+                [float(seconds[rows[k]]), float(v[k]) if finite[k] else None] for k in keep.tolist()
             ],
         }
     return out
@@ -292,7 +298,8 @@ def compact(summary: dict[str, Any]) -> dict[str, Any]:
     out["steps"] = {k: v for k, v in summary.get("steps", {}).items() if k != "items"}
     out["annotations"] = summary.get("annotations", [])[:COMPACT_TOP]
     out["metrics"] = {
-        name: {k: v for k, v in m.items() if k != "series"} for name, m in summary.get("metrics", {}).items()
+        name: {k: v for k, v in m.items() if k not in ("series", "time_series")}
+        for name, m in summary.get("metrics", {}).items()
     }
     system = summary.get("system", {})
     out["system"] = {

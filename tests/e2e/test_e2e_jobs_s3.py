@@ -18,11 +18,11 @@ import boto3
 import pytest
 import testservices
 import uvicorn
-from jobs_helpers import job_prefix
 
-from hubfixtures import auth, wait_for
 from profilerhub_core.jobstorage import open_job_store
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.hub import auth, wait_for
+from tests.support.jobs import job_prefix
 
 SCRIPT = r"""
 import json, time
@@ -63,7 +63,7 @@ def s3_hub(hub_settings: Any, hub_app: Any, s3_server: dict[str, str], s3_bucket
 def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
     s3_hub: Any, s3_server: dict[str, str], s3_bucket: str, tmp_path: Path
 ) -> None:
-    from hubfixtures import Seed
+    from tests.support.hub import Seed
 
     token = Seed(s3_hub).user_token("d1", "alice")
     script = tmp_path / "run.py"
@@ -110,7 +110,7 @@ def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
 def test_an_upload_grant_names_the_jobs_raw_key_and_checks_the_declared_size(s3_hub: Any) -> None:
     from fastapi.testclient import TestClient
 
-    from hubfixtures import Seed
+    from tests.support.hub import Seed
 
     token = Seed(s3_hub).user_token("d1", "alice")
     with TestClient(s3_hub) as client:

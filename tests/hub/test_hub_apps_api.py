@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from apps_helpers import APPS, ONE, backdate, create, delete, describe, status_of
 
-from hubfixtures import auth
 from profilerhub_core.db.models import App, AppStatus, AuditEvent
 from profilerhub_core.records.app_states import IllegalTransition, transition
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_worker import lifecycle
+from tests.support.apps import APPS, ONE, backdate, create, delete, describe, status_of
+from tests.support.hub import auth
 
 
 def test_create_app_answers_pending_at_once_and_enqueues_the_id_after_commit(
@@ -213,7 +213,7 @@ def test_killed_app_process_becomes_failed_with_a_reason(
 
     with seed.session() as session:
         os.kill(session.get(App, running).spawner_state["pid"], signal.SIGKILL)
-    from hubfixtures import wait_for
+    from tests.support.hub import wait_for
 
     wait_for(
         lambda: lifecycle.poll_running(worker_ctx) == 1 or status_of(seed, running) == AppStatus.Failed,

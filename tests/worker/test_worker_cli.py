@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hubfixtures import cli_command
+from tests.support.hub import cli_command
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

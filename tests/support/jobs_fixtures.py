@@ -1,5 +1,5 @@
 """Fixtures for the job tests: an in-process hub whose sent tasks are recorded, and an ingest
-context on its database (helpers that build raw files are in ``jobs_helpers``)."""
+context on its database (helpers that build raw files are in ``tests.support.jobs``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from hubfixtures import SentTasks
 from profilerhub_core.storage import LocalStore
 from profilerhub_worker.ingest import IngestContext
+from tests.support.hub import SentTasks
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def jobs_client(jobs_hub: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def jobs_seed(jobs_hub: Any) -> Any:
-    from hubfixtures import Seed
+    from tests.support.hub import Seed
 
     return Seed(jobs_hub)
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from jobs_helpers import make_job, sdk_files
 
-from hubfixtures import wait_for
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from tests.support.hub import wait_for
+from tests.support.jobs import make_job, sdk_files
 
 CPU_TRACE = "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz"
 GPU_TRACE = "traces/hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
@@ -52,6 +52,7 @@ def test_ingest_turns_sdk_files_and_a_trace_into_event_stores_and_a_summary(
     }
     loss = summary["metrics"]["train:loss"]
     assert loss["count"] == 5 and loss["last"] == pytest.approx(0.4) and loss["series"][0] == [0, 2.0]
+    assert len(loss["time_series"]) == 5 and loss["time_series"][0][1] == 2.0
     assert summary["metrics"]["train:acc"]["nonfinite"] == 1
     cpu = summary["system"]["metrics"]["cpu_percent"]
     assert (cpu["min"], cpu["max"]) == (0.0, 40.0) and len(cpu["series"]) == 5
@@ -66,6 +67,7 @@ def test_ingest_turns_sdk_files_and_a_trace_into_event_stores_and_a_summary(
     row = job_row(ctx, job_id)
     assert row.status is JobStatus.Ready and row.summary is not None
     assert row.summary["steps"]["count"] == 5 and "series" not in row.summary["metrics"]["train:loss"]
+    assert "time_series" not in row.summary["metrics"]["train:loss"]
 
 
 def test_ingest_reports_kernels_and_launch_latency_of_a_gpu_trace(

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from apps_helpers import create
 
-from hubfixtures import SentTasks
 from profilerhub_worker import lifecycle
+from tests.support.apps import create
+from tests.support.hub import SentTasks
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ import json
 from datetime import timedelta
 
 import sqlalchemy as sa
-from jobs_helpers import make_job, sdk_files
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, utcnow
 from profilerhub_core.jobstorage import STATUS
 from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import IngestContext, ingest_job, reconcile_jobs
+from tests.support.jobs import make_job, sdk_files
 
 NOTHING = {"resent": 0, "partial": 0, "abandoned": 0}
 

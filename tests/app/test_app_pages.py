@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from jobs_helpers import make_job, sdk_files
-from test_jobs_app_api import open_app
 
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.jobs import make_job, open_app, sdk_files
 
 STATIC = Path(__file__).resolve().parents[2] / "services" / "profilerhub_app" / "static"
 
@@ -30,7 +29,9 @@ def test_every_page_is_a_shell_with_a_strict_csp_and_nothing_inline(
             assert " style=" not in page.text and "<style" not in page.text
             assert "alice&#x27;s profiler" in page.text or "alice's profiler" in page.text
         scripts = re.findall(r'src="([^"]+\.js)"', app.get("compare").text)
-        assert scripts and all(app.get(s.split("/apps/", 1)[1].split("/", 1)[1]).status_code == 200 for s in scripts)
+        assert scripts and all(
+            app.get(s.split("/apps/", 1)[1].split("/", 1)[1]).status_code == 200 for s in scripts
+        )
 
 
 def test_the_app_serves_its_modules_and_the_vendored_chart_library_with_its_licence(

@@ -6,12 +6,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from apps_helpers import ONE, create
 
-from hubfixtures import auth
 from profilerhub_core.db.models import App
 from profilerhub_hub.proxy import SESSION_COOKIE
 from profilerhub_worker import lifecycle
+from tests.support.apps import ONE, create
+from tests.support.hub import auth
 
 pytestmark = pytest.mark.parametrize("hub_db_url", ["sqlite"], indirect=True)
 

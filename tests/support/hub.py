@@ -1,6 +1,6 @@
 """Fixtures for testing the hub and anything built on it (apps, jobs, console).
 
-Registered for the whole suite by ``pytest_plugins = ["hubfixtures"]`` in ``tests/conftest.py``.
+Registered for the whole suite by ``pytest_plugins`` in ``tests/conftest.py``.
 Everything is built through production code: the Alembic migrations, ``create_app``, the model
 functions in ``profilerhub_core.records``, ``profilerhub up``/``hub`` as real processes.
 
@@ -55,11 +55,7 @@ from typing import Any
 
 import httpx
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "infra"))
-
-import testservices  # noqa: E402
+import testservices
 
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
 BACKENDS = ["sqlite", "postgresql"]

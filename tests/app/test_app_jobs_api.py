@@ -11,45 +11,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from jobs_helpers import make_job, sdk_files
 
-from hubfixtures import auth
-from profilerhub_app.main import create_app
-from profilerhub_app.routes.jobs import HttpHub
-from profilerhub_app.settings import AppServiceSettings
-from profilerhub_core.apptokens import hub_signing_key, issue_app_token, public_key_pem
-from profilerhub_core.db.models import AppType
 from profilerhub_core.jobstorage import JobPlace
-from profilerhub_core.records import apps, domains, jobs, users
+from profilerhub_core.records import domains, jobs, users
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import IngestContext, ingest_job
-
-
-def open_app(
-    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, store: Path, user: str, domain: str = "d1"
-) -> TestClient:
-    """A profiler app of ``user`` (a Pending app row, as the hub creates one) and its client."""
-    with ctx.sessions() as session:
-        domain_row = domains.require_domain(session, domain)
-        owner = users.get_user(session, domain_row, user)
-        assert owner is not None
-        app_id = apps.create_app(
-            session, domain_row, owner, AppType.DetailedProfiler, "default", actor="t"
-        ).id
-        owner_id = owner.id
-        session.commit()
-    key = hub_signing_key(jobs_hub.state.settings)
-    settings = AppServiceSettings(
-        id=app_id,
-        owner=user,
-        owner_id=owner_id,
-        domain=domain,
-        public_key=public_key_pem(key),
-        storage_url=store.as_uri(),
-    )
-    headers = {"Authorization": f"Bearer {issue_app_token(key, app_id, owner_id)}"}
-    hub = HttpHub("http://testserver", app_id, client=jobs_client)
-    return TestClient(create_app(settings, hub=hub), headers=headers, base_url=f"http://app/apps/{app_id}/")
+from tests.support.hub import auth
+from tests.support.jobs import make_job, open_app, sdk_files
 
 
 @pytest.fixture

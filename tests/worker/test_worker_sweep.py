@@ -6,12 +6,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs_helpers import make_job, sdk_files
-
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_worker.ingest import IngestContext
 from profilerhub_worker.sweep import sweep_storage
+from tests.support.jobs import make_job, sdk_files
 
 
 def _keys(ctx: IngestContext) -> set[str]:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs_helpers import job_prefix, sdk_files
 
-from hubfixtures import auth
 from profilerhub_core.tasks import INGEST_JOB
+from tests.support.hub import auth
+from tests.support.jobs import job_prefix, sdk_files
 
 JOBS = "/api/v1/domains/d1/users/alice/jobs"
 

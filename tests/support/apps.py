@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from hubfixtures import auth
 from profilerhub_core.db.models import App, AppStatus, utcnow
+from tests.support.hub import auth
 
 APPS = "/api/v1/domains/{domain}/users/{user}/apps"
 ONE = APPS + "/DetailedProfiler/{name}"

@@ -1,0 +1,184 @@
+"""The profiler app's analysis API over real traces ingested as jobs: the dashboard's numbers are
+``profilerhub analyze``'s, the timeline answers from what ingest wrote, compare and download work,
+and bad input gets a 4xx with the one error shape."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from profilerhub_analysis.timeline.binary import decode_window
+from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.jobs import make_job, open_app
+
+GPU_TRACE = "traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
+RANK_TRACES = ("traces/hta/tests/data/trace_filter/sampled_rank-0.json.gz",
+               "traces/hta/tests/data/trace_filter/sampled_rank-1.json.gz")  # fmt: skip
+BASE = "traces/hta/tests/data/trace_compare/base/base.json.gz"
+TEST = "traces/hta/tests/data/trace_compare/test/test.json.gz"
+
+
+@pytest.fixture
+def app_client(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
+) -> Iterator[TestClient]:
+    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as client:
+        yield client
+
+
+def _job(ctx: IngestContext, shared_dir: Path, *traces: str) -> str:
+    files = {f"torch/{Path(t).name}": (shared_dir / t).read_bytes() for t in traces}
+    job_id, _ = make_job(ctx, files)
+    assert ingest_job(job_id, ctx) == "Ready"
+    return job_id
+
+
+def _analyze(shared_dir: Path, trace: str) -> dict[str, Any]:
+    cli = Path(sys.executable).parent / "profilerhub"
+    done = subprocess.run(
+        [str(cli), "analyze", str(shared_dir / trace), "--format", "json"], capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_dashboard_numbers_are_those_of_profilerhub_analyze(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    job_id = _job(ctx, shared_dir, GPU_TRACE)
+    answer = app_client.get(f"api/jobs/{job_id}/dashboard", params={"top": 3})
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    panels = doc["panels"]
+    cli = _analyze(shared_dir, GPU_TRACE)
+    assert doc["traces"] == [{"index": 0, "file": "torch/rank0.json.gz", "rank": cli["rank"]}]
+    kt = panels["kernel_time"]
+    assert [k["name"] for k in kt["top"]] == [k["name"] for k in cli["kernels"][:3]]
+    assert kt["total_us"] == pytest.approx(cli["kernel_time_us"])
+    assert kt["other"]["count"] + sum(k["count"] for k in kt["top"]) == cli["kernel_count"]
+    assert len(panels["kernel_time_top15"]["top"]) == 15
+    same = ("idle_breakdown", "queue_length", "comm_comp_overlap", "memory_bw", "launch_stats", "gpu_metrics",
+            "temporal", "memory_ops", "precision", "steps", "launch_latency")  # fmt: skip
+    for section in same:
+        assert panels[section] == cli[section], section
+    assert panels["gpu_active"]["active_us"] > 0 and panels["cpu_ops"]
+    assert panels["step_time"]["count"] == len(cli["steps"])
+
+
+def test_timeline_lanes_window_event_and_search_answer_from_the_ingested_index(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    job_id = _job(ctx, shared_dir, GPU_TRACE)
+    base = f"api/jobs/{job_id}/timeline"
+    lanes = app_client.get(f"{base}/lanes").json()
+    assert lanes["events"] == _analyze(shared_dir, GPU_TRACE)["x_events"]
+    gpu = next(g for g in lanes["groups"] if g["kind"] == "gpu")
+    stream = gpu["lanes"][0]["lane_id"]
+    window = app_client.get(f"{base}/window", params={"start": 0, "end": lanes["t_end"], "px": 2000})
+    assert window.status_code == 200 and window.headers["content-type"] == "application/x-profilerhub-window"
+    header, cols = decode_window(window.content)
+    assert {lane["lane_id"] for lane in header["lanes"]} >= {stream}
+    assert len(cols["ct_mean"]) == sum(c["runs"] for c in header["counters"])
+    one = app_client.get(f"{base}/window", params={"start": 0, "end": lanes["t_end"], "px": 500,
+                                                   "lanes": str(stream), "counters": ""})  # fmt: skip
+    one_header, _ = decode_window(one.content)
+    assert [lane["lane_id"] for lane in one_header["lanes"]] == [stream] and one_header["counters"] == []
+
+    found = app_client.get(f"{base}/search", params={"q": "ncclKernel", "limit": 5}).json()
+    assert found["total"] > 5 and len(found["matches"]) == 5 and found["more"]
+    starts = [m["start"] for m in found["matches"]]
+    assert starts == sorted(starts)
+    kernels = app_client.get(f"{base}/search", params={"q": "gemm", "limit": 50}).json()["matches"]
+    details = [app_client.get(f"{base}/event/{m['id']}").json() for m in kernels]
+    kernel = next(d for d in details if d["launch"] is not None)
+    assert kernel["kind"] == "kernel" and kernel["launch"]["name"].startswith("cuda")
+    launch = app_client.get(f"{base}/event/{kernel['launch']['id']}").json()
+    assert kernel["id"] in [e["id"] for e in launch["launched"]]
+
+
+def test_two_rank_job_has_a_rank_table_and_a_rank_selector(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    job_id = _job(ctx, shared_dir, *RANK_TRACES)
+    ranks = app_client.get(f"api/jobs/{job_id}/ranks").json()
+    assert [r["index"] for r in ranks["ranks"]] == [0, 1]
+    assert all(r["gpu_utilization_pct"] > 0 and r["communication_us"] > 0 for r in ranks["ranks"])
+    assert "stragglers" in ranks["stragglers"]
+    second = app_client.get(f"api/jobs/{job_id}/dashboard", params={"trace": 1}).json()
+    assert second["trace"]["index"] == 1 and len(second["traces"]) == 2
+
+
+def test_compare_two_jobs_gives_the_cli_compare(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    base, test = _job(ctx, shared_dir, BASE), _job(ctx, shared_dir, TEST)
+    answer = app_client.get("api/compare", params={"base": base, "test": test})
+    assert answer.status_code == 200, answer.text
+    ops = {o["name"]: o for o in answer.json()["compare"]["ops"]}
+    cli = Path(sys.executable).parent / "profilerhub"
+    done = subprocess.run(
+        [str(cli), "compare", str(shared_dir / BASE), str(shared_dir / TEST), "--format", "json"],
+        capture_output=True,
+        timeout=300,
+    )
+    expected = {o["name"]: o for o in json.loads(done.stdout)["compare"]["ops"]}
+    assert ops == expected and ops["AddmmBackward0"]["change"] == "+"
+
+
+def test_raw_trace_downloads_as_gzip_chrome_trace(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    job_id = _job(ctx, shared_dir, BASE)
+    answer = app_client.get(f"api/jobs/{job_id}/traces/0/raw")
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/gzip"
+    assert "attachment" in answer.headers["content-disposition"]
+    assert gzip.decompress(answer.content) == gzip.decompress((shared_dir / BASE).read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status"),
+    [
+        ("dashboard", {"top": "0"}, 400),
+        ("dashboard", {"top": "ten"}, 400),
+        ("dashboard", {"trace": "7"}, 404),
+        ("timeline/window", {"start": "10", "end": "5", "px": "100"}, 400),
+        ("timeline/window", {"start": "0", "end": "5", "px": "0"}, 400),
+        ("timeline/window", {"start": "0", "end": "5"}, 400),
+        ("timeline/window", {"start": "0", "end": "5", "px": "10", "lanes": "a,b"}, 400),
+        ("timeline/search", {"q": ""}, 400),
+        ("timeline/event/999999999", {}, 404),
+        ("traces/3/raw", {}, 404),
+    ],
+)
+def test_bad_input_gets_a_4xx_with_the_error_shape(
+    ctx: IngestContext,
+    app_client: TestClient,
+    shared_dir: Path,
+    path: str,
+    params: dict[str, str],
+    status: int,
+) -> None:
+    job_id = _job(ctx, shared_dir, BASE)
+    answer = app_client.get(f"api/jobs/{job_id}/{path}", params=params)
+    assert answer.status_code == status, answer.text
+    assert set(answer.json()["error"]) == {"code", "message"}
+
+
+def test_another_users_job_is_not_found(
+    ctx: IngestContext, jobs_seed: Any, app_client: TestClient, shared_dir: Path
+) -> None:
+    jobs_seed.user("d1", "bob")
+    files = {"torch/base.json.gz": (shared_dir / BASE).read_bytes()}
+    bobs, _ = make_job(ctx, files, user="bob")
+    assert ingest_job(bobs, ctx) == "Ready"
+    for path in ("dashboard", "timeline/lanes", "traces/0/raw"):
+        assert app_client.get(f"api/jobs/{bobs}/{path}").status_code == 404
+    assert app_client.get("api/compare", params={"base": bobs, "test": bobs}).status_code == 404
