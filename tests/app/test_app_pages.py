@@ -62,3 +62,29 @@ def test_one_job_is_described_as_the_list_does_and_unknown_ones_are_404(
         assert (one.json()["status"], one.json()["steps"], one.json()["ranks"]) == ("Ready", 3, 0)
         missing = app.get("api/jobs/0a1b2c3d-0000-4000-8000-0000000000ff")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "ResourceNotFound"
+
+
+COMPARE_BASE = "traces/hta/tests/data/trace_compare/base/base.json.gz"
+
+
+def test_a_box_selection_aggregates_the_events_inside_it(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path, shared_dir: Path
+) -> None:
+    job_id, _ = make_job(ctx, {"torch/base.json.gz": (shared_dir / COMPARE_BASE).read_bytes()})
+    assert ingest_job(job_id, ctx) == "Ready"
+    with open_app(ctx, jobs_hub, jobs_client, Path(ctx.store.root), "alice") as app:
+        base = f"api/jobs/{job_id}/timeline"
+        end = app.get(f"{base}/lanes").json()["t_end"]
+        whole = app.get(f"{base}/aggregate", params={"start": 0, "end": end + 1, "limit": 1000}).json()
+        found = app.get(f"{base}/search", params={"q": "aten::zeros"}).json()
+        zeros = next(op for op in whole["ops"] if op["name"] == "aten::zeros")
+        assert zeros["count"] == found["total"] > 0
+        assert whole["events"] >= sum(op["count"] for op in whole["ops"][:3])
+        first = found["matches"][0]
+        one = app.get(
+            f"{base}/aggregate", params={"start": first["start"], "end": first["start"] + first["dur"]}
+        )
+        assert {"name": "aten::zeros", "count": 1, "total_ns": first["dur"]} in one.json()["ops"]
+        for bad in ({"start": 10, "end": 5}, {"start": "x", "end": 5}, {"start": 0}):
+            answer = app.get(f"{base}/aggregate", params=bad)
+            assert answer.status_code == 400 and set(answer.json()["error"]) == {"code", "message"}

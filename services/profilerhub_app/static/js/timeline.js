@@ -210,16 +210,19 @@ function eventRect(ev) {
   return { x, y: row.y - st.scrollY + 2 + (ev.depth || 0) * ROW, w: Math.max(scale.x(ev.start + ev.dur) - x, 1), h: ROW - 2 };
 }
 
+let selecting = 0; // the latest select() wins: an older answer arriving late is dropped
+
 async function select(eventId, { reveal = false } = {}) {
+  const mine = ++selecting;
   let ev;
   try {
     ev = await api(`${jobPath}/timeline/event/${eventId}?trace=${trace}`);
   } catch (error) {
-    fill(details, errorBox(error));
+    if (mine === selecting) fill(details, errorBox(error));
     return;
   }
-  st.selection = ev;
-  st.arrows = [];
+  if (mine !== selecting) return;
+  const arrows = [];
   if (ev.launch) {
     let launch = ev.launch;
     try {
@@ -227,10 +230,13 @@ async function select(eventId, { reveal = false } = {}) {
     } catch (_) {
       /* keep the summary without depth */
     }
+    if (mine !== selecting) return;
     ev.launchFull = launch;
-    st.arrows.push([launch, ev]);
+    arrows.push([launch, ev]);
   }
-  for (const op of ev.launched || []) st.arrows.push([ev, { depth: 0, dur: 0, ...op }]);
+  for (const op of ev.launched || []) arrows.push([ev, { depth: 0, dur: 0, ...op }]);
+  st.selection = ev;
+  st.arrows = arrows;
   if (reveal) revealEvent(ev);
   showDetails(ev);
   saveUrlSoon();
@@ -299,6 +305,7 @@ function showDetails(ev) {
 }
 
 function clearSelection() {
+  selecting += 1; // a select() still waiting for its answer is dropped
   st.selection = null;
   st.arrows = [];
   st.box = null;
@@ -394,8 +401,8 @@ async function step(delta) {
   }
   i = (i + st.matches.length) % st.matches.length;
   st.matchIndex = i;
-  matchesText.textContent = `${count(i + 1)} of ${count(st.total)}`;
   await select(st.matches[i].id, { reveal: true });
+  matchesText.textContent = `${count(i + 1)} of ${count(st.total)}`; // once the match is shown
 }
 
 // ---- URL --------------------------------------------------------------------------------
