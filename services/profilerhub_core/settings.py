@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     public_url: str = Field(
         default="", description="URL users reach the hub at (behind a proxy). Default: http://<host>:<port>."
     )
-    app_hub_url: str = Field(
+    hub_internal_url: str = Field(
         default="",
         description="URL profiler apps reach the hub at, to ask which jobs their owner has "
         "(a cluster-internal Service URL on Kubernetes). Default: public_url.",
@@ -87,6 +87,23 @@ class Settings(BaseSettings):
     )
     job_max_total_bytes: int = Field(
         default=4 * 1024 * 1024 * 1024, ge=1, description="Largest total of one job's raw files."
+    )
+    job_max_trace_bytes: int = Field(
+        default=2 * 1024 * 1024 * 1024,
+        ge=1,
+        description="Largest raw file once decompressed; ingest stops inflating there (a gzip bomb "
+        "fails its job at once).",
+    )
+    job_max_ingest_bytes: int = Field(
+        default=8 * 1024 * 1024 * 1024,
+        ge=1,
+        description="Largest total of one job's files once decompressed.",
+    )
+    worker_ingest_memory_bytes: int = Field(
+        default=0,
+        ge=0,
+        description="Memory one worker's concurrent ingests may hold together (each file reserves 2.5 "
+        "times its decompressed size while it is parsed); 0 = half the machine's memory.",
     )
     job_presigned_uploads: bool = Field(
         default=True,

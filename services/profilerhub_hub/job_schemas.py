@@ -69,6 +69,9 @@ class JobRead(BaseModel):
     created_at: datetime
     updated_at: datetime
     completed_at: datetime | None
+    warnings: list[str] = Field(
+        default_factory=list, description="Raw files a Ready job was ingested without, each with why."
+    )
     summary: dict[str, Any] | None = Field(
         None, description="The compact summary once Ready (only when one job is read)."
     )
@@ -89,6 +92,7 @@ class JobRead(BaseModel):
             created_at=job.created_at,
             updated_at=job.updated_at,
             completed_at=job.completed_at,
+            warnings=list((job.summary or {}).get("warnings") or []),
             summary=job.summary if summary else None,
             upload=upload,
         )

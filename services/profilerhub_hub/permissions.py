@@ -26,6 +26,7 @@ or belongs to another user, because a different answer would reveal that it exis
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from profilerhub_core.errors import AccessDenied, NotFound
@@ -160,6 +161,22 @@ def check_domain_visible(caller: Caller, domain_id: str, not_found: NotFound) ->
         raise not_found
 
 
+def check_grantable(caller: Caller, scopes: Sequence[str]) -> None:
+    """Raise ``AccessDenied`` unless every scope in ``scopes`` is one ``caller``'s token has.
+
+    A token can mint tokens for what it may do itself and no more: ``["CreateToken"]`` can mint
+    ``["CreateToken"]`` but never ``["*"]`` or ``["DeleteApp"]``. (Only ``"*"`` grants ``"*"``.)
+    """
+    if ALL_SCOPES in caller.scopes:
+        return
+    wider = sorted(set(scopes) - set(caller.scopes))
+    if wider:
+        raise AccessDenied(
+            f"A token cannot grant scopes it does not have: {', '.join(wider)} "
+            f"(this token has {', '.join(caller.scopes)})"
+        )
+
+
 def authorize(caller: Caller, action: Action, target: Target) -> None:
     """Return when ``caller`` may do ``action`` on ``target``; raise ``AccessDenied`` or ``NotFound``."""
     if ALL_SCOPES not in caller.scopes and action.value not in caller.scopes:
@@ -202,4 +219,14 @@ def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
     )
 
 
-__all__ = ["MUTATING", "RULES", "Action", "Caller", "Rule", "Target", "authorize", "check_domain_visible"]
+__all__ = [
+    "MUTATING",
+    "RULES",
+    "Action",
+    "Caller",
+    "Rule",
+    "Target",
+    "authorize",
+    "check_domain_visible",
+    "check_grantable",
+]

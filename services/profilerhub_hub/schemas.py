@@ -104,7 +104,8 @@ class TokenCreate(RequestModel):
         default_factory=lambda: ["*"],  # type: ignore[arg-type]
         min_length=1,
         max_length=len(Action) + 1,
-        description="Actions this token may perform ('*' = everything its owner may do).",
+        description="Actions this token may perform ('*' = everything its owner may do). At most the "
+        "calling token's own scopes (omitted: exactly those).",
     )
 
 

@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from profilerhub_core.db.models import ApiToken, App, AppType, utcnow
@@ -215,6 +216,34 @@ def test_token_scopes_limit_the_actions(client: Any, seed: Any) -> None:
         headers=auth(seed.admin_token),
     )
     assert bad_scope.status_code == 422
+
+
+@pytest.mark.parametrize("asked", [["*"], ["CreateToken", "DeleteApp"], ["DeleteUserProfile"]])
+def test_a_token_cannot_mint_a_token_with_scopes_it_does_not_have(
+    client: Any, seed: Any, asked: list[str]
+) -> None:
+    narrow = seed.user_token("d1", "alice", scopes=["CreateToken"])
+    url = f"{API}/domains/d1/users/alice/tokens"
+    denied = client.post(url, json={"scopes": asked}, headers=auth(narrow))
+    assert denied.status_code == 403 and error_code(denied) == "AccessDenied"
+    assert "cannot grant" in denied.json()["error"]["message"]
+    listed = client.get(url, headers=auth(seed.admin_token)).json()["items"]
+    assert [t["scopes"] for t in listed] == [["CreateToken"]]  # nothing minted
+
+
+def test_a_narrow_token_mints_at_most_its_own_scopes(client: Any, seed: Any) -> None:
+    narrow = seed.user_token("d1", "alice", scopes=["CreateToken", "ListTokens"])
+    url = f"{API}/domains/d1/users/alice/tokens"
+    same = client.post(url, json={"scopes": ["ListTokens"]}, headers=auth(narrow))
+    assert same.status_code == 201 and same.json()["scopes"] == ["ListTokens"]
+    defaulted = client.post(url, json={}, headers=auth(narrow))  # scopes left out: the caller's own
+    assert defaulted.status_code == 201 and sorted(defaulted.json()["scopes"]) == [
+        "CreateToken",
+        "ListTokens",
+    ]
+    minted = defaulted.json()["token"]
+    escalate = client.post(url, json={"scopes": ["*"]}, headers=auth(minted))
+    assert escalate.status_code == 403
 
 
 def test_token_last_used_at_is_recorded(client: Any, seed: Any) -> None:

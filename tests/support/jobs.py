@@ -138,6 +138,16 @@ def job_prefix(hub: Any, job_id: str) -> str:
         return place_of(job).prefix
 
 
+def job_row(ctx: IngestContext, job_id: str) -> Any:
+    """The job's row as it is now (detached)."""
+    from profilerhub_core.db.models import Job
+
+    with ctx.sessions() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return job
+
+
 def open_app(
     ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, store: Path, user: str, domain: str = "d1"
 ) -> TestClient:

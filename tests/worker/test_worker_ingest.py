@@ -117,35 +117,52 @@ def _truncated() -> bytes:
     return data[: len(data) // 2]
 
 
-@pytest.mark.parametrize(
-    ("name", "data", "reason"),
-    [
-        ("torch/t.pt.trace.json.gz", _truncated(), "raw/torch/t.pt.trace.json.gz: gzip data is truncated"),
-        ("torch/t.pt.trace.json", b"{not json", "raw/torch/t.pt.trace.json: not valid JSON"),
-        ("torch/t.pt.trace.json", b'{"hello": 1}', "raw/torch/t.pt.trace.json: no 'traceEvents' list"),
-        ("annotations/000002.jsonl.gz", b"plain text", "raw/annotations/000002.jsonl.gz"),
-        ("metrics/000002.jsonl.gz", gzip.compress(b'{"name": 3}\n'), "raw/metrics/000002.jsonl.gz"),
-        ("job.json", b"[1, 2]", "raw/job.json: not a JSON object"),
-        (
-            "torch/huge.json",
-            b" " * (5 << 20),
-            "raw/torch/huge.json: 5242880 bytes is over the per-file limit",
-        ),
-    ],
-    ids=[
-        "truncated-gzip",
-        "not-json",
-        "not-a-trace",
-        "chunk-not-gzip",
-        "wrong-record",
-        "job-json",
-        "oversized",
-    ],
-)
-def test_a_bad_raw_file_fails_its_job_with_a_reason_and_nothing_else(
+BAD_FILES = [
+    ("torch/t.pt.trace.json.gz", _truncated(), "raw/torch/t.pt.trace.json.gz: gzip data is truncated"),
+    ("torch/t.pt.trace.json", b"{not json", "raw/torch/t.pt.trace.json: not valid JSON"),
+    ("torch/t.pt.trace.json", b'{"hello": 1}', "raw/torch/t.pt.trace.json: no 'traceEvents' list"),
+    ("annotations/000002.jsonl.gz", b"plain text", "raw/annotations/000002.jsonl.gz"),
+    ("metrics/000002.jsonl.gz", gzip.compress(b'{"name": 3}\n'), "raw/metrics/000002.jsonl.gz"),
+    ("job.json", b"[1, 2]", "raw/job.json: not a JSON object"),
+    (
+        "torch/huge.json",
+        b" " * (5 << 20),
+        "raw/torch/huge.json: 5242880 bytes is over the per-file limit",
+    ),
+]
+BAD_IDS = [
+    "truncated-gzip",
+    "not-json",
+    "not-a-trace",
+    "chunk-not-gzip",
+    "wrong-record",
+    "job-json",
+    "oversized",
+]
+
+
+@pytest.mark.parametrize(("name", "data", "reason"), BAD_FILES, ids=BAD_IDS)
+def test_an_unreadable_file_is_left_out_with_a_warning_and_the_rest_is_ready(
     ctx: IngestContext, name: str, data: bytes, reason: str
 ) -> None:
-    bad_id, bad_place = make_job(ctx, sdk_files() | {name: data})
+    job_id, place = make_job(ctx, sdk_files() | {name: data})
+
+    assert ingest_job(job_id, ctx) == "Ready"
+
+    row = job_row(ctx, job_id)
+    assert row.summary is not None and len(row.summary["warnings"]) == 1
+    assert row.summary["warnings"][0].startswith(reason), row.summary["warnings"]
+    summary = json.loads(ctx.store.get(place.processed_key("summary.json")))
+    assert summary["warnings"] == row.summary["warnings"]
+    assert summary["steps"]["count"] == 5 and summary["metrics"]["train:loss"]["count"] == 5
+    assert len(list(ctx.store.list(place.raw_prefix))) == len(sdk_files()) + (name not in sdk_files())
+
+
+@pytest.mark.parametrize(("name", "data", "reason"), BAD_FILES, ids=BAD_IDS)
+def test_a_job_with_nothing_readable_fails_with_the_files_reason(
+    ctx: IngestContext, name: str, data: bytes, reason: str
+) -> None:
+    bad_id, bad_place = make_job(ctx, {name: data})
     good_id, _ = make_job(ctx, sdk_files())
 
     assert ingest_job(bad_id, ctx) == "Failed"
@@ -159,7 +176,6 @@ def test_a_bad_raw_file_fails_its_job_with_a_reason_and_nothing_else(
     assert [i.key for i in ctx.store.list(bad_place.processed_prefix)] == [
         bad_place.processed_key("status.json")
     ]
-    assert len(list(ctx.store.list(bad_place.raw_prefix))) == len(sdk_files()) + (name not in sdk_files())
 
 
 def test_a_job_without_files_fails(ctx: IngestContext) -> None:

@@ -44,7 +44,7 @@ def build_context(settings: Settings, celery: Celery) -> WorkerContext:
     app_env = {
         "PROFILERHUB_APP_PUBLIC_KEY": public_key_pem(hub_signing_key(settings)),
         "PROFILERHUB_APP_HUB_URL": settings.public_url,
-        "PROFILERHUB_APP_HUB_API_URL": settings.app_hub_url or settings.public_url,
+        "PROFILERHUB_APP_HUB_API_URL": settings.hub_internal_url or settings.public_url,
         "PROFILERHUB_APP_STORAGE_URL": settings.storage_url,  # the app reads its owner's jobs (issue 5)
         "PROFILERHUB_APP_S3_ENDPOINT_URL": settings.s3_endpoint_url or "",
         **{k: os.environ[k] for k in STORAGE_CREDENTIALS_ENV if k in os.environ},

@@ -10,7 +10,7 @@ from profilerhub_core.db.models import ApiToken, utcnow
 from profilerhub_core.records import tokens
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
-from profilerhub_hub.permissions import Action
+from profilerhub_hub.permissions import Action, check_grantable
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page, TokenCreate, TokenCreated, TokenRead
 
@@ -22,12 +22,17 @@ def create_token(
     body: TokenCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateToken)]
 ) -> TokenCreated:
     assert target.user is not None and target.domain is not None
+    # Scopes left out: the caller's own (a narrowed token mints narrowed tokens), never wider.
+    scopes = (
+        [str(s) for s in body.scopes] if "scopes" in body.model_fields_set else list(target.caller.scopes)
+    )
+    check_grantable(target.caller, scopes)
     token, secret = tokens.issue_token(
         session,
         target.user,
         expires_in_seconds=body.expires_in_seconds,
         note=body.note,
-        scopes=[str(s) for s in body.scopes],
+        scopes=scopes,
     )
     commit_audited(
         session,

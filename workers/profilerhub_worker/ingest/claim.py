@@ -1,10 +1,10 @@
 """Claiming a job for ingest, and finishing the claim, by compare-and-set on the job's row.
 
-    InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim
-    Processing -> Processing                 a claim older than ``ctx.stale_after`` (its worker
-                                             died) is taken over, or the job Failed after
-                                             ``ctx.max_attempts`` tries
-    Processing -> Ready | Failed             ``finish``, only while the claim is still ours
+InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim
+Processing -> Processing                 a claim older than ``ctx.stale_after`` (its worker
+                                         died) is taken over, or the job Failed after
+                                         ``ctx.max_attempts`` tries
+Processing -> Ready | Failed             ``finish``, only while the claim is still ours
 """
 
 from __future__ import annotations

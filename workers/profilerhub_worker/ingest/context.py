@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from profilerhub_analysis.reader import max_trace_bytes
 from profilerhub_core.storage import ObjectStore
+from profilerhub_worker.ingest.limits import MemoryBudget, default_memory_budget, remove_stale_copies
 
 
 @dataclass
@@ -20,12 +20,18 @@ class IngestContext:
     sessions: sessionmaker[Session]
     store: ObjectStore
     max_file_bytes: int
+    """Largest stored (compressed) raw file."""
     max_trace_bytes: int
+    """Largest raw file once decompressed."""
     stale_after: timedelta
     max_attempts: int = 3
     resend_after: timedelta = timedelta(seconds=30)
     enqueue: Callable[[str, str], None] | None = None
     """``enqueue(task_name, job_id)``; what the reconciler re-sends stuck jobs with."""
+    max_ingest_bytes: int = 1 << 62
+    """Largest total of one job's raw files once decompressed."""
+    memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
+    """The worker-wide budget concurrent ingests parse under (``limits``)."""
 
     @classmethod
     def from_settings(
@@ -33,11 +39,14 @@ class IngestContext:
     ) -> IngestContext:
         from profilerhub_core.db.session import make_engine, session_factory
 
+        remove_stale_copies()  # what an ingest killed mid-way left in the temporary directory
         return cls(
             sessions=session_factory(make_engine(settings)),
             store=store,
             max_file_bytes=settings.job_max_file_bytes,
-            max_trace_bytes=max_trace_bytes(),
+            max_trace_bytes=settings.job_max_trace_bytes,
+            max_ingest_bytes=settings.job_max_ingest_bytes,
+            memory=MemoryBudget(settings.worker_ingest_memory_bytes or default_memory_budget()),
             stale_after=timedelta(seconds=settings.job_ingest_timeout_seconds),
             max_attempts=settings.job_ingest_max_attempts,
             enqueue=enqueue,

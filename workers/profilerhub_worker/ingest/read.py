@@ -1,16 +1,19 @@
 """Reading a job's raw files: stream, check and parse each one into the summary.
 
-A file over the size limit, truncated gzip, bad JSON or a trace the analysis engine cannot read
-raises ``BadUpload`` with a reason naming the file; traces go through a private temporary
-directory, one at a time, and each trace's event store is handed on as soon as it is built.
+A file over a size limit (``limits``), truncated gzip, bad or too deeply nested JSON or a trace
+the analysis engine cannot read is left out with a warning naming it and saying why; the job is
+``Ready`` with the rest and its summary's ``warnings`` lists them. Only when no file at all could
+be read is it ``BadUpload`` (the job ``Failed``), with the first file's reason. Every file is
+inflated to a private temporary directory first (capped as it streams), then parsed under a
+reservation of the worker's ingest memory; each trace's event store is handed on as soon as it is
+built, so one file at a time is in memory.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
-import tempfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,11 +24,14 @@ from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.errors import TraceError
 from profilerhub_analysis.store import EventStore
 from profilerhub_core.jobstorage import JobPlace
-from profilerhub_core.storage import ObjectStore, layout
+from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.context import BadUpload, IngestContext
+from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR, OverLimit, copy_dir, inflate_to_file
 
 SUMMARY_FORMAT = "profilerhub-summary/1"
+MAX_WARNINGS = 100
+log = logging.getLogger("profilerhub_worker.ingest")
 CHUNK_KINDS = ("annotations", "metrics", "system")
 TRACE_SUFFIXES = (".json", ".json.gz")
 _ANNOTATIONS = msgspec.json.Decoder(sm.AnnotationRecord)
@@ -51,12 +57,6 @@ def _reason(rel: str, exc: Exception) -> str:
     return f"raw/{rel}: {text}"
 
 
-def _fetch(store: ObjectStore, key: str, target: Path) -> None:
-    with target.open("wb") as fh:
-        for chunk in store.stream(key):
-            fh.write(chunk)
-
-
 def build_summary(
     ctx: IngestContext,
     place: JobPlace,
@@ -67,7 +67,7 @@ def build_summary(
     to ``save(folder, store, entry)`` with its summary entry as soon as it is built (so one trace
     at a time is in memory); ``save`` may add keys to the entry.
 
-    Raises ``BadUpload`` naming the first file that cannot be ingested.
+    Raises ``BadUpload`` when no file could be read (naming the first that could not).
     """
     objects = list(ctx.store.list(place.raw_prefix))
     if not objects:
@@ -78,7 +78,10 @@ def build_summary(
     samples: list[sm.SystemSample] = []
     job_doc: dict[str, Any] = {}
     traces: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="profilerhub-ingest-") as tmp:
+    warnings: list[str] = []
+    read = 0
+    job_left = ctx.max_ingest_bytes
+    with copy_dir() as tmp:
         for info in objects:
             rel = layout.relative_name(info.key, place.raw_prefix)
             kind = _kind(rel)
@@ -86,36 +89,47 @@ def build_summary(
             if kind == "other":
                 continue
             if info.size > ctx.max_file_bytes:
-                raise BadUpload(
+                warnings.append(
                     f"raw/{rel}: {info.size} bytes is over the per-file limit of {ctx.max_file_bytes}"
                 )
+                continue
+            local = Path(tmp) / rel.rsplit("/", 1)[-1]  # the reader's messages name the file
             try:
-                if kind == "trace":
-                    # Traces go through a file: the reader streams and caps the decompression.
-                    local = Path(tmp) / rel.rsplit("/", 1)[-1]  # the reader's messages name the file
-                    _fetch(ctx.store, info.key, local)
-                    try:
-                        store = load_trace(local, ctx.max_trace_bytes)
-                    finally:
-                        local.unlink(missing_ok=True)
-                    folder = trace_folder(len(traces), rel)
-                    entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
-                    save(folder, store, entry)
-                    traces.append(entry)
-                    continue
-                data = ctx.store.get(info.key)  # small: job.json and the SDK's chunks
-                if kind == "job":
-                    job_doc = _job_doc(data)
-                    continue
-                data = gunzip(data, ctx.max_trace_bytes)
-                if kind == "annotations":
-                    annotations.extend(_ANNOTATIONS.decode_lines(data))
-                elif kind == "metrics":
-                    metrics.extend(_METRICS.decode_lines(data))
-                else:
-                    samples.extend(_SAMPLES.decode_lines(data))
+                size = _inflate(ctx, info.key, local, rel, job_left)
+                job_left -= size
+                with ctx.memory.reserve(int(size * PARSE_MEMORY_FACTOR), f"raw/{rel}"):
+                    if kind == "trace":
+                        store = load_trace(local, size)
+                        folder = trace_folder(len(traces), rel)
+                        entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
+                        save(folder, store, entry)
+                        traces.append(entry)
+                        del store
+                        read += 1
+                        continue
+                    data = local.read_bytes()
+                    if kind == "job":
+                        job_doc = _job_doc(data)
+                    elif kind == "annotations":
+                        annotations.extend(_ANNOTATIONS.decode_lines(data))
+                    elif kind == "metrics":
+                        metrics.extend(_METRICS.decode_lines(data))
+                    else:
+                        samples.extend(_SAMPLES.decode_lines(data))
+                    del data
+                    read += 1
+            except OverLimit as exc:
+                warnings.append(str(exc))
+            except RecursionError:
+                warnings.append(f"raw/{rel}: JSON nested too deeply to read")
             except (TraceError, msgspec.MsgspecError, ValueError) as exc:
-                raise BadUpload(_reason(rel, exc)) from exc
+                warnings.append(_reason(rel, exc))
+            finally:
+                local.unlink(missing_ok=True)
+    if not read:
+        raise BadUpload(warnings[0] if warnings else "None of the job's raw files is one ingest reads")
+    if warnings:
+        log.info("job %s: %d file(s) left out: %s", place.job_id, len(warnings), "; ".join(warnings[:3]))
     steps, annotated = sm.steps_and_annotations(annotations)
     start_ns = job_doc.get("start_ns") if isinstance(job_doc.get("start_ns"), int) else None
     summary = {
@@ -130,22 +144,28 @@ def build_summary(
         "metrics": sm.training_metrics(metrics, start_ns),
         "system": sm.system_metrics(samples, start_ns),
         "traces": traces,
+        "warnings": warnings[:MAX_WARNINGS],
     }
     return summary
 
 
-def gunzip(data: bytes, limit: int) -> bytes:
-    """Decompress a whole gzip member (``ValueError`` when it is not gzip, truncated or over ``limit``)."""
-    inflater = zlib.decompressobj(wbits=31)
+def _inflate(ctx: IngestContext, key: str, local: Path, rel: str, job_left: int) -> int:
+    """Inflate one raw file to ``local`` under the per-file and the per-job limit; its size."""
+    if job_left < ctx.max_trace_bytes:
+        try:
+            return inflate_to_file(ctx.store, key, local, max(job_left, 0), f"raw/{rel}")
+        except OverLimit:
+            raise OverLimit(
+                f"raw/{rel}: the job's files pass the limit of {ctx.max_ingest_bytes / 2**20:.0f} MiB "
+                "decompressed together (PROFILERHUB_JOB_MAX_INGEST_BYTES)"
+            ) from None
     try:
-        out = inflater.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise ValueError(f"not a valid gzip file ({exc})") from exc
-    if len(out) > limit:
-        raise ValueError(f"larger than the {limit} byte limit once decompressed")
-    if not inflater.eof:
-        raise ValueError("gzip data is truncated (the file ended early)")
-    return out
+        return inflate_to_file(ctx.store, key, local, ctx.max_trace_bytes, f"raw/{rel}")
+    except OverLimit:
+        raise OverLimit(
+            f"raw/{rel}: larger than the per-file limit of {ctx.max_trace_bytes / 2**20:.0f} MiB once "
+            "decompressed (PROFILERHUB_JOB_MAX_TRACE_BYTES)"
+        ) from None
 
 
 def _job_doc(data: bytes) -> dict[str, Any]:
@@ -189,4 +209,4 @@ def _safe(rel: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:100] or "trace"
 
 
-__all__ = ["SUMMARY_FORMAT", "build_summary", "gunzip", "trace_folder"]
+__all__ = ["SUMMARY_FORMAT", "build_summary", "trace_folder"]

@@ -4,9 +4,11 @@
               finds nothing to claim and does nothing. A Processing job whose claim is older than
               ``ctx.stale_after`` (its worker died) is reclaimed (Processing -> Processing), or
               Failed once it has been tried ``ctx.max_attempts`` times.
-    read      every object under ``raw/`` is streamed to a private temporary directory and
-              checked: a file over the size limit, truncated gzip, bad JSON or a trace the
-              analysis engine cannot read ends the job Failed with a reason naming the file.
+    read      every object under ``raw/`` is inflated to a private temporary directory (capped
+              as it streams) and parsed under the worker's memory budget (``limits``): a file
+              over a limit, truncated gzip, bad or too deep JSON or a trace the analysis engine
+              cannot read is left out with a warning naming it; with nothing readable at all
+              the job is Failed with the first file's reason.
     write     ``processed/`` is emptied, then each trace's event store (Parquet) goes to
               ``processed/traces/<n>-<name>/`` and the summary to ``processed/summary.json``.
     finish    Processing -> Ready with a compact summary on the row (compare-and-set on the
@@ -53,13 +55,19 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
         place = place_of(job)
         start: dict[str, Any] = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
     try:
-        ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
-        summary = build_summary(
-            ctx, place, start, lambda folder, es, entry: put_trace(ctx.store, place, folder, es, entry)
-        )
-        body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-        ctx.store.put(place.processed_key(SUMMARY), body)
-        put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
+        try:
+            ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
+            summary = build_summary(
+                ctx, place, start, lambda folder, es, entry: put_trace(ctx.store, place, folder, es, entry)
+            )
+            body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+            ctx.store.put(place.processed_key(SUMMARY), body)
+            put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
+        except (BadUpload, Unavailable, OperationalError, OSError):
+            raise
+        except (Exception, RecursionError, MemoryError) as exc:  # a bug or a limit missed: never stuck
+            log.exception("job %s: ingest failed unexpectedly", job_id)
+            raise BadUpload(f"Ingest failed unexpectedly ({type(exc).__name__}: {str(exc)[:200]})") from exc
     except BadUpload as bad:
         log.info("job %s failed: %s", job_id, bad.message)
         try:

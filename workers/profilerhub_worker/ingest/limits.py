@@ -1,0 +1,155 @@
+"""What bounds an ingest's memory, whatever the input.
+
+Three limits, all settings (``docs/jobs.md`` lists them with their defaults):
+
+* per file: ``job_max_file_bytes`` stored (compressed) and ``job_max_trace_bytes`` once
+  decompressed. Raw files are inflated *to a temporary file* in small chunks, counting as they
+  go, so a gzip bomb (6 MB inflating to 6 GiB) stops at the cap having held one chunk in memory,
+  and its job fails at once with a reason naming the file.
+* per job: ``job_max_ingest_bytes``, the decompressed size of all the job's files together.
+* per worker: ``worker_ingest_memory_bytes``, shared by the ingests a worker runs at once
+  (``--pool threads``: one process). Before a file is parsed its ingest reserves
+  ``PARSE_MEMORY_FACTOR`` times its decompressed size from this budget and waits while others
+  hold it; a file that alone needs more than the whole budget fails its job instead of waiting.
+  (The factor comes from docs/analysis.md: a 3.4 GiB trace peaks at 7.2 GB RSS, 2.1 times.)
+
+Temporary copies live in ``profilerhub-ingest-<pid>-*`` directories; ``remove_stale_copies``
+(run when a worker's ingest context is built) deletes those of processes that are gone, so a
+worker killed mid-ingest leaks nothing past its restart.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from profilerhub_core.storage import ObjectStore
+
+PARSE_MEMORY_FACTOR = 2.5
+COPY_PREFIX = "profilerhub-ingest-"
+_CHUNK = 1 << 20
+
+
+class OverLimit(ValueError):
+    """A file passes a size limit; the message says which and how to raise it."""
+
+
+def default_memory_budget() -> int:
+    """Half the machine's memory: what a worker's concurrent ingests may hold by default."""
+    import psutil
+
+    return int(psutil.virtual_memory().total // 2)
+
+
+class MemoryBudget:
+    """Bytes the ingests of one worker process may hold at once (a counting semaphore of bytes)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._cond = threading.Condition()
+
+    @contextmanager
+    def reserve(self, nbytes: int, what: str) -> Iterator[None]:
+        """Hold ``nbytes`` while the block runs, waiting for others to release; ``OverLimit`` when
+        ``nbytes`` is more than the whole budget (waiting would never end)."""
+        if nbytes > self.total:
+            raise OverLimit(
+                f"{what}: parsing it needs about {nbytes / 2**20:.0f} MiB, more than this worker's "
+                f"ingest memory of {self.total / 2**20:.0f} MiB (PROFILERHUB_WORKER_INGEST_MEMORY_BYTES)"
+            )
+        with self._cond:
+            self._cond.wait_for(lambda: self.used + nbytes <= self.total)
+            self.used += nbytes
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.used -= nbytes
+                self._cond.notify_all()
+
+
+def inflate_to_file(store: ObjectStore, key: str, target: Path, limit: int, what: str) -> int:
+    """Copy the object at ``key`` to ``target``, decompressing gzip (by its magic bytes) on the way.
+
+    Stops with ``OverLimit`` as soon as more than ``limit`` bytes came out, and ``ValueError`` for
+    a broken or truncated gzip stream. Memory held: one chunk in, at most one chunk out.
+    """
+    written = 0
+    inflater: zlib._Decompress | None = None
+    first = True
+    with target.open("wb") as out:
+
+        def emit(data: bytes) -> None:
+            nonlocal written
+            written += len(data)
+            if written > limit:
+                raise OverLimit(f"{what}: larger than the {limit / 2**20:.0f} MiB limit once decompressed")
+            out.write(data)
+
+        for chunk in store.stream(key, _CHUNK):
+            if first:
+                first = False
+                if chunk[:2] == b"\x1f\x8b":
+                    inflater = zlib.decompressobj(wbits=31)
+            if inflater is None:
+                emit(chunk)
+                continue
+            try:
+                while chunk:
+                    emit(inflater.decompress(chunk, _CHUNK))
+                    chunk = inflater.unconsumed_tail
+                    if inflater.eof and inflater.unused_data:  # another gzip member follows
+                        chunk = inflater.unused_data + chunk
+                        inflater = zlib.decompressobj(wbits=31)
+            except zlib.error as exc:
+                raise ValueError(f"not a valid gzip file ({exc})") from exc
+        if inflater is not None and not inflater.eof:
+            raise ValueError("gzip data is truncated (the file ended early)")
+    return written
+
+
+def copy_dir() -> tempfile.TemporaryDirectory[str]:
+    """A private temporary directory for one ingest, named for this process."""
+    return tempfile.TemporaryDirectory(prefix=f"{COPY_PREFIX}{os.getpid()}-")
+
+
+def remove_stale_copies(root: str | None = None) -> int:
+    """Delete the temporary directories of ingests whose process is gone; how many."""
+    base = Path(root or tempfile.gettempdir())
+    removed = 0
+    for entry in base.glob(f"{COPY_PREFIX}*"):
+        pid_text = entry.name.removeprefix(COPY_PREFIX).split("-", 1)[0]
+        if pid_text.isdigit() and _alive(int(pid_text)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = [
+    "COPY_PREFIX",
+    "PARSE_MEMORY_FACTOR",
+    "MemoryBudget",
+    "OverLimit",
+    "copy_dir",
+    "default_memory_budget",
+    "inflate_to_file",
+    "remove_stale_copies",
+]
