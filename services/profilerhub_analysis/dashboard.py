@@ -257,7 +257,10 @@ def top_kernels(kernels: list[dict[str, Any]], k: int, by: str = "total_us") -> 
 
 def _with_sdk_annotations(panel: dict[str, Any], sdk: list[dict[str, Any]]) -> dict[str, Any]:
     names = list(panel.get("names", []))
+    histograms = dict(panel.get("histograms", {}))
     for a in sdk:
+        if a.get("histogram") and a["name"] not in histograms:
+            histograms[a["name"]] = a["histogram"]
         names.append(
             {
                 "name": a["name"],
@@ -268,7 +271,14 @@ def _with_sdk_annotations(panel: dict[str, Any], sdk: list[dict[str, Any]]) -> d
                 "max_us": a["max_ms"] * 1e3,
             }
         )
-    return {"names": names, "histograms": panel.get("histograms", {})}
+    return {"names": names, "histograms": histograms}
+
+
+def _sdk_step_time(steps: dict[str, Any]) -> dict[str, Any]:
+    """The step-time panel from the SDK's steps (a job whose traces have no ``ProfilerStep``)."""
+    items = steps.get("items", [])
+    report = {"steps": [{"step": i.get("step"), "duration_us": i["dur_ms"] * 1e3} for i in items]}
+    return _step_time(report) | {"source": "sdk"}
 
 
 def dashboard(
@@ -280,6 +290,9 @@ def dashboard(
         raise ValueError(f"top must be between 1 and {MAX_TOP}")
     job = job or {}
     kernels = report.get("kernels", [])
+    step_time = panels.get("step_time") or _step_time({})
+    if not step_time.get("count") and job.get("steps", {}).get("items"):
+        step_time = _sdk_step_time(job["steps"])
     return {
         "gpu_active": panels.get("gpu_active"),
         "cpu_active": panels.get("cpu_active"),
@@ -289,7 +302,7 @@ def dashboard(
         "kernel_time_top15": top_kernels(kernels, FIXED_TOP),
         "launch_counts": top_kernels(kernels, top, by="count"),
         "launch_counts_top15": top_kernels(kernels, FIXED_TOP, by="count"),
-        "step_time": panels.get("step_time"),
+        "step_time": step_time,
         "precision": report.get("precision", []),
         "gpu_activity": panels.get("gpu_activity", []),
         "memory_ops": report.get("memory_ops", []),

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from profilerhub_analysis.timeline.binary import decode_window
 from profilerhub_worker.ingest import IngestContext, ingest_job
-from tests.support.jobs import make_job, open_app
+from tests.support.jobs import make_job, open_app, sdk_files
 
 GPU_TRACE = "traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
 RANK_TRACES = ("traces/hta/tests/data/trace_filter/sampled_rank-0.json.gz",
@@ -182,3 +182,18 @@ def test_another_users_job_is_not_found(
     for path in ("dashboard", "timeline/lanes", "traces/0/raw"):
         assert app_client.get(f"api/jobs/{bobs}/{path}").status_code == 404
     assert app_client.get("api/compare", params={"base": bobs, "test": bobs}).status_code == 404
+
+
+def test_an_sdk_job_without_profiler_steps_gets_its_step_time_and_annotation_histograms_from_the_sdk(
+    ctx: IngestContext, app_client: TestClient
+) -> None:
+    job_id, _ = make_job(ctx, sdk_files(steps=4))
+    assert ingest_job(job_id, ctx) == "Ready"
+    doc = app_client.get(f"api/jobs/{job_id}/dashboard").json()
+    assert doc["trace"] is None and doc["traces"] == []
+    panels = doc["panels"]
+    assert panels["step_time"]["count"] == 4 and panels["step_time"]["source"] == "sdk"
+    assert sum(panels["step_time"]["histogram"]["counts"]) == 4
+    forward = next(a for a in panels["annotations"]["names"] if a["name"] == "forward")
+    assert forward["source"] == "sdk" and sum(panels["annotations"]["histograms"]["forward"]["counts"]) == 4
+    assert panels["metrics"]["train:loss"]["count"] == 4 and panels["kernel_time"]["top"] == []

@@ -43,13 +43,15 @@ def test_ingest_turns_sdk_files_and_a_trace_into_event_stores_and_a_summary(
     assert summary["steps"]["count"] == 5
     assert [s["dur_ms"] for s in summary["steps"]["items"]] == [18.0, 19.0, 20.0, 21.0, 22.0]
     assert {a["name"]: a["count"] for a in summary["annotations"]} == {"backward": 5, "forward": 5}
-    assert summary["annotations"][0] == {
+    backward = summary["annotations"][0]
+    assert {k: v for k, v in backward.items() if k != "histogram"} == {
         "name": "backward",
         "count": 5,
         "total_ms": 50.0,
         "mean_ms": 10.0,
         "max_ms": 10.0,
     }
+    assert sum(backward["histogram"]["counts"]) == 5 and backward["histogram"]["edges_us"][0] == 10_000.0
     loss = summary["metrics"]["train:loss"]
     assert loss["count"] == 5 and loss["last"] == pytest.approx(0.4) and loss["series"][0] == [0, 2.0]
     assert len(loss["time_series"]) == 5 and loss["time_series"][0][1] == 2.0

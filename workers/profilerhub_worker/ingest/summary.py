@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profilerhub_analysis.dashboard import histogram
 from profilerhub_analysis.ops import cpu_ops
 from profilerhub_analysis.report import analyze_store
 from profilerhub_analysis.store import EventStore
@@ -115,6 +116,8 @@ def steps_and_annotations(records: Sequence[AnnotationRecord]) -> tuple[dict[str
     maxes = np.zeros(len(names))
     np.maximum.at(maxes, inverse, d)
     order = np.argsort(-totals, kind="stable")[:TOP_ANNOTATIONS]
+    by_name = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[by_name], np.arange(len(names) + 1))
     annotations = [
         {
             "name": str(names[i]),
@@ -122,6 +125,8 @@ def steps_and_annotations(records: Sequence[AnnotationRecord]) -> tuple[dict[str
             "total_ms": float(_ms(totals[i])),
             "mean_ms": float(_ms(totals[i] / counts[i])),
             "max_ms": float(_ms(maxes[i])),
+            # durations in µs, like the trace's annotation histograms
+            "histogram": histogram(d[by_name[bounds[i] : bounds[i + 1]]] / 1e3),
         }
         for i in order.tolist()
     ]
@@ -296,7 +301,9 @@ def compact(summary: dict[str, Any]) -> dict[str, Any]:
     """What the job row keeps: the summary without series, per-step items and long lists."""
     out = {k: v for k, v in summary.items() if k not in ("traces", "metrics", "system", "steps")}
     out["steps"] = {k: v for k, v in summary.get("steps", {}).items() if k != "items"}
-    out["annotations"] = summary.get("annotations", [])[:COMPACT_TOP]
+    out["annotations"] = [
+        {k: v for k, v in a.items() if k != "histogram"} for a in summary.get("annotations", [])[:COMPACT_TOP]
+    ]
     out["metrics"] = {
         name: {k: v for k, v in m.items() if k not in ("series", "time_series")}
         for name, m in summary.get("metrics", {}).items()
