@@ -84,6 +84,7 @@ def render(settings: AppServiceSettings, page: str, job: str = "") -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_TITLES[page]} · {values['owner']}'s profiler</title>"
         f'<link rel="icon" href="{static}/favicon.svg" type="image/svg+xml">'
+        f'<link rel="stylesheet" href="{static}/vendor/uplot/uPlot.min.css">'
         f'<link rel="stylesheet" href="{static}/css/app.css">'
         f'<script type="module" src="{static}/js/{page}.js"></script></head>'
         f'<body data-base="{values["base"]}" data-job="{values["job"]}" data-page="{page}">'

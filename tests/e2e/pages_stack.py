@@ -123,7 +123,13 @@ class BrowserLog:
     def watch(self, page: Any) -> None:
         page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on("requestfailed", lambda r: self.errors.append(f"failed: {r.url} {r.failure}"))
+        # ERR_ABORTED: the page navigated away while a request was in flight (not a failure)
+        page.on(
+            "requestfailed",
+            lambda r: (
+                "ERR_ABORTED" not in (r.failure or "") and self.errors.append(f"failed: {r.url} {r.failure}")
+            ),
+        )
         page.on(
             "response",
             lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url}"),

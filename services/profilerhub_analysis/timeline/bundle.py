@@ -338,5 +338,35 @@ class TraceTimeline:
             "more": skip + limit < len(rows),
         }
 
+    def aggregate(
+        self, start: int, end: int, lanes: Sequence[int] | None = None, limit: int = 15
+    ) -> dict[str, Any]:
+        """The events inside ``[start, end)`` ns from the origin (a box selection), by name: how
+        many overlap it and their time clipped to it (inclusive: a parent and its children each
+        count), largest first; ``lanes`` keeps only those lanes."""
+        c = self.columns
+        lo, hi = self.origin + int(start), self.origin + int(end)
+        ts, dur = c["ts_ns"], c["dur_ns"]
+        inside = (ts < hi) & (ts + dur > lo)
+        if lanes is not None:
+            inside &= np.isin(c["lane_id"], np.asarray(list(lanes), dtype=np.int64))
+        rows = np.flatnonzero(inside)
+        names = c["name_id"][rows]
+        clipped = (np.minimum(ts[rows] + dur[rows], hi) - np.maximum(ts[rows], lo)).astype(np.float64)
+        n = len(self.index.names)
+        counts = np.bincount(names, minlength=n)
+        totals = np.bincount(names, weights=clipped, minlength=n)
+        top = np.lexsort((-counts, -totals))[: max(1, min(int(limit), MAX_SEARCH))]
+        return {
+            "start": int(start),
+            "end": int(end),
+            "events": int(len(rows)),
+            "ops": [
+                {"name": self.index.names[int(i)], "count": int(counts[i]), "total_ns": int(totals[i])}
+                for i in top.tolist()
+                if counts[i] > 0
+            ],
+        }
+
 
 __all__ = ["BUNDLE_FORMAT", "DETAIL_COLUMNS", "KIND_NAMES", "TraceTimeline"]

@@ -1,4 +1,4 @@
-"""The owner's jobs: ``GET api/jobs`` and ``GET api/jobs/{job_id}/summary``.
+"""The owner's jobs: ``GET api/jobs``, ``GET api/jobs/{job_id}`` and ``GET api/jobs/{job_id}/summary``.
 
 Which jobs the owner has is the hub's to say, never storage's: the app asks the hub
 (``GET /api/v1/apps/{app_id}/owner/jobs``, with the hub-signed token of the request it serves)
@@ -195,6 +195,20 @@ async def jobs(request: Request) -> Response:
     return JSONResponse({"items": items, "listed_at": datetime.now().astimezone().isoformat()})
 
 
+def _one(request: Request, job_id: str) -> dict[str, Any]:
+    job = owned_job(request, job_id)
+    return _describe(job.store, job.record)
+
+
+async def one_job(request: Request) -> Response:
+    """One job as the list shows it (the dashboard of a job still running polls this)."""
+    try:
+        item = await run_in_threadpool(_one, request, request.path_params["job_id"])
+    except ProfilerHubError as exc:
+        return error_response(exc)
+    return JSONResponse(item)
+
+
 def _summary(request: Request, job_id: str) -> bytes:
     job = owned_job(request, job_id)
     if job.record.get("status") != "Ready":
@@ -218,5 +232,6 @@ def routes(api_base: str) -> list[Route]:
     """The job routes under ``api_base`` (the app's ``/apps/{id}/api``)."""
     return [
         Route(f"{api_base}/jobs", jobs, methods=["GET"]),
+        Route(f"{api_base}/jobs/{{job_id}}", one_job, methods=["GET"]),
         Route(f"{api_base}/jobs/{{job_id}}/summary", job_summary, methods=["GET"]),
     ]

@@ -1,4 +1,5 @@
-"""The timeline routes: lanes, binary windows, one event, search (``docs/app-api.md``).
+"""The timeline routes: lanes, binary windows, one event, search, a range's aggregate
+(``docs/app-api.md``).
 
 Each answers from the trace's timeline written at ingest and mapped by ``JobData.timeline``.
 """
@@ -75,6 +76,15 @@ def _search(request: Request) -> dict[str, Any]:
     return _timeline(request).search(q, limit, None if after == -_NS else after)
 
 
+def _aggregate(request: Request) -> dict[str, Any]:
+    start = int_param(request, "start", None, -_NS, _NS)
+    end = int_param(request, "end", None, -_NS, _NS)
+    if end <= start:
+        raise BadParameter("'end' must be after 'start'")
+    limit = int_param(request, "limit", 15, 1, MAX_SEARCH)
+    return _timeline(request).aggregate(start, end, id_list(request, "lanes"), limit)
+
+
 async def lanes(request: Request) -> Response:
     return await answer(request, lambda: _lanes(request))
 
@@ -91,6 +101,10 @@ async def search(request: Request) -> Response:
     return await answer(request, lambda: _search(request))
 
 
+async def aggregate(request: Request) -> Response:
+    return await answer(request, lambda: _aggregate(request))
+
+
 def routes(api_base: str) -> list[Route]:
     base = f"{api_base}/jobs/{{job_id}}/timeline"
     return [
@@ -98,4 +112,5 @@ def routes(api_base: str) -> list[Route]:
         Route(f"{base}/window", window, methods=["GET"]),
         Route(f"{base}/event/{{event_id:int}}", event, methods=["GET"]),
         Route(f"{base}/search", search, methods=["GET"]),
+        Route(f"{base}/aggregate", aggregate, methods=["GET"]),
     ]

@@ -1,0 +1,217 @@
+// Chart building blocks of the dashboard and compare pages. Time series and histograms are
+// uPlot (vendored, canvas); ranked lists and shares are DOM bars (readable as they are). Every
+// chart sits in a panel whose "Table" button swaps it for a plain table of the same numbers:
+// the text alternative. Nothing here aggregates: it draws the engine's numbers as given.
+import uPlot from "../vendor/uplot/uPlot.esm.js";
+import { color, cssVar, el, fill } from "./common.js";
+
+const charts = new Set(); // live uPlot instances, resized with their panel
+
+const resizer = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const chart = entry.target.uplot;
+    if (chart) chart.setSize({ width: Math.max(200, entry.contentRect.width), height: chart.height });
+  }
+});
+
+function axis(label, format) {
+  return {
+    label,
+    stroke: cssVar("--muted"),
+    grid: { stroke: cssVar("--line"), width: 1 },
+    ticks: { stroke: cssVar("--line"), width: 1 },
+    values: format ? (u, splits) => splits.map(format) : undefined,
+    labelSize: label ? 20 : 0,
+    size: (u, values, axisIdx) => (axisIdx === 0 ? 34 : 58),
+    font: "12px system-ui, sans-serif",
+    labelFont: "12px system-ui, sans-serif",
+  };
+}
+
+function mount(node, options, data) {
+  const width = Math.max(200, node.clientWidth || 480);
+  const chart = new uPlot({ ...options, width, height: options.height || 220 }, data, node);
+  node.uplot = chart;
+  charts.add(chart);
+  resizer.observe(node);
+  return chart;
+}
+
+/**
+ * A line chart. `x`: numbers; `series`: [{label, values, colorIndex}]. `onPick(x)` is called with
+ * the x under the cursor when the user clicks the plot (used to jump to the timeline).
+ */
+export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, yRange, onPick, height, stepped }) {
+  const options = {
+    height,
+    legend: { show: series.length > 1 },
+    cursor: { drag: { x: false, y: false }, points: { size: 6 } },
+    scales: { x: { time: false }, y: yRange ? { range: yRange } : { auto: true } },
+    axes: [axis(xLabel, xFormat), axis(yLabel, yFormat)],
+    series: [
+      { label: xLabel || "x", value: (u, v) => (v === null || v === undefined ? "–" : xFormat ? xFormat(v) : v) },
+      ...series.map((s, i) => ({
+        label: s.label,
+        stroke: color(s.colorIndex ?? i),
+        fill: series.length === 1 ? `${color(s.colorIndex ?? i)}22` : undefined,
+        width: 1.5,
+        paths: stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+        points: { show: x.length < 60 },
+        value: (u, v) => (v === null || v === undefined ? "–" : yFormat ? yFormat(v) : v),
+      })),
+    ],
+  };
+  const chart = mount(node, options, [x, ...series.map((s) => s.values)]);
+  if (onPick) {
+    chart.over.classList.add("pickable");
+    chart.over.title = "click to open the timeline here";
+    chart.over.addEventListener("click", () => {
+      const idx = chart.cursor.idx;
+      if (idx !== null && idx !== undefined) onPick(x[idx], idx);
+    });
+  }
+  return chart;
+}
+
+/** A histogram from `edges` (n+1, or n with the last bin open-ended) and `counts` (n). */
+export function histogram(node, { edges, counts, xLabel, xFormat, height, colorIndex = 0 }) {
+  const centres = counts.map((_, i) => i);
+  const labels = counts.map((_, i) => {
+    const lo = edges[i];
+    const hi = edges[i + 1];
+    return hi === undefined ? `≥ ${xFormat(lo)}` : `${xFormat(lo)} – ${xFormat(hi)}`;
+  });
+  const options = {
+    height: height || 200,
+    legend: { show: false },
+    cursor: { drag: { x: false, y: false }, points: { show: false } },
+    scales: { x: { time: false, range: [-0.5, counts.length - 0.5] }, y: { auto: true, range: (u, lo, hi) => [0, Math.max(1, hi * 1.08)] } },
+    axes: [
+      {
+        ...axis(xLabel),
+        splits: () => centres.filter((i) => counts.length <= 12 || i % Math.ceil(counts.length / 10) === 0),
+        values: (u, splits) => splits.map((i) => (edges[i] === undefined ? "" : xFormat(edges[i]))),
+      },
+      axis("count"),
+    ],
+    series: [
+      { label: "bin", value: (u, v) => (v === null ? "–" : labels[v] || "") },
+      {
+        label: "count",
+        stroke: color(colorIndex),
+        fill: `${color(colorIndex)}bb`,
+        paths: uPlot.paths.bars({ size: [0.86, 60] }),
+        points: { show: false },
+      },
+    ],
+  };
+  return mount(node, options, [centres, counts]);
+}
+
+/**
+ * Ranked horizontal bars: rows [{label, value, text, href, title, colorIndex}]. `value` sets the bar
+ * length relative to the largest (or to `max`, e.g. 100 for percentages); `text` is what is printed (the engine's figure, formatted).
+ */
+export function barList(node, rows, { empty = "Nothing to show.", max: scaleMax } = {}) {
+  if (!rows.length) return fill(node, el("p", { class: "empty" }, empty));
+  const max = scaleMax || Math.max(...rows.map((r) => r.value), 0) || 1;
+  const grid = el("div", { class: "bars", role: "list" });
+  for (const r of rows) {
+    const fillBar = el("div", { class: `fill sw${(r.colorIndex ?? 0) % 8}` });
+    fillBar.style.width = `${(100 * Math.max(0, r.value)) / max}%`; // CSSOM, allowed by the CSP
+    grid.append(
+      r.href
+        ? el("a", { class: "label", href: r.href, title: r.title || r.label, role: "listitem" }, r.label)
+        : el("span", { class: "label", title: r.title || r.label, role: "listitem" }, r.label),
+      el("div", { class: "track", "aria-hidden": "true" }, fillBar),
+      el("span", { class: "value" }, r.text),
+    );
+  }
+  return fill(node, grid);
+}
+
+/** One bar split in shares: parts [{label, value, text}] with a legend (value = share weight). */
+export function stackBar(node, parts, { empty = "Nothing to show." } = {}) {
+  const total = parts.reduce((s, p) => s + Math.max(0, p.value || 0), 0);
+  if (!total) return fill(node, el("p", { class: "empty" }, empty));
+  const bar = el("div", { class: "stack", role: "img", "aria-label": parts.map((p) => `${p.label} ${p.text}`).join(", ") });
+  parts.forEach((p, i) => {
+    const part = el("div", { class: `sw${(p.colorIndex ?? i) % 8}`, title: `${p.label}: ${p.text}` });
+    part.style.width = `${(100 * Math.max(0, p.value || 0)) / total}%`;
+    bar.append(part);
+  });
+  const legend = el(
+    "div",
+    { class: "legend" },
+    parts.map((p, i) => el("span", {}, el("i", { class: `sw${(p.colorIndex ?? i) % 8}` }), `${p.label} `, el("b", {}, p.text))),
+  );
+  return fill(node, bar, legend);
+}
+
+/** A plain table: columns [{label, num, get(row) -> text|Node, raw(row) -> the unformatted value}]. */
+export function dataTable(columns, rows, { rowClass } = {}) {
+  return el(
+    "div",
+    { class: "table-wrap" },
+    el(
+      "table",
+      {},
+      el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col", class: c.num ? "num" : "" }, c.label)))),
+      el(
+        "tbody",
+        {},
+        rows.length
+          ? rows.map((r) => el("tr", { class: rowClass ? rowClass(r) : "" }, columns.map((c) => el("td", { class: c.num ? "num" : "", "data-raw": c.raw ? c.raw(r) : undefined }, c.get(r)))))
+          : el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, "No rows.")),
+      ),
+    ),
+  );
+}
+
+/**
+ * A dashboard panel: title, optional tools, a chart area and its table view behind a toggle.
+ * `draw(node)` draws the chart; `table()` returns the table node. `empty` (a string) replaces
+ * both when the engine has nothing for this panel.
+ */
+export function panel({ id, title, note, wide, draw, table, tools = [], empty }) {
+  const body = el("div", { class: "chart" });
+  const tableBox = el("div", { class: "table-view hidden" });
+  const toggle = table
+    ? el("button", { type: "button", class: "table-toggle", "aria-pressed": "false", "aria-controls": `${id}-table` }, "Table")
+    : null;
+  const node = el(
+    "section",
+    { class: `panel${wide ? " wide" : ""}`, id, "aria-labelledby": `${id}-title` },
+    el("div", { class: "panel-head" }, el("h2", { id: `${id}-title` }, title), el("div", { class: "tools" }, tools, toggle)),
+    note ? el("p", { class: "note" }, note) : null,
+    body,
+    tableBox,
+  );
+  tableBox.id = `${id}-table`;
+  if (empty) {
+    node.dataset.empty = "true";
+    fill(body, el("p", { class: "empty" }, empty));
+    toggle?.remove();
+    return node;
+  }
+  node.dataset.empty = "false";
+  // Draw once attached (uPlot needs the width); the table is built on first open.
+  requestAnimationFrame(() => draw(body));
+  toggle?.addEventListener("click", () => {
+    const showTable = toggle.getAttribute("aria-pressed") !== "true";
+    toggle.setAttribute("aria-pressed", String(showTable));
+    if (showTable && !tableBox.firstChild) tableBox.append(table());
+    tableBox.classList.toggle("hidden", !showTable);
+    body.classList.toggle("hidden", showTable);
+  });
+  return node;
+}
+
+/** Forget every chart (before the page redraws its panels). */
+export function clearCharts() {
+  for (const chart of charts) {
+    resizer.unobserve(chart.root.parentNode);
+    chart.destroy();
+  }
+  charts.clear();
+}

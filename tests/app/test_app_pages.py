@@ -1,0 +1,90 @@
+"""The profiler app's pages as HTTP answers (in-process): shells under a strict CSP with nothing
+inline, their modules and vendored libraries served by the app itself, and one job's record for
+a dashboard that waits for ingest. What the pages do in a browser is tests/e2e/test_e2e_pages.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.jobs import make_job, open_app, sdk_files
+
+STATIC = Path(__file__).resolve().parents[2] / "services" / "profilerhub_app" / "static"
+
+
+def test_every_page_is_a_shell_with_a_strict_csp_and_nothing_inline(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
+) -> None:
+    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as app:
+        for path in ("", "jobs/0a1b2c3d-0000-4000-8000-000000000001", "jobs/x/timeline", "compare"):
+            page = app.get(path)
+            assert page.status_code == 200, path
+            csp = page.headers["content-security-policy"]
+            assert "script-src 'self'" in csp and "style-src 'self'" in csp and "unsafe" not in csp
+            assert re.search(r"<script(?![^>]*\bsrc=)", page.text) is None  # no inline script
+            assert " style=" not in page.text and "<style" not in page.text
+            assert "alice&#x27;s profiler" in page.text or "alice's profiler" in page.text
+        scripts = re.findall(r'src="([^"]+\.js)"', app.get("compare").text)
+        assert scripts and all(
+            app.get(s.split("/apps/", 1)[1].split("/", 1)[1]).status_code == 200 for s in scripts
+        )
+
+
+def test_the_app_serves_its_modules_and_the_vendored_chart_library_with_its_licence(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
+) -> None:
+    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as app:
+        module = app.get("static/js/dashboard.js")
+        assert module.status_code == 200 and "javascript" in module.headers["content-type"]
+        uplot = app.get("static/vendor/uplot/uPlot.esm.js")
+        assert uplot.status_code == 200 and "export" in uplot.text
+        assert "MIT" in app.get("static/vendor/uplot/LICENSE").text
+        assert app.get("static/../main.py").status_code == 404
+    assert all(f.stat().st_size <= 2 << 20 for f in STATIC.rglob("*") if f.is_file())
+    for module in STATIC.rglob("*.js"):  # no CDN: every import is relative
+        imports = re.findall(r'from\s+"([^"]+)"', module.read_text())
+        assert all(i.startswith(".") for i in imports), module
+
+
+def test_one_job_is_described_as_the_list_does_and_unknown_ones_are_404(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
+) -> None:
+    ready, _ = make_job(ctx, sdk_files(steps=3))
+    assert ingest_job(ready, ctx) == "Ready"
+    with open_app(ctx, jobs_hub, jobs_client, Path(ctx.store.root), "alice") as app:
+        one = app.get(f"api/jobs/{ready}")
+        assert one.status_code == 200
+        assert one.json() == next(j for j in app.get("api/jobs").json()["items"] if j["job_id"] == ready)
+        assert (one.json()["status"], one.json()["steps"], one.json()["ranks"]) == ("Ready", 3, 0)
+        missing = app.get("api/jobs/0a1b2c3d-0000-4000-8000-0000000000ff")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "ResourceNotFound"
+
+
+COMPARE_BASE = "traces/hta/tests/data/trace_compare/base/base.json.gz"
+
+
+def test_a_box_selection_aggregates_the_events_inside_it(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path, shared_dir: Path
+) -> None:
+    job_id, _ = make_job(ctx, {"torch/base.json.gz": (shared_dir / COMPARE_BASE).read_bytes()})
+    assert ingest_job(job_id, ctx) == "Ready"
+    with open_app(ctx, jobs_hub, jobs_client, Path(ctx.store.root), "alice") as app:
+        base = f"api/jobs/{job_id}/timeline"
+        end = app.get(f"{base}/lanes").json()["t_end"]
+        whole = app.get(f"{base}/aggregate", params={"start": 0, "end": end + 1, "limit": 1000}).json()
+        found = app.get(f"{base}/search", params={"q": "aten::zeros"}).json()
+        zeros = next(op for op in whole["ops"] if op["name"] == "aten::zeros")
+        assert zeros["count"] == found["total"] > 0
+        assert whole["events"] >= sum(op["count"] for op in whole["ops"][:3])
+        first = found["matches"][0]
+        one = app.get(
+            f"{base}/aggregate", params={"start": first["start"], "end": first["start"] + first["dur"]}
+        )
+        assert {"name": "aten::zeros", "count": 1, "total_ns": first["dur"]} in one.json()["ops"]
+        for bad in ({"start": 10, "end": 5}, {"start": "x", "end": 5}, {"start": 0}):
+            answer = app.get(f"{base}/aggregate", params=bad)
+            assert answer.status_code == 400 and set(answer.json()["error"]) == {"code", "message"}
