@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import AwareDatetime
 
 from profilerhub_core.db.models import AuditEvent
 from profilerhub_core.records.audit import audit_query
@@ -33,8 +33,12 @@ def read_audit(
         str | None, Query(alias="target", max_length=300, pattern=NO_CONTROL_CHARACTERS)
     ] = None,
     outcome: Filter = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: Annotated[
+        AwareDatetime | None, Query(description="ISO 8601 with a time zone (Z or +hh:mm).")
+    ] = None,
+    until: Annotated[
+        AwareDatetime | None, Query(description="ISO 8601 with a time zone (Z or +hh:mm).")
+    ] = None,
 ) -> Page[AuditEventRead]:
     """Events matching every filter given. A domain administrator sees their own domain's only."""
     caller = target.caller

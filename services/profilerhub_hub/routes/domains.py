@@ -23,7 +23,7 @@ router = APIRouter(prefix="/domains", tags=["domains"])
 def create_domain(
     body: DomainCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateDomain)]
 ) -> DomainRead:
-    settings = body.settings.model_dump() if body.settings else None
+    settings = body.settings.model_dump(exclude_none=True) if body.settings else None
     domain = domains.create_domain(session, body.name, settings)
     commit_audited(session, target, Action.CreateDomain, domain.name, domain=domain.name,
                    detail={"settings": domain.settings})  # fmt: skip
