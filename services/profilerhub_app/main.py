@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_app import pages
 from profilerhub_app.jobdata import JobData
+from profilerhub_app.live import LiveView
 from profilerhub_app.routes import analysis as analysis_routes
 from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.routes import timeline as timeline_routes
@@ -109,5 +110,6 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
     )
     app.state.settings = settings
     app.state.job_data = JobData(settings.cache_dir, settings.open_timelines)
+    app.state.live = LiveView()
     app.state.hub = hub or job_routes.HttpHub(settings.hub_api_url or settings.hub_url, settings.id)
     return app

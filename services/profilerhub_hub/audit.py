@@ -1,36 +1,82 @@
-"""Committing a change together with its audit event."""
+"""The one way a request commits a change: together with its audit event, atomically.
+
+    commit_audited(session, target, Action.CreateJob, job.id, detail={...})
+    commit_refused(session, target, Action.CreateJob, reason)      # deps.allow, on AccessDenied
+
+The audit record's ``target_type`` follows from the action (``TARGET_TYPES``), its ``domain`` from
+the request's target; the request's own transaction steps (``deps.session.request_step``) are the
+only other place the hub's routes commit.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from profilerhub_core.records.audit import record_audit
-from profilerhub_hub.permissions import Action, Caller
+from profilerhub_core.records import audit
+from profilerhub_hub.permissions import MUTATING, Action
+
+if TYPE_CHECKING:
+    from profilerhub_hub.deps.targets import Resolved
+
+# What each changing action acts on, as the audit log names it.
+TARGET_TYPES: dict[Action, str] = {
+    Action.CreateDomain: "Domain",
+    Action.UpdateDomain: "Domain",
+    Action.DeleteDomain: "Domain",
+    Action.CreateUserProfile: "UserProfile",
+    Action.DeleteUserProfile: "UserProfile",
+    Action.CreateToken: "ApiToken",
+    Action.DeleteToken: "ApiToken",
+    Action.CreateApp: "App",
+    Action.DeleteApp: "App",
+    Action.CreateJob: "Job",
+    Action.CompleteJob: "Job",
+    Action.UploadJobFile: "Job",
+    Action.DeleteJob: "Job",
+}
+if set(TARGET_TYPES) != MUTATING:  # checked when the module loads, like permissions.RULES
+    raise RuntimeError(f"audit.TARGET_TYPES and permissions.MUTATING differ: {set(TARGET_TYPES) ^ MUTATING}")
 
 
 def commit_audited(
     session: Session,
-    caller: Caller,
+    target: Resolved,
     action: Action,
+    name: str,
     *,
-    target_type: str,
-    target: str,
-    domain: str | None,
+    domain: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    """Record that ``caller`` did ``action`` successfully and commit it with the change, atomically."""
-    record_audit(
+    """Record that the caller did ``action`` to ``name`` and commit it with the change.
+
+    ``domain`` defaults to the target's (a new domain names itself)."""
+    audit.record_audit(
         session,
-        actor=caller.actor,
+        actor=target.caller.actor,
         action=action.value,
-        target_type=target_type,
-        target=target,
-        domain=domain,
+        target_type=TARGET_TYPES[action],
+        target=name,
+        domain=domain if domain is not None else (target.domain.name if target.domain else None),
         detail=detail,
     )
     session.commit()
 
 
-__all__ = ["commit_audited"]
+def commit_refused(session: Session, target: Resolved, action: Action, reason: str) -> None:
+    """Record that the caller was refused ``action`` on the request's target, and commit that alone."""
+    audit.record_audit(
+        session,
+        actor=target.caller.actor,
+        action=action.value,
+        target_type=target.kind,
+        target=target.name,
+        domain=target.domain.name if target.domain else None,
+        outcome=audit.DENIED,
+        detail={"reason": reason},
+    )
+    session.commit()
+
+
+__all__ = ["TARGET_TYPES", "commit_audited", "commit_refused"]

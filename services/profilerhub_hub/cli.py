@@ -44,10 +44,10 @@ def hub(
               "access_log": settings.access_log, "server_header": False}  # fmt: skip
     if settings.effective_hub_workers > 1:
         engine.dispose()
-        factory = "profilerhub_hub.app:app_from_env"
+        factory = "profilerhub_hub.main:app_from_env"
         uvicorn.run(factory, factory=True, workers=settings.effective_hub_workers, **config)  # type: ignore[arg-type]
         return
-    from profilerhub_hub.app import create_app, freeze_startup_objects
+    from profilerhub_hub.main import create_app, freeze_startup_objects
 
     app = create_app(settings, engine=engine)
     freeze_startup_objects()

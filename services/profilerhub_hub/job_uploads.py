@@ -120,13 +120,8 @@ def grant_upload(
     return UploadGrant(url=url, expires_in=PRESIGN_SECONDS)
 
 
-def delete_objects(store: ObjectStore, place: JobPlace) -> int:
-    """Remove every object of the job (raw and processed); how many."""
-    return store.delete_prefix(place.prefix)
-
-
 def delete_owned(state: Any, prefix: str, owner: str) -> int | None:
-    """Remove everything under a deleted user's or domain's folder, after its row is gone.
+    """Remove everything under a deleted job's, user's or domain's folder, after its row is gone.
 
     Best effort: the row's delete is already committed, so a storage failure here is logged and
     left to the sweeper (``profilerhub_worker.sweep``), which removes folders no row owns. Returns
@@ -139,4 +134,4 @@ def delete_owned(state: Any, prefix: str, owner: str) -> int | None:
         return None
 
 
-__all__ = ["delete_objects", "delete_owned", "grant_upload", "job_store", "store_upload", "upload_info"]
+__all__ = ["delete_owned", "grant_upload", "job_store", "store_upload", "upload_info"]

@@ -177,6 +177,13 @@ def check_grantable(caller: Caller, scopes: Sequence[str]) -> None:
         )
 
 
+def visible_domain(caller: Caller) -> str | None:
+    """The one domain a listing that spans domains (domains, every app, the audit log) shows
+    ``caller``: their own; ``None`` for a platform admin, who sees every domain. ``authorize`` has
+    already allowed the listing itself; list routes narrow with this, never by role inline."""
+    return None if caller.is_platform_admin else caller.domain_id
+
+
 def authorize(caller: Caller, action: Action, target: Target) -> None:
     """Return when ``caller`` may do ``action`` on ``target``; raise ``AccessDenied`` or ``NotFound``."""
     if ALL_SCOPES not in caller.scopes and action.value not in caller.scopes:
@@ -229,4 +236,5 @@ __all__ = [
     "authorize",
     "check_domain_visible",
     "check_grantable",
+    "visible_domain",
 ]

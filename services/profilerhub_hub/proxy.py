@@ -249,11 +249,16 @@ async def app_proxy(request: Request, app_id: str, path: str) -> Response:
     ]
     has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
     client = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0))
+    # The path as the client sent it, still percent-encoded: decoded, "%01" or "%2F" would change
+    # what the app is asked for (or be no URL at all).
+    raw_path = request.scope.get("raw_path") or f"/apps/{app_id}/{path}".encode()
+    try:
+        url = httpx.URL(f"{opened.endpoint}{raw_path.decode('latin-1')}", query=request.url.query.encode())
+    except httpx.InvalidURL as exc:
+        await client.aclose()
+        raise InvalidInput(f"The path of this request is not a valid URL path ({exc})") from exc
     upstream_request = client.build_request(
-        request.method,
-        httpx.URL(f"{opened.endpoint}/apps/{app_id}/{path}", query=request.url.query.encode()),
-        headers=headers,
-        content=request.stream() if has_body else None,
+        request.method, url, headers=headers, content=request.stream() if has_body else None
     )
     try:
         upstream = await client.send(upstream_request, stream=True)

@@ -29,18 +29,19 @@ class Page(BaseModel, Generic[T]):
     next_token: str | None
 
 
-class DomainCreate(RequestModel):
-    name: ResourceName
-    settings: DomainSettings | None = None
-
-
 class DomainSettingsUpdate(RequestModel):
-    """Only the keys given change."""
+    """Only the keys given change (on create: keys left out take their defaults). Strict types,
+    the same on create and update: ``"10"`` is not a number and ``1`` is not ``true``."""
 
     idle_minutes: StrictInt | None = Field(None, ge=0, le=7 * 24 * 60)
     users_manage_own_apps: StrictBool | None = None
     max_live_apps: StrictInt | None = Field(None, ge=0, le=10_000)
     job_idle_hours: StrictInt | None = Field(None, ge=0, le=90 * 24)
+
+
+class DomainCreate(RequestModel):
+    name: ResourceName
+    settings: DomainSettingsUpdate | None = None
 
 
 class DomainUpdate(RequestModel):

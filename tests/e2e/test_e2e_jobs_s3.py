@@ -40,7 +40,7 @@ print("FINISHED " + json.dumps(ph.finish()), flush=True)
 @pytest.fixture
 def s3_hub(hub_settings: Any, hub_app: Any, s3_server: dict[str, str], s3_bucket: str) -> Iterator[Any]:
     """The hub on storage ``s3://<bucket>/hubdata``, served over real HTTP from a thread."""
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.main import create_app
 
     settings = hub_settings.model_copy(
         update={"storage_url": f"s3://{s3_bucket}/hubdata", "s3_endpoint_url": s3_server["endpoint_url"]}

@@ -322,7 +322,7 @@ def test_openapi_declares_every_path_parameter_of_every_operation(client: Any) -
 def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any, redis_url: str) -> None:
     from fastapi.testclient import TestClient
 
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.main import create_app
 
     for redis, expected in ((redis_url, 200), ("redis://127.0.0.1:1/0", 503)):
         app = create_app(hub_settings.model_copy(update={"redis_url": redis}))

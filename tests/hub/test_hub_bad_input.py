@@ -51,6 +51,9 @@ BAD_BODIES = [
     pytest.param("/domains", {"name": "ok", "settings": {"idle_minutes": "soon"}}, id="settings-wrong-type"),
     pytest.param("/domains", {"name": "ok", "settings": {"idle_minutes": -1}}, id="settings-negative"),
     pytest.param("/domains", {"name": "ok", "settings": {"colour": "red"}}, id="settings-unknown-key"),
+    pytest.param("/domains", {"name": "ok", "settings": {"idle_minutes": "10"}}, id="settings-text-number"),
+    pytest.param("/domains", {"name": "ok", "settings": {"max_live_apps": True}}, id="settings-bool-num"),
+    pytest.param("/domains", {"name": "x", "settings": {"users_manage_own_apps": 1}}, id="settings-num-bool"),
     pytest.param("/domains", ["name", "ok"], id="body-is-a-list"),
     pytest.param("/domains/d1/users", {"name": "../../etc"}, id="user-dotdot"),
     pytest.param("/domains/d1/users", {"name": "bob", "role": "root"}, id="user-bad-role"),
@@ -163,6 +166,9 @@ def test_bad_list_parameters_are_refused(client: Any, ready: dict[str, str], que
 def test_bad_audit_filters_are_refused(client: Any, ready: dict[str, str]) -> None:
     assert_error(client.get(f"{API}/audit?since=yesterday", headers=ready), 422, "ValidationError")
     assert_error(client.get(f"{API}/audit?actor=%00", headers=ready), 422, "ValidationError")
+    for naive in ("since=2026-01-01T00:00:00", "until=2026-01-01"):  # no time zone: which day is it?
+        assert_error(client.get(f"{API}/audit?{naive}", headers=ready), 422, "ValidationError")
+    assert client.get(f"{API}/audit?since=2026-01-01T00:00:00Z", headers=ready).status_code == 200
 
 
 def test_unknown_route_and_method_use_the_error_shape(client: Any, ready: dict[str, str]) -> None:

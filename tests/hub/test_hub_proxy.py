@@ -86,6 +86,15 @@ def test_any_method_body_and_query_pass_through(apps_client: Any, alice: str, ru
     assert missing.status_code == 404  # the app's own answer, passed through
 
 
+@pytest.mark.parametrize("odd", ["x%01y", "a%00b", "%2e%2e/%2e%2e/etc", "caf%C3%A9", "%ZZ", "a%2Fb"])
+def test_odd_escapes_in_a_proxied_path_reach_the_app_as_sent(
+    apps_client: Any, alice: str, running: str, odd: str
+) -> None:
+    answer = apps_client.get(f"/apps/{running}/api/{odd}", headers=auth(alice))
+    assert answer.status_code in (400, 404), answer.text
+    assert set(answer.json()) == {"error"} and "Traceback" not in answer.text
+
+
 def test_proxy_traffic_updates_last_activity(apps_client: Any, seed: Any, alice: str, running: str) -> None:
     with seed.session() as session:
         before = session.get(App, running).last_activity_at

@@ -65,7 +65,7 @@ def test_token_revoked_by_another_process_is_refused_within_the_cache_bound(
 def test_cache_off_looks_the_token_up_on_every_request(hub_settings: Any, seed: Any) -> None:
     from fastapi.testclient import TestClient
 
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.main import create_app
 
     app = create_app(hub_settings.model_copy(update={"token_cache_seconds": 0}))
     try:

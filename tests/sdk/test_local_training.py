@@ -86,6 +86,7 @@ def _assert_annotations_line_up_with_trace(trace: dict, ranges: list[dict]) -> N
             spans.setdefault((e["name"], e["tid"]), []).append((start, start + e["dur"] * 1000))
     profiled = [r for r in ranges if r["kind"] == "annotation" and r["step"] in PROFILED_STEPS]
     assert len(profiled) == len(ANNOTATIONS) * len(PROFILED_STEPS)
+    matched: set[tuple[str, int, float, float]] = set()
     for r in profiled:
         # The SDK reads its clock just inside record_function's enter/exit (1 µs: ts rounding).
         twins = [
@@ -94,8 +95,10 @@ def _assert_annotations_line_up_with_trace(trace: dict, ranges: list[dict]) -> N
             if start - 1000 <= r["start_ns"] and r["end_ns"] <= end + 1000
         ]
         assert len(twins) == 1, (r, spans.get((r["name"], r["thread"])))
-        start, end = twins[0]
-        assert r["start_ns"] - start < 200_000 and end - r["end_ns"] < 200_000, (r, twins)
+        matched.add((r["name"], r["thread"], *twins[0]))
+    # One twin per range and no twin shared: the ranges are the twins (no bound on how close, which
+    # a loaded machine would break).
+    assert len(matched) == len(profiled)
 
 
 def test_annotations_from_many_threads_keep_their_own_nesting(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def apps_settings(hub_settings: Any, redis_url: str) -> Any:
 @pytest.fixture
 def apps_hub(apps_settings: Any) -> Iterator[Any]:
     from profilerhub_core.db.session import make_engine
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.main import create_app
 
     engine = make_engine(apps_settings)
     app = create_app(apps_settings, engine=engine)

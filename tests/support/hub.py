@@ -191,7 +191,7 @@ def hub_settings(hub_db_url: str, _hubs: dict[str, _Hub], tmp_path_factory: pyte
 @pytest.fixture
 def hub_app(hub_settings: Any, _hubs: dict[str, _Hub]) -> Any:
     """``create_app(hub_settings)``; for other settings build your own with ``create_app``."""
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.main import create_app
 
     hub = _hubs[hub_settings.database_url]
     if hub.app is None:

@@ -156,7 +156,7 @@ def open_app(
         domain_row = domains.require_domain(session, domain)
         owner = users.get_user(session, domain_row, user)
         assert owner is not None
-        app_id = apps.create_app(
+        app_id = apps.create_user_app(
             session, domain_row, owner, AppType.DetailedProfiler, "default", actor="t"
         ).id
         owner_id = owner.id

@@ -20,7 +20,7 @@ def jobs_hub(hub_settings: Any, hub_app: Any, tmp_path: Path) -> Iterator[Any]:
     """The hub with storage of this test's own (a local directory), limits small enough to test
     (1 MiB per file, 2 MiB per job) and a recorded task sender. (``hub_app`` is asked for only so
     the shared fixtures build it: their teardown expects it.)"""
-    from profilerhub_hub.app import create_app
+    from profilerhub_hub.main import create_app
 
     settings = hub_settings.model_copy(
         update={

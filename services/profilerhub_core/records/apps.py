@@ -18,7 +18,7 @@ from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, LimitExceeded, NotFound
 from profilerhub_core.records.app_states import DELETABLE, transition
 from profilerhub_core.records.audit import record_audit
-from profilerhub_core.records.moves import rows_changed
+from profilerhub_core.records.states import rows_changed
 
 LIVE = sa.and_(App.status != AppStatus.Deleted)
 
@@ -53,7 +53,7 @@ def live_apps_in_domain(session: Session, domain: Domain) -> int:
     return session.scalar(sa.select(sa.func.count()).where(App.domain_id == domain.id, LIVE)) or 0
 
 
-def create_app(
+def create_user_app(
     session: Session, domain: Domain, user: UserProfile, app_type: AppType, app_name: str, *, actor: str
 ) -> App:
     """Add a Pending app (flushed).  ``Conflict`` if a live one of that name exists,
@@ -143,7 +143,7 @@ def save_instance(session: Session, app_id: str, status: AppStatus, **fields: ob
 __all__ = [
     "app_not_found",
     "apps_query",
-    "create_app",
+    "create_user_app",
     "get_app",
     "get_app_by_id",
     "live_apps_in_domain",

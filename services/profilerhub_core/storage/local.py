@@ -140,21 +140,25 @@ class LocalStore(ObjectStore):
         path = self._path(key)
         with self._errors(key):
             fd, tmp = tempfile.mkstemp(dir=self._tmp, prefix="put-")
+        out = os.fdopen(fd, "wb")
         try:
             size = 0
-            with os.fdopen(fd, "wb") as out:
-                # Only the file operations are storage failures; what the producer raises passes as is.
-                for chunk in chunks:
-                    size += len(chunk)
-                    if max_bytes is not None and size > max_bytes:
-                        raise too_large(key, max_bytes)
-                    with self._errors(key):
-                        out.write(chunk)
+            # Only the file operations are storage failures; what the producer raises passes as is.
+            for chunk in chunks:
+                size += len(chunk)
+                if max_bytes is not None and size > max_bytes:
+                    raise too_large(key, max_bytes)
                 with self._errors(key):
-                    self._sync(out)
+                    out.write(chunk)
             with self._errors(key):
+                self._sync(out)
+                out.close()
                 self._install(tmp, path, key)
         except BaseException:
+            # Closing flushes what is buffered; on a full disk that fails again and must not
+            # replace the error already raised (Unavailable, or the producer's own).
+            with suppress(OSError):
+                out.close()
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise

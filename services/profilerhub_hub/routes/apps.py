@@ -13,7 +13,6 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
-from profilerhub_core.pagination import paginate
 from profilerhub_core.records import apps
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub.app_schemas import (
@@ -25,14 +24,12 @@ from profilerhub_hub.app_schemas import (
 )
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
-from profilerhub_hub.permissions import Action
+from profilerhub_hub.permissions import Action, visible_domain
 from profilerhub_hub.proxy import app_login_url
-from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.routes.paths import OF_USER, ONE_APP, USER_APPS
 from profilerhub_hub.schemas import Page
 
 router = APIRouter(tags=["apps"])
-USER_APPS = "/domains/{domain}/users/{user}/apps"
-ONE_APP = USER_APPS + "/{app_type}/{app_name}"
 
 StatusFilter = Annotated[AppStatus | None, Query(description="Only apps in this status.")]
 
@@ -42,15 +39,8 @@ def _commit_and_enqueue(
 ) -> AppRead:
     """Commit the change with its audit event, THEN send the task (with the id only)."""
     assert target.domain is not None
-    commit_audited(
-        session,
-        target.caller,
-        action,
-        target_type="App",
-        target=f"{target.name}/{app.app_type.value}/{app.app_name}",
-        domain=target.domain.name,
-        detail={"app_id": app.id},
-    )
+    name = f"{target.name}/{app.app_type.value}/{app.app_name}"
+    commit_audited(session, target, action, name, detail={"app_id": app.id})
     request.app.state.app_tasks.send(task_name, app.id)
     return _read(target, app)
 
@@ -65,15 +55,17 @@ def _the_app(session: Session, target: Resolved, app_type: AppType, app_name: st
     return apps.require_app(session, target.user, app_type, app_name)
 
 
-@router.post(USER_APPS, status_code=202, openapi_extra=OF_USER)
-def create_app(
+# name= keeps the route's name (and OpenAPI operationId) the action's; the function is named apart
+# from the ASGI factories (`create_app(settings)` in profilerhub_hub.main and profilerhub_app.main).
+@router.post(USER_APPS, status_code=202, openapi_extra=OF_USER, name="create_app")
+def create_user_app(
     body: AppCreate,
     request: Request,
     session: SessionDep,
     target: Annotated[Resolved, allow(Action.CreateApp)],
 ) -> AppRead:
     assert target.domain is not None and target.user is not None
-    app = apps.create_app(
+    app = apps.create_user_app(
         session, target.domain, target.user, body.app_type, body.app_name, actor=target.caller.actor
     )
     return _commit_and_enqueue(request, session, target, Action.CreateApp, app, SPAWN_APP)
@@ -82,22 +74,14 @@ def create_app(
 @router.get(USER_APPS, openapi_extra=OF_USER)
 def list_apps(
     session: SessionDep,
-    settings: SettingsDep,
     page: PageDep,
     target: Annotated[Resolved, allow(Action.ListApps)],
     status: StatusFilter = None,
 ) -> Page[AppRead]:
     assert target.user is not None
-    result = paginate(
-        session,
-        apps.apps_query(user_id=target.user.id, status=status),
-        [App.created_at, App.id],
-        limit=page.limit,
-        next_token=page.next_token,
-        key=settings.signing_key(),
-        scope=f"apps:{target.user.id}:{status}",
-    )
-    return Page(items=[_read(target, a) for a in result.items], next_token=result.next_token)
+    stmt = apps.apps_query(user_id=target.user.id, status=status)
+    scope = f"apps:{target.user.id}:{status}"
+    return page.fetch(session, stmt, [App.created_at, App.id], lambda a: _read(target, a), scope=scope)
 
 
 @router.get(ONE_APP, openapi_extra=OF_USER)
@@ -143,25 +127,20 @@ def create_presigned_url(
 @router.get("/apps")
 def list_all_apps(
     session: SessionDep,
-    settings: SettingsDep,
     page: PageDep,
     target: Annotated[Resolved, allow(Action.ListAllApps)],
     status: StatusFilter = None,
 ) -> Page[AppRead]:
     """Every app the caller administers: all of them for platform admins, their domain's for domain admins."""
-    caller = target.caller
-    domain_id = None if caller.is_platform_admin else caller.domain_id
-    result = paginate(
-        session,
-        apps.apps_query(domain_id=domain_id, status=status),
-        [App.created_at, App.id],
-        limit=page.limit,
-        next_token=page.next_token,
-        key=settings.signing_key(),
-        scope=f"all-apps:{domain_id}:{status}",
-    )
-    names = _names(session, result.items)
-    return Page(items=[AppRead.of(a, *names[a.id]) for a in result.items], next_token=result.next_token)
+    domain_id = visible_domain(target.caller)
+    stmt = apps.apps_query(domain_id=domain_id, status=status)
+
+    def read(rows: list[App]) -> list[AppRead]:
+        names = _names(session, rows)
+        return [AppRead.of(a, *names[a.id]) for a in rows]
+
+    scope = f"all-apps:{domain_id}:{status}"
+    return page.fetch_rows(session, stmt, [App.created_at, App.id], read, scope=scope)
 
 
 def _names(session: Session, rows: list[App]) -> dict[str, tuple[str, str]]:

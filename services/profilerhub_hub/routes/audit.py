@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import AwareDatetime
 
 from profilerhub_core.db.models import AuditEvent
 from profilerhub_core.records.audit import audit_query
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
-from profilerhub_hub.permissions import Action
+from profilerhub_hub.permissions import Action, visible_domain
 from profilerhub_hub.schemas import AuditEventRead, Page
 
 router = APIRouter(tags=["audit"])
@@ -33,8 +33,12 @@ def read_audit(
         str | None, Query(alias="target", max_length=300, pattern=NO_CONTROL_CHARACTERS)
     ] = None,
     outcome: Filter = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: Annotated[
+        AwareDatetime | None, Query(description="ISO 8601 with a time zone (Z or +hh:mm).")
+    ] = None,
+    until: Annotated[
+        AwareDatetime | None, Query(description="ISO 8601 with a time zone (Z or +hh:mm).")
+    ] = None,
 ) -> Page[AuditEventRead]:
     """Events matching every filter given. A domain administrator sees their own domain's only."""
     caller = target.caller
@@ -49,7 +53,7 @@ def read_audit(
         "until": until,
     }
     stmt = audit_query(**filters)  # type: ignore[arg-type]
-    if not caller.is_platform_admin:
+    if visible_domain(caller) is not None:  # the audit log names domains: the caller's own, by name
         stmt = stmt.where(AuditEvent.domain == caller.domain_name)
     scope = "audit:" + caller.domain_id + ":" + repr(sorted((k, str(v)) for k, v in filters.items()))
     return page.fetch(session, stmt, [AuditEvent.id], AuditEventRead.of, scope=scope, descending=True)

@@ -12,7 +12,7 @@ from profilerhub_core.storage import layout
 from profilerhub_hub import job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
-from profilerhub_hub.permissions import Action
+from profilerhub_hub.permissions import Action, visible_domain
 from profilerhub_hub.routes.paths import IN_DOMAIN
 from profilerhub_hub.schemas import DomainCreate, DomainRead, DomainUpdate, Page
 
@@ -23,17 +23,10 @@ router = APIRouter(prefix="/domains", tags=["domains"])
 def create_domain(
     body: DomainCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateDomain)]
 ) -> DomainRead:
-    settings = body.settings.model_dump() if body.settings else None
+    settings = body.settings.model_dump(exclude_none=True) if body.settings else None
     domain = domains.create_domain(session, body.name, settings)
-    commit_audited(
-        session,
-        target.caller,
-        Action.CreateDomain,
-        target_type="Domain",
-        target=domain.name,
-        domain=domain.name,
-        detail={"settings": domain.settings},
-    )
+    commit_audited(session, target, Action.CreateDomain, domain.name, domain=domain.name,
+                   detail={"settings": domain.settings})  # fmt: skip
     return DomainRead.of(domain)
 
 
@@ -41,8 +34,8 @@ def create_domain(
 def list_domains(
     session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListDomains)]
 ) -> Page[DomainRead]:
-    only = None if target.caller.is_platform_admin else target.caller.domain_id
-    return page.fetch(session, domains.domains_query(only), [Domain.name], DomainRead.of, scope="domains")
+    stmt = domains.domains_query(visible_domain(target.caller))
+    return page.fetch(session, stmt, [Domain.name], DomainRead.of, scope="domains")
 
 
 @router.get("/{domain}", openapi_extra=IN_DOMAIN)
@@ -58,15 +51,7 @@ def update_domain(
     assert target.domain is not None
     changes = body.settings.model_dump(exclude_none=True)
     domain = domains.update_domain(session, target.domain, changes)
-    commit_audited(
-        session,
-        target.caller,
-        Action.UpdateDomain,
-        target_type="Domain",
-        target=domain.name,
-        domain=domain.name,
-        detail={"changes": changes},
-    )
+    commit_audited(session, target, Action.UpdateDomain, domain.name, detail={"changes": changes})
     return DomainRead.of(domain)
 
 
@@ -77,8 +62,6 @@ def delete_domain(
     assert target.domain is not None
     name, prefix = target.domain.name, layout.domain_prefix(target.domain.id)
     domains.delete_domain(session, target.domain)
-    commit_audited(
-        session, target.caller, Action.DeleteDomain, target_type="Domain", target=name, domain=name
-    )
+    commit_audited(session, target, Action.DeleteDomain, name)
     job_uploads.delete_owned(request.app.state, prefix, f"domain {name}")
     return Response(status_code=204)

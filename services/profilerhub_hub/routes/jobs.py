@@ -22,14 +22,12 @@ from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGrant, UploadGrantCreate
 from profilerhub_hub.permissions import Action
-from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
 from profilerhub_hub.schemas import Page
 
 log = logging.getLogger("profilerhub.hub")
 
 router = APIRouter(tags=["jobs"])
-USER_JOBS = "/domains/{domain}/users/{user}/jobs"
-ONE_JOB = USER_JOBS + "/{job_id}"
 
 StatusFilter = Annotated[JobStatus | None, Query(description="Only jobs in this status.")]
 
@@ -45,13 +43,11 @@ def _job(session: Session, target: Resolved, job_id: str) -> Job:
 
 
 def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False) -> JobRead:
-    from profilerhub_hub.app import API_PREFIX
-
     assert target.domain is not None and target.user is not None
     domain, user = target.domain.name, target.user.name
     upload = None
     if job.status is JobStatus.InProgress and job.completed_at is None:
-        url = f"{API_PREFIX}/domains/{domain}/users/{user}/jobs/{job.id}"
+        url = API_PREFIX + ONE_JOB.format(domain=domain, user=user, job_id=job.id)
         store = job_uploads.job_store(request.app.state)
         upload = job_uploads.upload_info(request.app.state.settings, store, url)
     return JobRead.of(job, domain, user, upload=upload, summary=summary)
@@ -67,15 +63,8 @@ def create_job(
     assert target.domain is not None and target.user is not None
     definitions = [d.model_dump() for d in body.metric_definitions]
     job = jobs.create_job(session, target.domain, target.user, body.name, definitions)
-    commit_audited(
-        session,
-        target.caller,
-        Action.CreateJob,
-        target_type="Job",
-        target=job.id,
-        domain=target.domain.name,
-        detail={"user": target.user.name, "name": job.name},
-    )
+    detail = {"user": target.user.name, "name": job.name}
+    commit_audited(session, target, Action.CreateJob, job.id, detail=detail)
     return _read(request, target, job)
 
 
@@ -157,14 +146,7 @@ def complete_job(
     assert target.domain is not None
     job = _job(session, target, job_id)
     if jobs.mark_complete(session, job):
-        commit_audited(
-            session,
-            target.caller,
-            Action.CompleteJob,
-            target_type="Job",
-            target=job.id,
-            domain=target.domain.name,
-        )
+        commit_audited(session, target, Action.CompleteJob, job.id)
     if job.status is JobStatus.InProgress:
         _enqueue(request, INGEST_JOB, job.id)
     return _read(request, target, job)
@@ -177,17 +159,12 @@ def delete_job(
     """Delete the job and every object it has in storage (refused while Processing)."""
     assert target.domain is not None
     job = _job(session, target, job_id)
+    prefix = _place(target, job_id).prefix
     jobs.delete_job(session, job)
-    removed = job_uploads.delete_objects(job_uploads.job_store(request.app.state), _place(target, job_id))
-    commit_audited(
-        session,
-        target.caller,
-        Action.DeleteJob,
-        target_type="Job",
-        target=job_id,
-        domain=target.domain.name,
-        detail={"objects_removed": removed},
-    )
+    commit_audited(session, target, Action.DeleteJob, job_id)
+    # After the commit: a failed commit must not leave a row whose files are gone. A storage
+    # failure now leaves objects no row owns, which the sweeper removes.
+    job_uploads.delete_owned(request.app.state, prefix, f"job {job_id}")
     return Response(status_code=204)
 
 

@@ -1,4 +1,8 @@
-"""The ``{domain}`` and ``{user}`` path parameters, declared for the OpenAPI document.
+"""The API's paths, written once: the prefix, the resource paths routes share, and the
+``{domain}`` and ``{user}`` path parameters declared for the OpenAPI document.
+
+Routes and ``create_app`` import from here (never from each other), so the job path the body
+limit exempts is the very one the job routes serve.
 
 ``deps.allow`` reads them from ``request.path_params`` so routes never repeat them, and FastAPI
 therefore never sees them; without these declarations the document names paths whose parameters
@@ -8,9 +12,24 @@ it does not describe (client generators and schemathesis refuse such operations)
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from profilerhub_core.names import NAME_PATTERN
+
+API_PREFIX = "/api/v1"
+
+USER_APPS = "/domains/{domain}/users/{user}/apps"
+ONE_APP = USER_APPS + "/{app_type}/{app_name}"
+USER_JOBS = "/domains/{domain}/users/{user}/jobs"
+ONE_JOB = USER_JOBS + "/{job_id}"
+JOB_FILES = ONE_JOB + "/files/"
+
+
+def path_regex(template: str) -> str:
+    """``^`` + the template with each ``{parameter}`` matching one path segment (a prefix match)."""
+    return "^" + re.sub(r"\{[^}]+\}", "[^/]+", template)
+
 
 
 def _path_parameter(name: str, description: str) -> dict[str, Any]:
@@ -24,4 +43,14 @@ _USER = _path_parameter("user", "The user profile's name, in the domain")
 IN_DOMAIN: dict[str, Any] = {"parameters": [_DOMAIN]}
 OF_USER: dict[str, Any] = {"parameters": [_DOMAIN, _USER]}
 
-__all__ = ["IN_DOMAIN", "OF_USER"]
+__all__ = [
+    "API_PREFIX",
+    "IN_DOMAIN",
+    "JOB_FILES",
+    "OF_USER",
+    "ONE_APP",
+    "ONE_JOB",
+    "USER_APPS",
+    "USER_JOBS",
+    "path_regex",
+]

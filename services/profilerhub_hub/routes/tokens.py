@@ -36,11 +36,9 @@ def create_token(
     )
     commit_audited(
         session,
-        target.caller,
+        target,
         Action.CreateToken,
-        target_type="ApiToken",
-        target=f"{target.name}/{token.id}",
-        domain=target.domain.name,
+        f"{target.name}/{token.id}",
         detail={
             "token_id": token.id,
             "expires_at": token.expires_at.isoformat() if token.expires_at else None,
@@ -73,12 +71,5 @@ def delete_token(
 ) -> Response:
     assert target.user is not None and target.domain is not None
     token = tokens.revoke_token(session, tokens.get_token(session, target.user, token_id))
-    commit_audited(
-        session,
-        target.caller,
-        Action.DeleteToken,
-        target_type="ApiToken",
-        target=f"{target.name}/{token.id}",
-        domain=target.domain.name,
-    )
+    commit_audited(session, target, Action.DeleteToken, f"{target.name}/{token.id}")
     return Response(status_code=204)

@@ -25,15 +25,8 @@ def create_user(
 ) -> UserRead:
     assert target.domain is not None
     user = users.create_user(session, target.domain, body.name, body.role)
-    commit_audited(
-        session,
-        target.caller,
-        Action.CreateUserProfile,
-        target_type="UserProfile",
-        target=f"{target.domain.name}/{user.name}",
-        domain=target.domain.name,
-        detail={"role": user.role.value},
-    )
+    name = f"{target.domain.name}/{user.name}"
+    commit_audited(session, target, Action.CreateUserProfile, name, detail={"role": user.role.value})
     return UserRead.of(user)
 
 
@@ -59,13 +52,6 @@ def delete_user(
     assert target.user is not None and target.domain is not None
     name, prefix = target.name, layout.user_prefix(target.domain.id, target.user.id)
     users.delete_user(session, target.user)
-    commit_audited(
-        session,
-        target.caller,
-        Action.DeleteUserProfile,
-        target_type="UserProfile",
-        target=name,
-        domain=target.domain.name,
-    )
+    commit_audited(session, target, Action.DeleteUserProfile, name)
     job_uploads.delete_owned(request.app.state, prefix, f"user {name}")  # the user's jobs, by id
     return Response(status_code=204)

@@ -189,3 +189,27 @@ def test_missing_part_is_refused_at_completion(local_store: LocalStore) -> None:
     with pytest.raises(InvalidInput, match="part 2 was never uploaded"):
         local_store.complete_multipart_upload(upload, [first, first.__class__(2, '"abc"')])
     assert not local_store.exists("mp/gap")
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/dev/full"), reason="needs /dev/full (Linux) to stand for a full disk"
+)
+def test_a_full_disk_is_unavailable_and_leaves_nothing(
+    local_store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    made: list[str] = []
+    real_mkstemp = tempfile.mkstemp
+
+    def on_a_full_disk(*args: object, **kwargs: object) -> tuple[int, str]:
+        fd, path = real_mkstemp(*args, **kwargs)  # type: ignore[call-overload]
+        os.close(fd)
+        made.append(path)
+        return os.open("/dev/full", os.O_WRONLY), path  # every write or flush: ENOSPC
+
+    monkeypatch.setattr(tempfile, "mkstemp", on_a_full_disk)
+    with pytest.raises(Unavailable, match="No space left"):
+        local_store.put("small.json", b"{}")  # buffered: it is the flush (then close) that fails
+    assert made and not os.path.exists(made[0])
+    assert not local_store.exists("small.json")

@@ -22,16 +22,14 @@ from profilerhub_core.version import installed_version
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
-from profilerhub_hub.routes import api_routers
-from profilerhub_hub.routes.health import router as health_router
+from profilerhub_hub.routes import api_routers, health
+from profilerhub_hub.routes.paths import API_PREFIX, JOB_FILES, path_regex
 from profilerhub_hub.tokencache import TokenCache
-
-API_PREFIX = "/api/v1"
 
 # Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
 BODY_LIMIT_OVERRIDES: dict[str, int | None] = {
     "/apps/": None,
-    r"^/api/v1/domains/[^/]+/users/[^/]+/jobs/[^/]+/files/": None,
+    path_regex(API_PREFIX + JOB_FILES): None,
 }
 
 
@@ -59,7 +57,10 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     install_error_handlers(app)
     for router in api_routers:
         app.include_router(router, prefix=API_PREFIX)
-    app.include_router(health_router, include_in_schema=False)
+    # The probes answer at the root (load balancers, kubelets) and under the prefix (clients that know
+    # only the API's base URL): one router, mounted at both; only the API's copy is documented.
+    app.include_router(health.router, prefix=API_PREFIX)
+    app.include_router(health.router, include_in_schema=False)
     install_app_proxy(app)
     app.add_middleware(SessionCloser)
     app.add_middleware(
@@ -69,7 +70,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory profilerhub_hub.app:app_from_env``."""
+    """Factory for ``uvicorn --factory profilerhub_hub.main:app_from_env``."""
     app = create_app(Settings())
     freeze_startup_objects()
     return app

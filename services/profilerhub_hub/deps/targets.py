@@ -1,0 +1,106 @@
+"""Authorization: ``allow(Action.X)``, the dependency every route declares.
+
+``allow`` looks up the ``{domain}`` and ``{user}`` path parameters (404 when missing, or hidden
+from this caller) and asks ``permissions.authorize``; a refused change is written to the audit
+log. The route gets the resolved target back:
+
+    @router.get("/domains/{domain}/users/{user}")
+    def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserProfile)]) -> UserRead:
+        return UserRead.of(target.user)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import Domain, UserProfile
+from profilerhub_core.db.session import WriteRequired
+from profilerhub_core.errors import AccessDenied
+from profilerhub_core.names import is_valid_name
+from profilerhub_core.records import domains, users
+from profilerhub_hub.audit import commit_refused
+from profilerhub_hub.deps.auth import Credentials, authenticate
+from profilerhub_hub.deps.session import run_step
+from profilerhub_hub.permissions import MUTATING, Action, Caller, Target, authorize, check_domain_visible
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The target of a request, looked up from its path and authorized for the caller."""
+
+    caller: Caller
+    target: Target
+    domain: Domain | None = None
+    user: UserProfile | None = None
+
+    @property
+    def kind(self) -> str:
+        """How the audit log names the target's type (``UserProfile``, ``Domain`` or ``Hub``)."""
+        if self.user is not None:
+            return "UserProfile"
+        return "Domain" if self.domain is not None else "Hub"
+
+    @property
+    def name(self) -> str:
+        """How the audit log names the target (``domain/user`` or ``domain``)."""
+        if self.user is not None and self.domain is not None:
+            return f"{self.domain.name}/{self.user.name}"
+        return self.domain.name if self.domain is not None else "*"
+
+
+def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
+    """Look up ``{domain}`` and ``{user}`` from the path, hiding what the caller may not see."""
+    if "domain" not in path:
+        return Resolved(caller, Target())
+    name = path["domain"]
+    domain_missing = domains.domain_not_found(name)
+    if "user" in path and is_valid_name(name) and is_valid_name(path["user"]):
+        # The common case in one query: both exist.
+        user = users.get_user_by_names(session, name, path["user"])
+        if user is not None:
+            check_domain_visible(caller, user.domain_id, domain_missing)
+            user_missing = users.user_not_found(name, user.name)
+            target = Target(domain_id=user.domain_id, owner_id=user.id, not_found=user_missing)
+            return Resolved(caller, target, user.domain, user)
+    domain = domains.get_domain(session, name) if is_valid_name(name) else None
+    if domain is None:
+        raise domain_missing
+    check_domain_visible(caller, domain.id, domain_missing)
+    if "user" not in path:
+        return Resolved(caller, Target(domain_id=domain.id, not_found=domain_missing), domain)
+    raise users.user_not_found(domain.name, path["user"])
+
+
+def allow(action: Action) -> Any:
+    """A dependency that authorizes ``action`` on the request's target and returns ``Resolved``."""
+
+    async def dependency(request: Request, credentials: Credentials) -> Resolved:
+        settings = request.app.state.settings
+
+        def step(session: Session, read_only: bool) -> Resolved:
+            caller = authenticate(request, session, settings, credentials, read_only)
+            return _authorized(request, session, caller, read_only)
+
+        return await run_step(request, step)
+
+    def _authorized(request: Request, session: Session, caller: Caller, read_only: bool) -> Resolved:
+        resolved = resolve(session, caller, request.path_params)
+        try:
+            authorize(caller, action, resolved.target)
+        except AccessDenied as denied:
+            if action in MUTATING:
+                if read_only:
+                    raise WriteRequired("a refusal is audited") from denied
+                commit_refused(session, resolved, action, denied.message)
+            raise
+        return resolved
+
+    dependency.__name__ = f"allow_{action.value}"
+    return Depends(dependency)
+
+
+__all__ = ["Resolved", "allow", "resolve"]
