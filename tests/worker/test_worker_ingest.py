@@ -213,6 +213,7 @@ def test_a_job_whose_worker_died_is_reclaimed_once_stale_then_failed_after_max_a
     assert ingest_job(other, ctx) == "skipped"
     row = job_row(ctx, other)
     assert row.status is JobStatus.Failed and "did not finish after 2 attempts" in (row.failure_reason or "")
+    assert row.ingest_attempts == 2 and job_row(ctx, job_id).ingest_attempts == 2  # counted on the row
 
 
 def test_a_storage_failure_keeps_the_claim_and_the_retry_finishes(
