@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from profilerhub_core.db.models import ApiToken, utcnow
+from profilerhub_core.db.models import ApiToken, Job, utcnow
+from profilerhub_core.records import domains, jobs, users
 from tests.support.hub import auth
 
 CALLERS = ("platform", "dadmin", "oadmin", "user", "other", "revoked", "expired", "none")
@@ -50,6 +51,8 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("GET",   f"{U}/tokens",                     None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("DELETE",f"{U}/tokens/{{spare}}",           None,              (204, 204, 404, 204, 404, 401, 401, 401)),
     ("DELETE",f"{U}/tokens/no-such-token",       None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("GET",   f"{U}/jobs/{{job}}/rules",         None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   f"{U}/jobs/no-such-job/rules",     None,              (404, 404, 404, 404, 404, 401, 401, 401)),
     ("GET",   "/api/v1/me",                      None,              (200, 200, 200, 200, 200, 401, 401, 401)),
     ("GET",   "/api/v1/audit",                   None,              (200, 200, 200, 403, 403, 401, 401, 401)),
     ("GET",   "/api/v1/healthz",                 None,              (200, 200, 200, 200, 200, 200, 200, 200)),
@@ -74,6 +77,12 @@ def _tokens(seed: Any) -> dict[str, str | None]:
     }
     seed.token("d1", "alice", note="spare")
     with seed.session() as session:
+        d1 = domains.require_domain(session, "d1")
+        alice = users.get_user(session, d1, "alice")
+        assert alice is not None
+        jobs.create_job(session, d1, alice, "matrix")
+        session.commit()
+    with seed.session() as session:
         session.execute(sa.update(ApiToken).where(ApiToken.note == "revoked").values(revoked_at=utcnow()))
         expired_at = utcnow() - timedelta(seconds=1)
         session.execute(sa.update(ApiToken).where(ApiToken.note == "expired").values(expires_at=expired_at))
@@ -84,6 +93,11 @@ def _tokens(seed: Any) -> dict[str, str | None]:
 def _spare_token_id(seed: Any) -> str:
     with seed.session() as session:
         return str(session.scalar(sa.select(ApiToken.id).where(ApiToken.note == "spare")))
+
+
+def _job_id(seed: Any) -> str:
+    with seed.session() as session:
+        return str(session.scalar(sa.select(Job.id).where(Job.name == "matrix")))
 
 
 def test_matrix_covers_every_caller_for_every_route() -> None:
@@ -97,7 +111,7 @@ def test_permission_matrix(
     tokens = _tokens(seed)
     wrong = []
     for caller, status in zip(CALLERS, expected, strict=True):
-        url = path.replace("{spare}", _spare_token_id(seed))
+        url = path.replace("{spare}", _spare_token_id(seed)).replace("{job}", _job_id(seed))
         token = tokens[caller]
         response = client.request(method, url, json=body, headers=auth(token) if token else {})
         if response.status_code != status:
