@@ -588,7 +588,12 @@ async function start() {
     return;
   }
   st.lanesInfo = info;
-  document.getElementById("tl-job").textContent = (info.trace && info.trace.file) || "job";
+  const crumb = document.getElementById("tl-job");
+  crumb.textContent = (info.trace && info.trace.file) || "job";
+  api(jobPath).then((job) => {
+    crumb.textContent = job.name || jobId;
+    document.title = `${job.name || jobId} · timeline`;
+  }, () => {});
   const groups = info.groups.map((g, i) => ({ ...g, key: groupKey(g, i), name: g.name || `${g.kind} ${i}` }));
   const order = (url.order || "").split(",").filter(Boolean);
   st.groups = order.length ? [...order.map((k) => groups.find((g) => g.key === k)).filter(Boolean), ...groups.filter((g) => !order.includes(g.key))] : groups;
