@@ -13,6 +13,7 @@ import json
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,9 @@ from profilerhub_core.storage.layout import SUMMARY
 
 TIMELINE_DONE = "done"
 SUMMARY_CACHE = 16
+#: How long the hub's word that a job is the owner's and Ready is reused (a timeline pan asks
+#: several windows a second; each need not ask the hub again).
+READY_SECONDS = 2.0
 
 
 class BadParameter(InvalidInput):
@@ -93,11 +97,21 @@ class JobData:
         self._summaries = _Lru(SUMMARY_CACHE)
         self._timelines = _Lru(open_timelines)
         self._fetching = threading.Lock()
+        self._ready: dict[str, tuple[float, OwnedJob]] = {}
 
     def ready_job(self, request: Request, job_id: str) -> OwnedJob:
+        """The owner's Ready job ``job_id`` (``NotFound`` otherwise), as the hub said at most
+        ``READY_SECONDS`` ago."""
+        now = time.monotonic()
+        seen = self._ready.get(job_id)
+        if seen is not None and now - seen[0] < READY_SECONDS:
+            return seen[1]
         job = owned_job(request, job_id)
         if job.record.get("status") != "Ready":
             raise NotFound(f"Job '{job_id}' is not Ready yet (status {job.record.get('status')})")
+        if len(self._ready) > 1000:
+            self._ready.clear()
+        self._ready[job_id] = (now, job)
         return job
 
     def summary(self, job: OwnedJob) -> dict[str, Any]:

@@ -197,3 +197,22 @@ def test_an_sdk_job_without_profiler_steps_gets_its_step_time_and_annotation_his
     forward = next(a for a in panels["annotations"]["names"] if a["name"] == "forward")
     assert forward["source"] == "sdk" and sum(panels["annotations"]["histograms"]["forward"]["counts"]) == 4
     assert panels["metrics"]["train:loss"]["count"] == 4 and panels["kernel_time"]["top"] == []
+
+
+def test_a_running_job_shows_what_it_has_streamed_so_far(ctx: IngestContext, app_client: TestClient) -> None:
+    job_id, _ = make_job(ctx, sdk_files(steps=3), complete=False)
+    first = app_client.get(f"api/jobs/{job_id}/live")
+    assert first.status_code == 200, first.text
+    doc = first.json()
+    assert doc["status"] == "InProgress" and doc["steps"]["count"] == 3
+    assert doc["metrics"]["train:loss"]["count"] == 3 and doc["system"]["samples"] > 0
+    assert {a["name"] for a in doc["annotations"]} == {"forward", "backward"}
+    assert app_client.get(f"api/jobs/{job_id}/dashboard").status_code == 404  # not Ready
+
+    # the same numbers as the summary ingest writes once the run completes
+    done, _ = make_job(ctx, sdk_files(steps=3))
+    assert ingest_job(done, ctx) == "Ready"
+    live = app_client.get(f"api/jobs/{done}/live").json()
+    summary = app_client.get(f"api/jobs/{done}/summary").json()
+    for key in ("steps", "annotations", "metrics", "system"):
+        assert live[key] == summary[key], key

@@ -18,6 +18,7 @@ def _profile(path: Path, max_bytes: int | None) -> dict[str, Any]:
     """One run: a trace file, or every trace under a directory (one per rank)."""
     from profilerhub_analysis.build import load_trace
     from profilerhub_analysis.compare import merge_op_totals, op_totals, profile
+    from profilerhub_analysis.errors import TraceFormatError
     from profilerhub_analysis.ranks import find_traces
     from profilerhub_analysis.report import analyze_store
 
@@ -26,12 +27,20 @@ def _profile(path: Path, max_bytes: int | None) -> dict[str, Any]:
     traces = find_traces(path) if path.is_dir() else [path]
     if not traces:
         raise _fail(f"{path}: no trace files (*.json, *.json.gz) in this directory")
-    reports, ops = [], []
+    reports, ops, unreadable = [], [], []
     for trace in traces:
-        store = load_trace(trace, max_bytes)
+        try:
+            store = load_trace(trace, max_bytes)
+        except TraceFormatError as exc:
+            if not path.is_dir():
+                raise
+            unreadable.append(exc.message)  # job.json, summary.json...: not traces
+            continue
         reports.append(analyze_store(store))
         ops.append(op_totals(store))
         del store
+    if not reports:
+        raise _fail(f"{path}: no readable trace among {len(unreadable)} files; first error: {unreadable[0]}")
     return profile(reports, ops[0] if len(ops) == 1 else merge_op_totals(ops))
 
 

@@ -20,7 +20,8 @@ from profilerhub_analysis.compare import compare, merge_op_totals, profile
 from profilerhub_analysis.dashboard import DEFAULT_TOP, MAX_TOP, dashboard
 from profilerhub_analysis.ranks import rank_table
 from profilerhub_app.jobdata import BadParameter, JobData, int_param
-from profilerhub_app.routes.jobs import OwnedJob, error_response
+from profilerhub_app.live import LiveView
+from profilerhub_app.routes.jobs import OwnedJob, error_response, owned_job
 from profilerhub_core.errors import ProfilerHubError
 
 MAX_TRACES = 100_000
@@ -152,8 +153,20 @@ async def raw_trace(request: Request) -> Response:
     return await answer(request, lambda: _raw(request, job_id))
 
 
+def _live(request: Request, job_id: str) -> dict[str, Any]:
+    live: LiveView = request.app.state.live
+    return live.view(owned_job(request, job_id))
+
+
+async def job_live(request: Request) -> Response:
+    """What the job has streamed so far (any status; meant for jobs still running)."""
+    job_id: str = request.path_params["job_id"]
+    return await answer(request, lambda: _live(request, job_id))
+
+
 def routes(api_base: str) -> list[Route]:
     return [
+        Route(f"{api_base}/jobs/{{job_id}}/live", job_live, methods=["GET"]),
         Route(f"{api_base}/jobs/{{job_id}}/dashboard", job_dashboard, methods=["GET"]),
         Route(f"{api_base}/jobs/{{job_id}}/ranks", job_ranks, methods=["GET"]),
         Route(f"{api_base}/jobs/{{job_id}}/traces/{{index:int}}/raw", raw_trace, methods=["GET"]),

@@ -225,6 +225,8 @@ class Job(Timestamped, Base):
     metric_definitions: Mapped[list[Any]] = mapped_column(sa.JSON, default=list)
     summary: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     completed_at: Mapped[datetime | None] = mapped_column(default=None)
+    ingest_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    """How many times ingest has claimed the job (each move into Processing counts one)."""
 
 
 __all__ = [

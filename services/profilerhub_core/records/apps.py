@@ -18,7 +18,7 @@ from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, LimitExceeded, NotFound
 from profilerhub_core.records.app_states import DELETABLE, transition
 from profilerhub_core.records.audit import record_audit
-from profilerhub_core.records.moves import rows_changed
+from profilerhub_core.records.states import rows_changed
 
 LIVE = sa.and_(App.status != AppStatus.Deleted)
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
 from profilerhub_core.errors import Conflict, NotFound
-from profilerhub_core.records.moves import rows_changed
+from profilerhub_core.records.states import rows_changed
 
 
 def job_not_found(job_id: str) -> NotFound:

@@ -3,7 +3,7 @@
 InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim
 Processing -> Processing                 a claim older than ``ctx.stale_after`` (its worker
                                          died) is taken over, or the job Failed after
-                                         ``ctx.max_attempts`` tries
+                                         ``ctx.max_attempts`` claims (``Job.ingest_attempts``)
 Processing -> Ready | Failed             ``finish``, only while the claim is still ours
 """
 
@@ -12,19 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.orm import Session
-
-from profilerhub_core.db.models import AuditEvent, Job, JobStatus, utcnow
+from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.records.job_states import transition
 from profilerhub_worker.ingest.context import IngestContext
-
-
-def _attempts(session: Session, job_id: str) -> int:
-    stmt = sa.select(sa.func.count()).where(
-        AuditEvent.target_type == "Job", AuditEvent.target == job_id, AuditEvent.action == "JobProcessing"
-    )
-    return session.scalar(stmt) or 0
 
 
 def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetime | None:
@@ -40,7 +30,7 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
             (resume is not None and job.updated_at.isoformat() == resume)
             or now - job.updated_at > ctx.stale_after
         ):
-            if resume is None and _attempts(session, job_id) >= ctx.max_attempts:
+            if resume is None and job.ingest_attempts >= ctx.max_attempts:
                 reason = (
                     f"Ingest did not finish after {ctx.max_attempts} attempts (each limited to "
                     f"{ctx.stale_after.total_seconds():.0f}s); the worker may have run out of memory"

@@ -5,7 +5,10 @@
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { color, cssVar, el, fill } from "./common.js";
 
-const charts = new Set(); // live uPlot instances, resized with their panel
+const charts = new Set();
+const compactFormat = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+/** Axis numbers: 1.2K, 4.3B (the tooltip and tables keep the full figure). */
+const compact = (v) => (Math.abs(v) >= 10000 ? compactFormat.format(v) : String(Math.round(v * 100) / 100)); // live uPlot instances, resized with their panel
 
 const resizer = new ResizeObserver((entries) => {
   for (const entry of entries) {
@@ -61,6 +64,7 @@ export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, y
       })),
     ],
   };
+  if (!yRange) options.axes[1].values = (u, splits) => splits.map(compact);
   const chart = mount(node, options, [x, ...series.map((s) => s.values)]);
   if (onPick) {
     chart.over.classList.add("pickable");
@@ -89,7 +93,12 @@ export function histogram(node, { edges, counts, xLabel, xFormat, height, colorI
     axes: [
       {
         ...axis(xLabel),
-        splits: () => centres.filter((i) => counts.length <= 12 || i % Math.ceil(counts.length / 10) === 0),
+        // at most one label per ~110 px, so bin edges never overlap
+        splits: (u) => {
+          const room = Math.max(2, Math.floor(u.bbox.width / (window.devicePixelRatio || 1) / 110));
+          const every = Math.ceil(counts.length / room);
+          return centres.filter((i) => i % every === 0);
+        },
         values: (u, splits) => splits.map((i) => (edges[i] === undefined ? "" : xFormat(edges[i]))),
       },
       axis("count"),

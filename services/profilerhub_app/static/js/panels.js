@@ -346,7 +346,7 @@ function seriesPanel(id, title, entries, { xLabel, xFormat, emptyText }) {
       node.append(grid);
       entries.forEach(([name, m, series], i) => {
         const box = el("div");
-        grid.append(el("div", {}, el("p", { class: "note" }, el("b", {}, name), ` · last ${num(m.last)} · min ${num(m.min)} · max ${num(m.max)}`), box));
+        grid.append(el("div", {}, el("p", { class: "note" }, el("b", {}, name), m.last !== undefined ? ` · last ${num(m.last)}` : ` · mean ${num(m.mean)}`, ` · min ${num(m.min)} · max ${num(m.max)}`), box));
         requestAnimationFrame(() =>
           lineChart(box, { x: series.map((p) => p[0]), series: [{ label: name, values: series.map((p) => p[1]), colorIndex: i }], xLabel, xFormat, yFormat: num, height: 170 }),
         );
