@@ -61,8 +61,6 @@ def test_every_server_command_comes_from_the_package_that_owns_it() -> None:
         "app": "profilerhub_app",
         "db": "profilerhub_core",
     }
-    names = {
-        command.name or (command.callback.__name__ if command.callback else "")
-        for command in main.app.registered_commands
-    } | {group.name for group in main.app.registered_groups}
+    names = {command.name or (command.callback.__name__ if command.callback else "") for command in
+             main.app.registered_commands} | {group.name for group in main.app.registered_groups}
     assert {"up", "hub", "worker", "beat", "app", "db", "analyze", "upload", "version"} <= names
