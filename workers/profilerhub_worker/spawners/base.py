@@ -23,8 +23,9 @@ Deployment + Service as the instance and their names in the state.
 
 from __future__ import annotations
 
+import abc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -66,10 +67,13 @@ class SpawnerConfig:
     """Seconds from the instance running to its health endpoint's first 200."""
     stop_grace: float = 5.0
     """Seconds between the polite stop (SIGTERM) and the forced one (SIGKILL)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Backend-specific settings (the Kubernetes spawner's namespace, image, resources, ...)."""
 
 
-class Spawner:
-    """Base class of spawners.  Subclasses implement ``start``, ``poll`` and ``stop``.
+class Spawner(abc.ABC):
+    """Base class of spawners.  Subclasses implement ``start``, ``poll`` and ``stop``, and
+    ``list_instances`` where the backend can list what it runs (the orphan sweep needs it).
 
     ``poll`` meaning, as in JupyterHub: ``None`` means the instance is running (it may not
     answer HTTP yet); anything else means it is not running, and the value says why: an ``int``
@@ -87,6 +91,7 @@ class Spawner:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def start(self) -> str:
         """Start the instance; return its endpoint (``http://host:port``) once it answers health.
 
@@ -94,10 +99,12 @@ class Spawner:
         """
         raise NotImplementedError
 
+    @abc.abstractmethod
     def poll(self) -> int | str | None:
         """``None`` if the instance runs; otherwise its exit status or the reason it is not running."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def stop(self) -> None:
         """Stop the instance and wait until it is gone.  Stopping an absent instance is not an error."""
         raise NotImplementedError
@@ -108,7 +115,7 @@ class Spawner:
         """A JSON-safe dict that lets another spawner object find this instance again."""
         return {STATE_VERSION_KEY: self.state_version, "kind": self.kind}
 
-    def load_state(self, state: dict[str, Any] | None) -> None:
+    def load_state(self, state: dict[str, Any] | None) -> None:  # noqa: B027 (optional hook)
         """Restore what ``get_state`` returned.  Unknown versions or kinds are ignored (fresh state)."""
 
     def state_matches(self, state: dict[str, Any] | None) -> bool:
@@ -123,8 +130,26 @@ class Spawner:
         describe one instance, even if one was saved before its port was known)."""
         return sorted((state or {}).items())
 
-    def clear_state(self) -> None:
+    def clear_state(self) -> None:  # noqa: B027 (optional hook)
         """Forget the instance (after it is stopped)."""
+
+    # -- the reconciler's view ---------------------------------------------------------------
+
+    @classmethod
+    def list_instances(cls, config: SpawnerConfig) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(app_id, state)`` of every instance this backend runs for this installation,
+        whether or not an app row owns it.  The base lists nothing (no orphan sweep)."""
+        return iter(())
+
+    @classmethod
+    def orphan(cls, app_id: str, config: SpawnerConfig, state: dict[str, Any]) -> Spawner:
+        """A spawner for an instance found by ``list_instances``, enough to poll and stop it
+        (its spec knows only the app id: no row may own it any more)."""
+        spawner = cls(
+            AppSpec(app_id=app_id, domain="", user="", user_id="", app_type="", app_name=""), config
+        )
+        spawner.load_state(state)
+        return spawner
 
 
 def wait_for(
