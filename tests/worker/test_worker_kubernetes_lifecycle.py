@@ -18,6 +18,7 @@ from profilerhub_core.records.app_states import transition
 from profilerhub_worker import lifecycle
 from profilerhub_worker.spawners.manifests import object_name
 from tests.support.apps import create, delete, status_of
+from tests.support.apps_fixtures import RecordedEnqueue
 from tests.support.fake_kube import FakeKubeAPI
 
 NAMESPACE = "ph-apps"
@@ -51,7 +52,7 @@ def new_worker(settings: Any) -> Iterator[Any]:
     from profilerhub_worker.context import build_context
 
     ctx = build_context(settings, make_producer(settings.redis_url, queue=settings.celery_queue))
-    ctx.enqueue = lambda name, app_id: ctx.extra.setdefault("enqueued", []).append((name, app_id))
+    ctx.enqueue = RecordedEnqueue()
     try:
         yield ctx
     finally:

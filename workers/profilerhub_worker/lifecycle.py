@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -64,7 +64,6 @@ class WorkerContext:
     lock_seconds: float = 10.0
     """Lifetime of an app's lock; the holder renews it, so a killed worker's lock lapses this fast."""
     key_prefix: str = "profilerhub"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pending_timeout(self) -> float:
@@ -309,7 +308,7 @@ def _stop_orphans(ctx: WorkerContext) -> int:
                 and cls.instance_identity(app.spawner_state) == cls.instance_identity(state)
             ):
                 continue
-            orphan = cls.orphan(app_id, ctx.spawner_config, state)
+            orphan = cls.found(app_id, ctx.spawner_config, state)
             if orphan.poll() is None:
                 log.warning("stopping app instance %s that no app record owns", app_id)
                 stopped += 1

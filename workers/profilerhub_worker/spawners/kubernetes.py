@@ -173,8 +173,8 @@ class KubernetesSpawner(Spawner):
     kind: ClassVar[str] = "kubernetes"
     state_version: ClassVar[int] = 1
 
-    def __init__(self, spec: AppSpec, config: SpawnerConfig) -> None:
-        super().__init__(spec, config)
+    def __init__(self, spec: AppSpec | None, config: SpawnerConfig, *, app_id: str | None = None) -> None:
+        super().__init__(spec, config, app_id=app_id)
         self.opts = KubeOptions.from_options(config.options)
         self.name: str | None = None
         self.uid: str | None = None
@@ -188,11 +188,11 @@ class KubernetesSpawner(Spawner):
 
     @property
     def endpoint(self) -> str:
-        return endpoint(self.spec.app_id, self.opts)
+        return endpoint(self.app_id, self.opts)
 
     @property
     def pod_selector(self) -> str:
-        return f"app.kubernetes.io/component=app,{LABEL_APP_ID}={self.spec.app_id}"
+        return f"app.kubernetes.io/component=app,{LABEL_APP_ID}={self.app_id}"
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -204,17 +204,18 @@ class KubernetesSpawner(Spawner):
             raise SpawnError(f"could not create the app's Kubernetes objects: {exc}") from exc
 
     def _start(self) -> str:
-        name = object_name(self.spec.app_id)
-        self.api.create(self.api.core.create_namespaced_service, make_service(self.spec, self.opts))
+        spec = self.require_spec()
+        name = object_name(self.app_id)
+        self.api.create(self.api.core.create_namespaced_service, make_service(spec, self.opts))
         created = self.api.create(
             self.api.apps.create_namespaced_deployment,
-            make_deployment(self.spec, self.opts, stop_grace=self.config.stop_grace),
+            make_deployment(spec, self.opts, stop_grace=self.config.stop_grace),
         )
         if created is None:  # 409: an earlier attempt made it; adopt it
             created = self.api.read_deployment(name)
             if created is None:
                 raise KubeAPIError(404, f"deployment {name} vanished while being adopted")
-            log.info("adopting existing deployment %s for app %s", name, self.spec.app_id)
+            log.info("adopting existing deployment %s for app %s", name, self.app_id)
         self.name = name
         self.uid = (created.get("metadata") or {}).get("uid")
 
@@ -254,20 +255,20 @@ class KubernetesSpawner(Spawner):
         return pod_problem(self.api.list_pods(self.pod_selector))
 
     def stop(self) -> None:
-        name = object_name(self.spec.app_id)
+        name = object_name(self.app_id)
         self.api.delete(self.api.apps.delete_namespaced_deployment, name)
         self.api.delete(self.api.core.delete_namespaced_service, name)
         if not wait_for(
             lambda: not self.api.list_pods(self.pod_selector), self.config.stop_grace + _STOP_WAIT
         ):
-            log.warning("pods of app %s still terminating after its deployment was deleted", self.spec.app_id)
+            log.warning("pods of app %s still terminating after its deployment was deleted", self.app_id)
         self.clear_state()
 
     def _stop_quietly(self) -> None:
         try:
             self.stop()
         except KubeAPIError as exc:  # the reconciler's orphan sweep removes it later
-            log.warning("could not remove the objects of app %s: %s", self.spec.app_id, exc)
+            log.warning("could not remove the objects of app %s: %s", self.app_id, exc)
 
     # -- state -------------------------------------------------------------------------------
 
