@@ -1,4 +1,4 @@
-"""jobs.rules (the rules configured for the job) and jobs.rule_results (their latest evaluation).
+"""jobs.ingest_heartbeat_at: refreshed while an ingest runs, so a dead worker's job is seen at once.
 
 Revision ID: 0003
 Revises: 0002
@@ -18,11 +18,9 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("jobs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("rules", sa.JSON(), nullable=True))
-        batch_op.add_column(sa.Column("rule_results", sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column("ingest_heartbeat_at", sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("jobs", schema=None) as batch_op:
-        batch_op.drop_column("rule_results")
-        batch_op.drop_column("rules")
+        batch_op.drop_column("ingest_heartbeat_at")
