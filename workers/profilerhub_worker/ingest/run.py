@@ -23,6 +23,7 @@ writes the same objects: it is idempotent. Each step is its own module: ``claim`
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -32,7 +33,7 @@ from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.jobstorage import SUMMARY, place_of
 from profilerhub_worker.ingest import summary as sm
-from profilerhub_worker.ingest.claim import claim, finish
+from profilerhub_worker.ingest.claim import claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
 from profilerhub_worker.ingest.views import put_trace
@@ -49,6 +50,11 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
     stamp = claim(ctx, job_id, resume=claim_stamp)
     if stamp is None:
         return "skipped"
+    with heartbeat(ctx, job_id, stamp):  # a worker killed from here on is seen within seconds
+        return _ingest_claimed(job_id, ctx, stamp)
+
+
+def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         assert job is not None
