@@ -115,6 +115,12 @@ class Settings(BaseSettings):
         description="An ingest running longer is taken as dead: the job is ingested again (or Failed "
         "after job_ingest_max_attempts).",
     )
+    rules_scan_interval_seconds: float = Field(
+        default=60.0,
+        ge=5,
+        le=3600,
+        description="How often the rules of a running job are evaluated on what it has streamed so far.",
+    )
     job_ingest_max_attempts: int = Field(
         default=3, ge=1, description="Ingest attempts before a job is Failed."
     )

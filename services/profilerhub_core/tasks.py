@@ -31,11 +31,12 @@ CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
 INGEST_JOB = "profilerhub.jobs.ingest"
 RECONCILE_JOBS = "profilerhub.jobs.reconcile"
 SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
+LIVE_RULES = "profilerhub.jobs.live_rules"
 
 # Tasks a request sends, with the one id they take.
 SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
 # Tasks beat sends on a schedule, without arguments.
-PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS, SWEEP_STORAGE)
+PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS, SWEEP_STORAGE, LIVE_RULES)
 
 
 # Each running worker keeps ``{queue}:worker-heartbeat:{hostname}`` alive in Redis (refreshed

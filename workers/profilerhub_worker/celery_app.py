@@ -18,6 +18,7 @@ from celery import Celery
 from profilerhub_core.tasks import (
     APP_QUEUE,
     CULL_IDLE_APPS,
+    LIVE_RULES,
     POLL_APPS,
     RECONCILE_APPS,
     RECONCILE_JOBS,
@@ -38,6 +39,7 @@ def make_celery(
     poll_every: float = 1.0,
     cull_every: float = 60.0,
     sweep_every: float = 3600.0,
+    rules_every: float = 60.0,
 ) -> Celery:
     """A configured Celery app talking to the Redis at ``broker_url``.
 
@@ -59,6 +61,12 @@ def make_celery(
             },
             "poll-apps": {"task": POLL_APPS, "schedule": poll_every, "options": {"expires": poll_every}},
             "reconcile-jobs": {"task": RECONCILE_JOBS, "schedule": reconcile_every},
+            "live-rules": {
+                "task": LIVE_RULES,
+                "schedule": rules_every,
+                "kwargs": {"scan_interval": rules_every},
+                "options": {"expires": rules_every},
+            },
             "sweep-storage": {
                 "task": SWEEP_STORAGE,
                 "schedule": sweep_every,

@@ -76,6 +76,7 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
         poll_every=settings.app_poll_seconds,
         cull_every=settings.cull_seconds,
         sweep_every=settings.storage_sweep_seconds,
+        rules_every=settings.rules_scan_interval_seconds,
     )
     runtime = runtime_of(celery)
     runtime.settings = settings  # for the ingest tasks

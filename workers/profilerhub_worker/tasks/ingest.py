@@ -14,8 +14,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS, SWEEP_STORAGE
+from profilerhub_core.tasks import INGEST_JOB, LIVE_RULES, RECONCILE_JOBS, SWEEP_STORAGE
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_worker.ingest.live_rules import evaluate_running_jobs
 from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.sweep import sweep_storage
 
@@ -47,3 +48,9 @@ def sweep(self: Task) -> dict[str, int]:
     """Remove the objects of deleted jobs, users and domains that their delete left behind."""
     ctx = ingest_context(self)
     return sweep_storage(ctx.sessions, ctx.store)
+
+
+@shared_task(name=LIVE_RULES, bind=True)
+def live_rules(self: Task, scan_interval: float = 60.0) -> dict[str, int]:
+    """Evaluate the rules of running jobs on what they have streamed so far."""
+    return evaluate_running_jobs(ingest_context(self), scan_interval)

@@ -1,0 +1,81 @@
+"""Rules on a running job, evaluated on what has streamed so far and only on chunks not read
+before; a rule short of data is InProgress; a completed job is left to ingest."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from profilerhub_core.db.models import Job
+from profilerhub_core.records import jobs
+from profilerhub_worker.ingest import IngestContext, ingest_job
+from profilerhub_worker.ingest.live_rules import evaluate_live, evaluate_running_jobs
+from tests.support.jobs import job_row, jsonl_gz, make_job
+
+T0 = 1_000_000_000_000
+RULES = [
+    {"rule": "CPUBottleneck", "parameters": {"patience": 0}},
+    {"rule": "LowGPUUtilization", "parameters": {}},
+]
+
+
+def _chunk(first: int, n: int, cpu: float) -> bytes:
+    return jsonl_gz(
+        [{"ts_ns": T0 + (first + i) * 100_000_000, "cpu_percent": cpu,
+          "gpus": [{"index": 0, "util_percent": 2.0}]} for i in range(n)]
+    )  # fmt: skip
+
+
+def _running_job(ctx: IngestContext) -> tuple[str, Any]:
+    files = {"job.json": json.dumps({"status": "InProgress", "start_ns": T0}).encode(),
+             "system/000001.jsonl.gz": _chunk(0, 20, 95.0)}  # fmt: skip
+    job_id, place = make_job(ctx, files, complete=False)
+    with ctx.sessions() as session:
+        row = session.get(Job, job_id)
+        assert row is not None
+        row.rules = RULES
+        session.commit()
+    return job_id, place
+
+
+def _cpu(results: dict[str, Any]) -> dict[str, Any]:
+    return next(r for r in results["rules"] if r["rule"] == "CPUBottleneck")
+
+
+def test_a_running_job_is_evaluated_on_what_it_streamed(ctx: IngestContext) -> None:
+    job_id, _ = _running_job(ctx)
+    assert evaluate_live(ctx, job_id) == "evaluated"
+    results = job_row(ctx, job_id).rule_results
+    assert results["final"] is False and results["status"] == "IssuesFound"
+    assert _cpu(results)["status"] == "IssuesFound" and _cpu(results)["figures"]["datapoints"] == 20
+    gpu = next(r for r in results["rules"] if r["rule"] == "LowGPUUtilization")
+    assert gpu["status"] == "InProgress" and "patience 1000" in gpu["reason"]
+
+
+def test_only_new_chunks_are_read_and_the_earlier_ones_come_from_the_cache(ctx: IngestContext) -> None:
+    job_id, place = _running_job(ctx)
+    evaluate_live(ctx, job_id)
+    ctx.store.delete(place.raw_key("system/000001.jsonl.gz"))  # were it read again, its 20 would be lost
+    ctx.store.put(place.raw_key("system/000002.jsonl.gz"), _chunk(20, 30, 20.0))
+    assert evaluate_live(ctx, job_id) == "evaluated"
+    cpu = _cpu(job_row(ctx, job_id).rule_results)
+    assert cpu["figures"]["datapoints"] == 50 and cpu["figures"]["bottleneck_datapoints"] == 20
+    assert cpu["status"] == "NoIssuesFound"  # 40 % of datapoints, not more than 50
+
+
+def test_the_periodic_scan_waits_scan_interval_and_leaves_completed_jobs_to_ingest(
+    ctx: IngestContext,
+) -> None:
+    job_id, place = _running_job(ctx)
+    assert evaluate_running_jobs(ctx, scan_interval=60) == {"evaluated": 1, "skipped": 0}
+    assert evaluate_running_jobs(ctx, scan_interval=60) == {"evaluated": 0, "skipped": 1}
+    with ctx.sessions() as session:
+        row = session.get(Job, job_id)
+        assert row is not None
+        jobs.mark_complete(session, row)
+        session.commit()
+    assert evaluate_live(ctx, job_id) == "skipped"
+    assert ingest_job(job_id, ctx) == "Ready"
+    final = job_row(ctx, job_id).rule_results
+    assert final["final"] is True and _cpu(final)["figures"]["datapoints"] == 20
+    assert not ctx.store.exists(place.processed_key("live/state.json"))  # ingest started afresh

@@ -1,0 +1,162 @@
+"""Rules on a running job: evaluated on what it has streamed so far, incrementally.
+
+Every ``scan_interval`` (``PROFILERHUB_RULES_SCAN_INTERVAL_SECONDS``, default 60 s) the periodic
+task takes each ``InProgress`` job not yet completed whose results are older than that, and:
+
+    1. lists its raw ``system/``, ``annotations/`` and ``metrics/`` chunks;
+    2. reads only the chunks it has not read before (``processed/live/state.json`` names those
+       read; the SDK never rewrites a chunk), appending them to the series cached in
+       ``processed/live/series.npz``;
+    3. evaluates the job's rules with ``finished=False`` (a rule short of data is InProgress),
+       and stores the results on the row (only while the job is still InProgress) and in
+       ``processed/rules.json``.
+
+Ingest empties ``processed/`` and evaluates once more on everything (``final: true``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+import numpy as np
+import sqlalchemy as sa
+
+from profilerhub_analysis.rules.job import evaluate_job, job_series
+from profilerhub_analysis.series import JobSeries, pack, unpack
+from profilerhub_core.db.models import Job, JobStatus, utcnow
+from profilerhub_core.errors import NotFound
+from profilerhub_core.jobstorage import place_of
+from profilerhub_core.storage import layout
+from profilerhub_worker.ingest import summary as sm
+from profilerhub_worker.ingest.context import IngestContext
+from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
+
+log = logging.getLogger("profilerhub_worker.rules")
+STATE = "live/state.json"
+CACHE = "live/series.npz"
+KINDS = {"system": sm.SystemSample, "annotations": sm.AnnotationRecord, "metrics": sm.MetricRecord}
+_DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in KINDS.items()}
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    out = zlib.decompressobj(31).decompress(data, limit + 1)
+    if len(out) > limit:
+        raise ValueError(f"over {limit} bytes once decompressed")
+    return out
+
+
+def _concat(a: JobSeries, b: JobSeries) -> JobSeries:
+    """``a`` then ``b`` (system columns missing on one side are NaN there), sorted by time."""
+    t = np.concatenate([a.sys_t_ns, b.sys_t_ns])
+    order = np.argsort(t, kind="stable")
+    sys = {}
+    for name in sorted(set(a.sys) | set(b.sys)):
+        col = np.concatenate([a.sys.get(name, np.full(len(a.sys_t_ns), np.nan)),
+                              b.sys.get(name, np.full(len(b.sys_t_ns), np.nan))])  # fmt: skip
+        sys[name] = col[order]
+    metrics = dict(a.metrics)
+    for name, cols in b.metrics.items():
+        if name in metrics:
+            joined = [np.concatenate([x, y]) for x, y in zip(metrics[name], cols, strict=True)]
+            o = np.argsort(joined[0], kind="stable")
+            metrics[name] = (joined[0][o], joined[1][o], joined[2][o])
+        else:
+            metrics[name] = cols
+
+    def ranges(x: Any, y: Any) -> Any:
+        if x is None or y is None:
+            return x if y is None else y
+        joined = [np.concatenate([p, q]) for p, q in zip(x, y, strict=True)]
+        o = np.argsort(joined[0], kind="stable")
+        return tuple(c[o] for c in joined)
+
+    return JobSeries(t[order], sys, metrics, ranges(a.steps, b.steps), ranges(a.dataloader, b.dataloader))
+
+
+def evaluate_live(ctx: IngestContext, job_id: str) -> str:
+    """Evaluate one running job's rules on what it has streamed; what happened."""
+    with ctx.sessions() as session:
+        job = session.get(Job, job_id)
+        if job is None or job.status is not JobStatus.InProgress or job.completed_at is not None:
+            return "skipped"
+        place, configs = place_of(job), job_rules(session, job)
+    try:
+        state = json.loads(ctx.store.get(place.processed_key(STATE)))
+        cached = unpack(ctx.store.get(place.processed_key(CACHE)))
+    except NotFound:
+        state, cached = {"read": [], "start_ns": None}, JobSeries()
+    read = set(state["read"])
+    records: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    fresh = []
+    for info in ctx.store.list(place.raw_prefix):
+        rel = layout.relative_name(info.key, place.raw_prefix)
+        kind = rel.split("/", 1)[0]
+        if rel == "job.json" and state.get("start_ns") is None:
+            try:
+                doc = json.loads(ctx.store.get(info.key))
+                state["start_ns"] = doc.get("start_ns") if isinstance(doc.get("start_ns"), int) else None
+            except (ValueError, NotFound):
+                pass
+        if (
+            kind not in KINDS
+            or not rel.endswith(".jsonl.gz")
+            or rel in read
+            or info.size > ctx.max_file_bytes
+        ):
+            continue
+        try:
+            records[kind].extend(
+                _DECODERS[kind].decode_lines(_gunzip(ctx.store.get(info.key), ctx.max_trace_bytes))
+            )
+        except (ValueError, zlib.error, msgspec.MsgspecError, NotFound) as exc:
+            log.info("job %s: live rules skip raw/%s (%s)", job_id, rel, exc)
+        fresh.append(rel)
+    series = _concat(cached, job_series(records["system"], records["annotations"], records["metrics"]))
+    job_section = {"start_ns": state.get("start_ns")}
+    results = stamped(evaluate_job(configs, series, [], job_section, finished=False))
+    state["read"] = sorted(read | set(fresh))
+    if fresh:
+        ctx.store.put(place.processed_key(CACHE), pack(series))
+        ctx.store.put(place.processed_key(STATE), json.dumps(state).encode())
+    with ctx.sessions() as session:
+        stmt = (
+            sa.update(Job)
+            .where(Job.id == job_id, Job.status == JobStatus.InProgress, Job.completed_at.is_(None))
+            .values(rule_results=results)
+            .execution_options(synchronize_session=False)
+        )
+        moved = session.execute(stmt).rowcount  # type: ignore[attr-defined]
+        session.commit()
+    if not moved:
+        return "skipped"  # completed meanwhile: ingest evaluates on everything
+    ctx.store.put(place.processed_key(RULES), json.dumps(results).encode())
+    return "evaluated"
+
+
+def evaluate_running_jobs(
+    ctx: IngestContext, scan_interval: float = 60.0, limit: int = 500
+) -> dict[str, int]:
+    """The periodic task: every running job whose results are older than ``scan_interval``."""
+    cutoff = utcnow() - timedelta(seconds=scan_interval)
+    with ctx.sessions() as session:
+        rows = session.execute(
+            sa.select(Job.id, Job.rule_results)
+            .where(Job.status == JobStatus.InProgress, Job.completed_at.is_(None))
+            .order_by(Job.updated_at.desc()).limit(limit)
+        ).all()  # fmt: skip
+    counts = {"evaluated": 0, "skipped": 0}
+    for job_id, results in rows:
+        at = (results or {}).get("evaluated_at")
+        if at and at > cutoff.isoformat():
+            counts["skipped"] += 1
+            continue
+        counts[evaluate_live(ctx, job_id)] += 1
+    return counts
+
+
+__all__ = ["evaluate_live", "evaluate_running_jobs"]
