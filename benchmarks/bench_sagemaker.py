@@ -93,7 +93,8 @@ def main() -> None:
         "PROFILERHUB_PUBLIC_URL": f"http://127.0.0.1:{port}",
     }
     bearer, key_id, secret = _prepare(env)
-    hub_cmd = [str(Path(sys.executable).with_name("profilerhub")), "hub", "--port", str(port), "--workers", "1"]
+    profilerhub = str(Path(sys.executable).with_name("profilerhub"))
+    hub_cmd = [profilerhub, "hub", "--port", str(port), "--workers", "1"]
     hub = subprocess.Popen(hub_cmd, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
