@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from profilerhub_app.settings import AppServiceSettings
 
 
 def _write_port_file(path: str, port: int) -> None:
@@ -19,11 +26,14 @@ def _write_port_file(path: str, port: int) -> None:
     tmp.replace(target)
 
 
-def run() -> None:
+def run(factory: Callable[[AppServiceSettings], ASGIApp] | None = None) -> None:
+    """Serve the app that ``factory`` (default ``main.create_app``) builds from the environment."""
     import uvicorn
 
     from profilerhub_app.main import create_app
     from profilerhub_app.settings import AppServiceSettings
+
+    factory = factory or create_app
 
     settings = AppServiceSettings.from_env()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -33,7 +43,7 @@ def run() -> None:
     sock.set_inheritable(True)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_app(settings),
+        factory(settings),
         loop="asyncio",
         http="h11",
         lifespan="off",

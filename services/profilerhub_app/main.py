@@ -84,11 +84,6 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
             }
         )
 
-    async def echo(request: Request) -> Response:
-        """Answers what it received; lets tests check that any method and body pass the proxy."""
-        body = await request.body()
-        return JSONResponse({"method": request.method, "size": len(body), "query": request.url.query})
-
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         if status == 405:
@@ -99,7 +94,6 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
         routes=[
             Route(f"{base}health", health),
             Route(f"{base}api/whoami", whoami),
-            Route(f"{base}api/echo", echo, methods=["POST", "PUT", "PATCH", "DELETE"]),
             *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
             *analysis_routes.routes(f"{base}api"),  # dashboard, ranks, compare, raw download
             *timeline_routes.routes(f"{base}api"),  # lanes, binary windows, events, search

@@ -45,7 +45,8 @@ def test_table_shows_the_summary_and_the_deltas(tmp_path: Path) -> None:
     test = write_trace(tmp_path / "test.json.gz", [kernel("gemm", 0, 30), kernel("new_kernel", 40, 2)])
     done = _run(base, test)
     assert done.returncode == 0, done.stderr
-    for text in ("Summary", "Kernels by impact", "+20.000 µs", "Only in test (1): new_kernel", "Only in base"):
+    expected = ("Summary", "Kernels by impact", "+20.000 µs", "Only in test (1): new_kernel", "Only in base")
+    for text in expected:
         assert text in done.stdout, text
 
 

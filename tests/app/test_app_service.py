@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from profilerhub_app.main import create_app
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token, public_key_pem
+from tests.support.echo_app import create_echo_app
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +30,7 @@ def client(key):
             "PROFILERHUB_APP_PUBLIC_KEY": public_key_pem(key),
         }
     )
-    transport = httpx.ASGITransport(app=create_app(settings))
+    transport = httpx.ASGITransport(app=create_echo_app(settings))
     return httpx.AsyncClient(transport=transport, base_url="http://app")
 
 

@@ -233,13 +233,11 @@ def app_stack(tmp_path: Path, redis_url: str) -> Iterator[Callable[..., AppStack
 
 
 def stop_app_instances(home: Path) -> None:
-    from profilerhub_worker.spawners import AppSpec, LocalProcessSpawner, SpawnerConfig
+    from profilerhub_worker.spawners import LocalProcessSpawner, SpawnerConfig
 
     config = SpawnerConfig(home=home, stop_grace=2)
     for app_id, state in list(LocalProcessSpawner.list_instances(config)):
-        spawner = LocalProcessSpawner(AppSpec(app_id, "", "", "", "", ""), config)
-        spawner.load_state(state)
-        spawner.stop()
+        LocalProcessSpawner.found(app_id, config, state).stop()
 
 
 def pid_alive(pid: int) -> bool:

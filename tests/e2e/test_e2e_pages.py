@@ -199,6 +199,7 @@ def test_the_sdk_jobs_dashboard_shows_its_training_and_system_metrics(app: Any, 
         expect(app.locator(f"#{panel}")).to_have_attribute("data-empty", "false")
     expect(app.locator("#gpu-active")).to_have_attribute("data-empty", "true")  # a CPU-only run
     assert "train:loss" in app.locator("#metrics").inner_text()
+    expect(app.locator("[data-fact='steps']")).to_have_text("6")  # the run's steps, as the jobs list says
     shot(app, "dashboard-sdk")
 
 

@@ -231,7 +231,7 @@ def test_reconciler_resends_unclaimed_pending_and_fails_it_past_the_timeout(
     app_id = create(apps_client, alice).json()["app_id"]
     backdate(seed, app_id, "status_changed_at", worker_ctx.resend_after + 1)  # as if the task was lost
     assert lifecycle.reconcile(worker_ctx)["resent"] == 1
-    assert worker_ctx.extra["enqueued"] == [(SPAWN_APP, app_id)]
+    assert worker_ctx.enqueue.sent == [(SPAWN_APP, app_id)]
     backdate(seed, app_id, "status_changed_at", worker_ctx.pending_timeout + 1)
     assert lifecycle.reconcile(worker_ctx)["failed"] == 1
     assert "did not start within" in describe(apps_client, alice).json()["failure_reason"]
@@ -263,7 +263,7 @@ def test_idle_app_is_culled_after_the_domains_idle_minutes(
     backdate(seed, running, "last_activity_at", 120)
     assert lifecycle.cull_idle(worker_ctx) == 1
     assert status_of(seed, running) == AppStatus.Deleting
-    assert worker_ctx.extra["enqueued"] == [(DELETE_APP, running)]
+    assert worker_ctx.enqueue.sent == [(DELETE_APP, running)]
 
 
 def test_reconciler_leaves_an_instance_saved_before_its_port_was_known(

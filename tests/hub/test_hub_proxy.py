@@ -16,6 +16,13 @@ from tests.support.hub import auth
 pytestmark = pytest.mark.parametrize("hub_db_url", ["sqlite"], indirect=True)
 
 
+@pytest.fixture
+def apps_settings(apps_settings: Any) -> Any:
+    """Apps that also answer ``/api/echo`` (tests.support.echo_app): what any method and body
+    look like once they have passed the proxy."""
+    return apps_settings.model_copy(update={"spawner": "tests.support.echo_app:EchoAppSpawner"})
+
+
 def presign(client: Any, token: str, user: str = "alice") -> Any:
     return client.post(
         ONE.format(domain="d1", user=user, name="default") + "/presigned-url", headers=auth(token)

@@ -71,20 +71,28 @@ def worker_ctx(apps_settings: Any) -> Iterator[Any]:
 
     celery = make_producer(apps_settings.redis_url, queue=apps_settings.celery_queue)
     ctx = build_context(apps_settings, celery)
-    ctx.enqueue = lambda name, app_id: ctx.extra.setdefault("enqueued", []).append((name, app_id))
+    ctx.enqueue = RecordedEnqueue()
     yield ctx
     stop_every_instance(ctx.spawner_config)
     ctx.redis.close()
     ctx.sessions.kw["bind"].dispose()
 
 
+class RecordedEnqueue:
+    """Stands in for a worker's ``enqueue(task_name, app_id)``: ``.sent`` lists what was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def __call__(self, name: str, app_id: str) -> None:
+        self.sent.append((name, app_id))
+
+
 def stop_every_instance(config: Any) -> None:
-    from profilerhub_worker.spawners import AppSpec, LocalProcessSpawner
+    from profilerhub_worker.spawners import LocalProcessSpawner
 
     for app_id, state in list(LocalProcessSpawner.list_instances(config)):
-        spawner = LocalProcessSpawner(AppSpec(app_id, "", "", "", "", ""), config)
-        spawner.load_state(state)
-        spawner.stop()
+        LocalProcessSpawner.found(app_id, config, state).stop()
 
 
 @pytest.fixture

@@ -257,6 +257,7 @@ def test_a_real_worker_retries_a_storage_failure_with_its_claim(
     from celery.contrib.testing.worker import start_worker
 
     from profilerhub_worker.celery_app import make_celery
+    from profilerhub_worker.runtime import runtime_of
 
     job_id, _ = make_job(ctx, sdk_files())
     real_put, calls = ctx.store.put, []
@@ -270,7 +271,7 @@ def test_a_real_worker_retries_a_storage_failure_with_its_claim(
     monkeypatch.setattr(ctx.store, "put", flaky)
     queue = f"phtest-ingest-{uuid.uuid4().hex[:10]}"
     app = make_celery(redis_url, queue=queue)
-    app.profilerhub_ingest = ctx  # type: ignore[attr-defined]
+    runtime_of(app).ingest = ctx
     # start_worker sets the root logger's level for the whole process; later tests need it back.
     monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
     with start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=10):

@@ -126,3 +126,11 @@ def test_never_spawn_times_out_and_leaves_no_process(spec: AppSpec, tmp_path: Pa
 def test_unknown_spawner_name_is_refused(spec: AppSpec, config: SpawnerConfig) -> None:
     with pytest.raises(ValueError, match="unknown spawner"):
         make_spawner("nope", spec, config)
+
+
+def test_an_instance_found_without_its_app_can_be_stopped_but_never_started(config: SpawnerConfig) -> None:
+    found = LocalProcessSpawner.found("app-with-no-row", config, {})
+    assert found.spec is None and found.poll() is not None
+    found.stop()  # nothing there: fine
+    with pytest.raises(RuntimeError, match="found, not spawned"):
+        found.start()

@@ -1,7 +1,7 @@
 """The worker's Celery application, built by whoever runs it (worker CLI, beat, tests).
 
 ``make_celery(broker_url, ...)`` reads no settings at import time.  The worker CLI passes its
-``WorkerContext`` as ``context``; tasks find it on ``task.app.profilerhub_context``.
+``WorkerContext`` as ``context``; tasks find it through ``runtime.runtime_of(task.app)``.
 The task names, the queue and the transport settings are the hub/worker contract in
 :mod:`profilerhub_core.tasks`; the hub sends through ``make_producer`` there, never through this.
 
@@ -24,6 +24,7 @@ from profilerhub_core.tasks import (
     SWEEP_STORAGE,
     transport_config,
 )
+from profilerhub_worker.runtime import WorkerRuntime, attach
 
 TASK_MODULES = ["profilerhub_worker.tasks.apps", "profilerhub_worker.tasks.ingest"]
 
@@ -70,5 +71,5 @@ def make_celery(
             },
         },
     )
-    app.profilerhub_context = context
+    attach(app, WorkerRuntime(apps=context))
     return app

@@ -10,6 +10,7 @@ import redis
 from profilerhub_core.apptokens import hub_signing_key, public_key_pem
 from profilerhub_core.db.session import make_engine, session_factory
 from profilerhub_worker.lifecycle import WorkerContext
+from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.spawners import SpawnerConfig
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def spawner_config(settings: Settings) -> SpawnerConfig:
         start_timeout=settings.app_start_timeout,
         http_timeout=settings.app_http_timeout,
         stop_grace=settings.app_stop_grace,
+        options={name: value for name, value in settings.model_dump().items() if name.startswith("k8s_")},
     )
 
 
@@ -75,7 +77,8 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
         cull_every=settings.cull_seconds,
         sweep_every=settings.storage_sweep_seconds,
     )
-    celery.profilerhub_settings = settings  # for the ingest tasks
+    runtime = runtime_of(celery)
+    runtime.settings = settings  # for the ingest tasks
     if with_context:
-        celery.profilerhub_context = build_context(settings, celery)
+        runtime.apps = build_context(settings, celery)
     return celery

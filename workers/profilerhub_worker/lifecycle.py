@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -64,7 +64,6 @@ class WorkerContext:
     lock_seconds: float = 10.0
     """Lifetime of an app's lock; the holder renews it, so a killed worker's lock lapses this fast."""
     key_prefix: str = "profilerhub"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pending_timeout(self) -> float:
@@ -292,12 +291,9 @@ def reconcile(ctx: WorkerContext) -> dict[str, int]:
 def _stop_orphans(ctx: WorkerContext) -> int:
     """Stop instances that no app row owns (deleted, failed, or replaced by a newer instance)."""
     cls = spawner_class(ctx.spawner)
-    lister = getattr(cls, "list_instances", None)
-    if lister is None:
-        return 0
     # Instances first, rows after, in a transaction of its own: a row is committed before its
     # instance starts, so every instance listed here has its row visible below.
-    instances = list(lister(ctx.spawner_config))
+    instances = list(cls.list_instances(ctx.spawner_config))
     stopped = 0
     with ctx.sessions() as session:
         for app_id, state in instances:
@@ -312,11 +308,7 @@ def _stop_orphans(ctx: WorkerContext) -> int:
                 and cls.instance_identity(app.spawner_state) == cls.instance_identity(state)
             ):
                 continue
-            orphan = cls(
-                AppSpec(app_id=app_id, domain="", user="", user_id="", app_type="", app_name=""),
-                ctx.spawner_config,
-            )
-            orphan.load_state(state)
+            orphan = cls.found(app_id, ctx.spawner_config, state)
             if orphan.poll() is None:
                 log.warning("stopping app instance %s that no app record owns", app_id)
                 stopped += 1

@@ -1,4 +1,5 @@
-"""The API's routers; ``create_app`` mounts each under ``/api/v1``.
+"""The API's routers; ``create_app`` mounts each under ``/api/v1`` (and the health router itself,
+at the root and under the prefix).
 
 A feature adds its router module to ``api_routers`` (kept flat: nested routers cost time on
 every request's route matching).

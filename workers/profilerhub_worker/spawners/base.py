@@ -5,15 +5,24 @@ from the app's ``AppSpec`` and the operator's ``SpawnerConfig``; a worker that d
 the instance (another worker, or the same one after a restart) rebuilds it and calls
 ``load_state`` with the JSON blob saved on the app row, and can then poll or stop it.
 
-The lifecycle, as the worker tasks drive it::
+The lifecycle, as the worker tasks drive it (``profilerhub_worker.lifecycle``)::
 
-    spawner = make_spawner(spec, config)
-    spawner.load_state(row.spawner_state)      # {} for a new app
+    spawner = make_spawner(settings.spawner, spec, config, row.spawner_state)  # state {} when new
     endpoint = spawner.start()                 # blocks until the app answers its health check
     row.spawner_state = spawner.get_state()    # saved at once, so nothing lives only in memory
     ...
     status = spawner.poll()                    # None while running, else why it is not
     spawner.stop()                             # idempotent; stopping nothing is fine
+
+and the reconciler, for instances no app row owns any more::
+
+    for app_id, state in cls.list_instances(config):   # what this backend may have left running
+        if <no live row owns that instance>:
+            cls.found(app_id, config, state).stop()      # no AppSpec: it can poll and stop only
+
+A subclass implements ``start``, ``poll``, ``stop``, ``get_state``/``load_state`` and the class
+method ``list_instances``; ``make_spawner`` and ``spawner_class`` (in ``spawners/__init__.py``)
+build one from a setting (``local`` or ``module:Class``).
 
 Every method is synchronous (workers are Celery tasks) and safe to call again after a crash
 part-way through: ``start`` on an instance that already runs returns its endpoint, ``stop`` on
@@ -24,7 +33,7 @@ Deployment + Service as the instance and their names in the state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -66,6 +75,8 @@ class SpawnerConfig:
     """Seconds from the instance running to its health endpoint's first 200."""
     stop_grace: float = 5.0
     """Seconds between the polite stop (SIGTERM) and the forced one (SIGKILL)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Backend-specific settings (the Kubernetes spawner's ``k8s_*``: namespace, image, resources...)."""
 
 
 class Spawner:
@@ -81,9 +92,40 @@ class Spawner:
     kind: ClassVar[str] = "base"
     state_version: ClassVar[int] = 1
 
-    def __init__(self, spec: AppSpec, config: SpawnerConfig) -> None:
+    def __init__(self, spec: AppSpec | None, config: SpawnerConfig, *, app_id: str | None = None) -> None:
+        """``spec``: the app to run. ``None`` only for an instance ``list_instances`` found, which
+        may have no app row behind it: build those with ``found``; they can ``poll`` and ``stop``,
+        not ``start``."""
+        if spec is not None:
+            app_id = spec.app_id
+        if app_id is None:
+            raise TypeError("a spawner needs the AppSpec of its app, or the app_id of an instance it found")
         self.spec = spec
+        self.app_id: str = app_id
         self.config = config
+
+    @classmethod
+    def found(cls, app_id: str, config: SpawnerConfig, state: dict[str, Any] | None) -> Spawner:
+        """A spawner for an instance ``list_instances`` reported (with that state loaded)."""
+        spawner = cls(None, config, app_id=app_id)
+        spawner.load_state(state)
+        return spawner
+
+    @classmethod
+    def list_instances(cls, config: SpawnerConfig) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(app_id, state)`` of every instance of this kind that may be running for ``config``,
+        whether or not an app row still owns it; the reconciler stops those no live row owns.
+
+        Part of the contract: a backend lists by what it named its instances (the local spawner
+        by its instance files, Kubernetes by a label selector).
+        """
+        raise NotImplementedError
+
+    def require_spec(self) -> AppSpec:
+        """The spec of the app to start (``start`` needs one; a found instance has none)."""
+        if self.spec is None:
+            raise RuntimeError(f"instance {self.app_id} was found, not spawned: it can be stopped only")
+        return self.spec
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -49,8 +49,8 @@ class LocalProcessSpawner(Spawner):
     kind: ClassVar[str] = "local"
     state_version: ClassVar[int] = 1
 
-    def __init__(self, spec: AppSpec, config: SpawnerConfig) -> None:
-        super().__init__(spec, config)
+    def __init__(self, spec: AppSpec | None, config: SpawnerConfig, *, app_id: str | None = None) -> None:
+        super().__init__(spec, config, app_id=app_id)
         self.pid: int | None = None
         self.create_time: float | None = None
         self.port: int | None = None
@@ -64,7 +64,7 @@ class LocalProcessSpawner(Spawner):
 
     @property
     def app_dir(self) -> Path:
-        return self.instances_dir(self.config) / self.spec.app_id
+        return self.instances_dir(self.config) / self.app_id
 
     @property
     def log_path(self) -> Path:
@@ -80,13 +80,14 @@ class LocalProcessSpawner(Spawner):
 
     def environment(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
-        env.update(self.spec.env)
+        spec = self.require_spec()
+        env.update(spec.env)
         env.update(
-            PROFILERHUB_APP_ID=self.spec.app_id,
-            PROFILERHUB_APP_OWNER=self.spec.user,
-            PROFILERHUB_APP_OWNER_ID=self.spec.user_id,
-            PROFILERHUB_APP_DOMAIN=self.spec.domain,
-            PROFILERHUB_APP_TYPE=self.spec.app_type,
+            PROFILERHUB_APP_ID=spec.app_id,
+            PROFILERHUB_APP_OWNER=spec.user,
+            PROFILERHUB_APP_OWNER_ID=spec.user_id,
+            PROFILERHUB_APP_DOMAIN=spec.domain,
+            PROFILERHUB_APP_TYPE=spec.app_type,
             PROFILERHUB_APP_HOST=_HOST,
             PROFILERHUB_APP_PORT_FILE=str(self.app_dir / "port.json"),
             PYTHONUNBUFFERED="1",
@@ -96,6 +97,7 @@ class LocalProcessSpawner(Spawner):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> str:
+        self.require_spec()
         if self.pid is None:
             self._adopt_leftover()  # an earlier attempt (say, by a worker killed mid-spawn)
         if self.poll() is None and self.port is not None and self._healthy():
@@ -212,7 +214,7 @@ class LocalProcessSpawner(Spawner):
 
     def _healthy(self) -> bool:
         try:
-            answer = httpx.get(f"{self.endpoint}/apps/{self.spec.app_id}/health", timeout=1.0)
+            answer = httpx.get(f"{self.endpoint}/apps/{self.app_id}/health", timeout=1.0)
         except httpx.HTTPError:
             return False
         return answer.status_code == 200

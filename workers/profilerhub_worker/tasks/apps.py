@@ -16,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 
 from profilerhub_core.tasks import CULL_IDLE_APPS, DELETE_APP, POLL_APPS, RECONCILE_APPS, SPAWN_APP
 from profilerhub_worker import lifecycle
+from profilerhub_worker.runtime import runtime_of
 
 _TRANSIENT = (OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 _RETRY: dict[str, Any] = {
@@ -28,12 +29,7 @@ _RETRY: dict[str, Any] = {
 
 
 def _ctx(task: Task) -> lifecycle.WorkerContext:
-    ctx = getattr(task.app, "profilerhub_context", None)
-    if ctx is None:
-        raise RuntimeError(
-            "this Celery app has no ProfilerHub context: run workers with `profilerhub worker`"
-        )
-    return ctx
+    return runtime_of(task.app).app_context()
 
 
 @shared_task(name=SPAWN_APP, bind=True, **_RETRY)

@@ -5,40 +5,25 @@ backoff and jitter, keeping its claim on the job (``claim``); a worker killed mi
 task delivered again (``acks_late``), and the reconciler re-sends jobs whose claim went stale.
 
 The ingest context (database, object store, limits) is built once per worker process from the
-worker's settings (``app.profilerhub_settings`` when the worker set it, else the environment).
+worker's settings (its ``WorkerRuntime``; the environment when the worker set none).
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from celery import Task, shared_task
 
 from profilerhub_core.tasks import INGEST_JOB, RECONCILE_JOBS, SWEEP_STORAGE
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.sweep import sweep_storage
-
-_lock = threading.Lock()
 
 
 def ingest_context(task: Task) -> IngestContext:
-    """This worker process's ``IngestContext`` (built on first use, kept on the Celery app)."""
+    """This worker process's ``IngestContext`` (built on first use, kept in its runtime)."""
     app: Any = task.app
-    with _lock:
-        ctx: IngestContext | None = getattr(app, "profilerhub_ingest", None)
-        if ctx is None:
-            from profilerhub_core.jobstorage import open_job_store
-            from profilerhub_core.settings import Settings
-
-            settings = getattr(app, "profilerhub_settings", None) or Settings()
-            ctx = IngestContext.from_settings(
-                settings,
-                open_job_store(settings),
-                enqueue=lambda name, job_id: app.send_task(name, args=[job_id]),
-            )
-            app.profilerhub_ingest = ctx
-        return ctx
+    return runtime_of(app).ingest_context(lambda name, job_id: app.send_task(name, args=[job_id]))
 
 
 @shared_task(name=INGEST_JOB, bind=True, max_retries=8)

@@ -52,9 +52,11 @@ function showFacts(d) {
   fill(
     facts,
     fact("status", statusBadge("Ready"), "status"),
-    fact("duration", seconds(job.duration_s ?? null), "duration"),
-    fact("steps", count(report.step_time ? report.step_time.count : null), "steps"),
+    fact("duration", seconds(job.duration_s ?? (listed && listed.duration_s) ?? null), "duration"),
+    fact("steps", count(listed ? listed.steps : null), "steps"),
+    report.step_time && report.step_time.count ? fact("profiled steps", count(report.step_time.count), "profiled-steps") : null,
     fact("ranks", count((d.traces || []).length), "ranks"),
+    listed && listed.gpus ? fact("GPUs", count(listed.gpus), "gpus") : null,
     fact("GPU active", report.gpu_active ? pct(report.gpu_active.pct) : "–", "gpu-active"),
     job.host ? fact("host", job.host, "host") : null,
     d.partial ? fact("note", "partial: the run ended early", "partial") : null,
@@ -112,6 +114,7 @@ async function ranksPanel() {
 
 let waiting = null;
 let ready = false;
+let listed = null; // the job as the jobs list shows it (steps, GPUs, duration)
 
 async function notReady(job) {
   // Not Ready: show the job's state, check again in a few seconds (the page turns into the
@@ -136,6 +139,7 @@ async function load() {
     if (!ready) {
       const job = await api(jobPath);
       if (job.status !== "Ready") return notReady(job);
+      listed = job;
       ready = true;
     }
     d = await api(`${jobPath}/dashboard?trace=${state.trace}&top=${state.top}`);

@@ -132,6 +132,8 @@ function row(job) {
       {},
       statusBadge(job.status),
       job.failure_reason ? el("div", { class: "reason" }, job.failure_reason) : null,
+      // a run still going: how much has arrived so far (grows with each refresh)
+      FINAL.has(job.status) ? null : el("div", { class: "muted progress" }, `${count(job.raw_files)} files · ${bytes(job.bytes)} so far`),
     ),
     el("td", {}, when(job.first_upload_at)),
     el("td", { class: "num" }, seconds(job.duration_s)),

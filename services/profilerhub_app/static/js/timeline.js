@@ -40,7 +40,14 @@ let cache = null;
 let cssW = 0;
 let cssH = 0;
 const frames = []; // draw times (ms) of the last frames, for the benchmark
-window.__timeline = { frames, state: st };
+const frameWaiters = [];
+// For benchmarks/bench_pages.py: frame costs, the first frame with events, a promise of the next frame.
+window.__timeline = {
+  frames,
+  state: st,
+  firstDraw: null,
+  nextFrame: () => new Promise((resolve) => frameWaiters.push(resolve)),
+};
 
 function readTheme() {
   const css = getComputedStyle(document.documentElement);
@@ -76,8 +83,11 @@ function frame() {
   const w = cache.best(scale.start, scale.end, scale.nsPerPx);
   cache.want(scale.start, scale.end, px);
   const drawn = drawFrame(ctx, cssW, cssH, scale, w, { ...st, layout: st.layout, collapsed: st.collapsed, eventRect });
-  frames.push(performance.now() - t);
+  const done = performance.now();
+  frames.push(done - t);
   if (frames.length > 500) frames.shift();
+  if (drawn > 0 && window.__timeline.firstDraw === null) window.__timeline.firstDraw = done;
+  for (const resolve of frameWaiters.splice(0)) resolve(done);
   canvas.dataset.drawn = String(drawn);
   canvas.dataset.start = String(Math.round(scale.start));
   canvas.dataset.end = String(Math.round(scale.end));
