@@ -34,6 +34,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "allow_impersonation": False,
         "max_live_apps": 50,
         "job_idle_hours": 24,
+        "rules": [],
     }
     assert created.json()["status"] == "InService"
 
@@ -50,6 +51,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "allow_impersonation": False,
         "max_live_apps": 50,
         "job_idle_hours": 6,
+        "rules": [],
     }
 
     assert client.delete(f"{API}/domains/research", headers=admin).status_code == 204
