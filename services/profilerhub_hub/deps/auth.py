@@ -1,8 +1,8 @@
 """Authentication: the bearer token, or the console's session cookie -> the request's ``Caller``
 (cached per request, and per token).
 
-    CallerDep          the authenticated Caller (401 without a valid bearer token or session)
-    caller_from_token  the same, for the app proxy
+CallerDep          the authenticated Caller (401 without a valid bearer token or session)
+caller_from_token  the same, for the app proxy
 
 A cookie-carried request that changes state passes the CSRF checks of ``profilerhub_hub.browser``
 (same origin as ``public_url``, and the session's CSRF token); a bearer token needs neither, since
@@ -32,7 +32,7 @@ def caller_from_token(
     session: Session, secret: str, settings: Settings, *, read_only: bool = False
 ) -> Caller:
     """Authenticate ``secret`` (raises ``Unauthorized``); also used by the app proxy."""
-    return _caller_of(_owner(session, secret, settings, read_only))
+    return caller_of(_owner(session, secret, settings, read_only))
 
 
 def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -> tokens.TokenOwner:
@@ -41,7 +41,8 @@ def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -
     )
 
 
-def _caller_of(owner: tokens.TokenOwner) -> Caller:
+def caller_of(owner: tokens.TokenOwner) -> Caller:
+    """The Caller of a valid token's owner."""
     return _caller(owner, owner.token_id, owner.created_by, None)
 
 
@@ -103,7 +104,7 @@ def authenticate(
     caller = cache.get(secret)
     if caller is None:
         owner = _owner(session, secret, settings, read_only)
-        caller = _caller_of(owner)
+        caller = caller_of(owner)
         cache.put(secret, caller, owner.expires_at)
     request.state.caller = caller
     return caller
@@ -124,6 +125,7 @@ __all__ = [
     "Credentials",
     "authenticate",
     "caller_from_token",
+    "caller_of",
     "caller_of_session",
     "session_caller",
 ]
