@@ -47,6 +47,7 @@ _HEADERS = [
     (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
 ]
+DOCS_PATH = "/api/v1/docs"
 _NO_STORE_PREFIXES = ("/api/", "/console")
 
 
@@ -95,7 +96,7 @@ class SecurityHeaders:
             return
         path: str = scope.get("path", "")
         no_store = path.startswith(_NO_STORE_PREFIXES)
-        csp = DOCS_CSP if path.endswith("/docs") else CSP
+        csp = DOCS_CSP if path == DOCS_PATH else CSP
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -115,6 +115,11 @@ def test_console_sign_in_apps_links_and_browser_security(shared_stack: AppStack,
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == "/"
     assert admin.evaluate("document.cookie") == ""
     shot(admin, "01-admin-home")
+    # The API reference renders offline, from the hub's own copy of Swagger UI.
+    admin.goto(f"{stack.url}/api/v1/docs")
+    admin.wait_for_selector(".swagger-ui .info .title:has-text('ProfilerHub')")
+    admin.wait_for_selector(".opblock-tag:has-text('sign-in')")
+    shot(admin, "01b-api-docs")
 
     admin.goto(f"{stack.url}/console/#/domains")
     admin.fill("input[name=name]", DOMAIN)

@@ -6,7 +6,8 @@
     POST /console/sign-in        start a console session from a token (form; login-CSRF checked)
     POST /console/sign-out       end this browser's session (form; CSRF checked)
     GET  /console/presigned      redeem a presigned sign-in link (once), land on the console or app
-    GET  /console/static/...     the console's CSS and ES modules
+    GET  /console/static/...     the console's CSS and ES modules, vendored Swagger UI
+    GET  /api/v1/docs            the API's reference (Swagger UI, offline)
 
 Everything else the console shows it fetches from the same ``/api/v1`` a script uses, with the
 session cookie and ``X-CSRF-Token``: there is no private API behind the pages.
@@ -55,7 +56,7 @@ def _template(name: str) -> str:
     return (TEMPLATES / f"{name}.html").read_text()
 
 
-_SHELL, _SIGNIN = _template("shell"), _template("sign-in")
+_SHELL, _SIGNIN, _DOCS = _template("shell"), _template("sign-in"), _template("docs")
 
 
 def _page(text: str, status: int = 200) -> HTMLResponse:
@@ -130,6 +131,12 @@ def _signin_page(request: Request, message: str = "", status: int = 200) -> Resp
     response = _page(text, status)
     response.set_cookie(SIGNIN_COOKIE, value, max_age=3600, path="/console/", **cookie_options(settings))  # type: ignore[arg-type]
     return response
+
+
+@router.get("/api/v1/docs")
+async def api_docs(request: Request) -> HTMLResponse:
+    """Swagger UI, served from the vendored copy (works offline, no CDN)."""
+    return _page(_DOCS.format(spec=html.escape(request.app.openapi_url or "/api/v1/openapi.json")))
 
 
 @router.get("/console/sign-in")
