@@ -67,7 +67,7 @@ class OneJobHub:
                 "created_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00"}
         return {"domain_id": domain_id, "user_id": owner_id, "items": [item]}
 settings = AppServiceSettings(id=app_id, owner="bench", owner_id=owner_id, public_key=pem,
-                              storage_url=root, cache_dir=root + "-cache")
+                              storage_url=root, cache_dir=root.removeprefix("file://") + "-cache")
 uvicorn.run(create_app(settings, hub=OneJobHub()), host="127.0.0.1", port=int(port),
             log_level="warning", lifespan="off", access_log=False)
 """

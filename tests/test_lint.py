@@ -30,3 +30,14 @@ def test_ruff_finds_nothing() -> None:
 def test_mypy_finds_nothing() -> None:
     done = _run("mypy", *MYPY_PATHS)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_is_strict_for_the_sdk_and_core() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    overrides = config.get("overrides", [])
+    strict = [o for o in overrides if o.get("disallow_untyped_defs") and o.get("warn_return_any")]
+    modules = {m for o in strict for m in o["module"]}
+    assert {"profilerhub.*", "profilerhub_core.*"} <= modules
+    assert (ROOT / "services" / "profilerhub" / "py.typed").exists()

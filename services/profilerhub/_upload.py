@@ -206,7 +206,8 @@ class State:
 
     @property
     def done(self) -> dict[str, str]:
-        return self.data.setdefault("done", {})
+        done: dict[str, str] = self.data.setdefault("done", {})
+        return done
 
     def save(self) -> None:
         try:

@@ -148,6 +148,25 @@ class Settings(BaseSettings):
         default=0, ge=0, le=64, description="Hub server processes; 0 = one per CPU core, at most 4."
     )
 
+    # -- the SageMaker-compatible endpoint /sagemaker (issue 13) --
+    sagemaker_region: str = Field(
+        default="us-east-1",
+        pattern=r"^[a-z0-9-]{1,32}$",
+        description="The region written into the ARNs the /sagemaker endpoint answers with (requests "
+        "signed for any region are accepted).",
+    )
+    sagemaker_account_id: str = Field(
+        default="000000000000",
+        pattern=r"^[0-9]{12}$",
+        description="The 12-digit account id written into the ARNs the /sagemaker endpoint answers with.",
+    )
+    sagemaker_clock_skew_seconds: int = Field(
+        default=300,
+        ge=1,
+        le=3600,
+        description="How far a SigV4-signed request's X-Amz-Date may be from the hub's clock.",
+    )
+
     @property
     def effective_hub_workers(self) -> int:
         import os
@@ -157,8 +176,8 @@ class Settings(BaseSettings):
     # -- apps: spawner, workers, proxy (issue 3) --
     spawner: str = Field(
         default="local",
-        description="How apps run: 'local' (a process on the worker's machine) or 'module:Class' "
-        "of a Spawner subclass.",
+        description="How apps run: 'local' (a process on the worker's machine), 'kubernetes' (a "
+        "Deployment + Service per app, see the k8s_* settings) or 'module:Class' of a Spawner subclass.",
     )
     app_start_timeout: float = Field(default=30.0, gt=0, description="Seconds for an app instance to start.")
     app_http_timeout: float = Field(
@@ -204,6 +223,49 @@ class Settings(BaseSettings):
         default=10.0, gt=0, description="A Pending or Deleting app no worker holds is re-sent after this."
     )
 
+    # -- the Kubernetes spawner (PROFILERHUB_SPAWNER=kubernetes; issue 11) --
+    k8s_api_url: str = Field(
+        default="",
+        description="URL of the Kubernetes API server. Empty: the pod's service account (in-cluster), "
+        "else ~/.kube/config.",
+    )
+    k8s_namespace: str = Field(
+        default="default",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Namespace the app Deployments and Services are created in.",
+    )
+    k8s_release: str = Field(
+        default="profilerhub",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$",
+        description="This installation's name (the Helm release): the app.kubernetes.io/instance label "
+        "of its apps, so two installations in one namespace never sweep each other's.",
+    )
+    k8s_app_image: str = Field(
+        default="", description="Image of the app pods (the ProfilerHub image); required for kubernetes."
+    )
+    k8s_image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="imagePullPolicy of the app pods."
+    )
+    k8s_app_service_account: str = Field(
+        default="",
+        description="Service account of the app pods (empty: the namespace's default; "
+        "its token is never mounted).",
+    )
+    k8s_app_cpu_request: str = Field(default="100m", description="CPU request of each app pod.")
+    k8s_app_memory_request: str = Field(default="256Mi", description="Memory request of each app pod.")
+    k8s_app_cpu_limit: str = Field(default="1", description="CPU limit of each app pod (empty: none).")
+    k8s_app_memory_limit: str = Field(
+        default="1Gi", description="Memory limit of each app pod (empty: none)."
+    )
+    k8s_app_storage_secret: str = Field(
+        default="",
+        description="Secret whose AWS_* keys become the app pods' storage credentials (empty: none; the "
+        "worker's own credentials are never copied into a pod spec).",
+    )
+    k8s_api_retries: int = Field(
+        default=5, ge=1, description="Attempts of one Kubernetes API call answered 429/5xx or unreachable."
+    )
+
     @model_validator(mode="after")
     def _fill_derived(self) -> Settings:
         self.home = self.home.expanduser().resolve()
@@ -216,6 +278,8 @@ class Settings(BaseSettings):
         self.public_url = self.public_url.rstrip("/")
         if self.default_page_size > self.max_page_size:
             raise ValueError("default_page_size must not exceed max_page_size")
+        if self.spawner == "kubernetes" and not self.k8s_app_image:
+            raise ValueError("PROFILERHUB_K8S_APP_IMAGE must be set when PROFILERHUB_SPAWNER=kubernetes")
         if self.environment != "development":
             self._refuse_placeholders()
         return self

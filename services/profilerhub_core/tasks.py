@@ -38,6 +38,16 @@ SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
 PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS, SWEEP_STORAGE)
 
 
+# Each running worker keeps ``{queue}:worker-heartbeat:{hostname}`` alive in Redis (refreshed
+# every WORKER_HEARTBEAT_SECONDS, expiring after WORKER_HEARTBEAT_TTL); /readyz looks for one.
+WORKER_HEARTBEAT_SECONDS = 10
+WORKER_HEARTBEAT_TTL = 30
+
+
+def worker_heartbeat_prefix(queue: str) -> str:
+    return f"{queue}:worker-heartbeat:"
+
+
 def transport_config(queue: str) -> dict[str, Any]:
     """The Celery settings a sender and a worker must agree on to reach each other."""
     return {
@@ -74,6 +84,9 @@ __all__ = [
     "SENT_BY_HUB",
     "SPAWN_APP",
     "SWEEP_STORAGE",
+    "WORKER_HEARTBEAT_SECONDS",
+    "WORKER_HEARTBEAT_TTL",
     "make_producer",
+    "worker_heartbeat_prefix",
     "transport_config",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -320,17 +321,34 @@ def test_openapi_declares_every_path_parameter_of_every_operation(client: Any) -
 
 
 def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any, redis_url: str) -> None:
+    import redis as redis_client
     from fastapi.testclient import TestClient
 
+    from profilerhub_core.tasks import worker_heartbeat_prefix
     from profilerhub_hub.main import create_app
 
-    for redis, expected in ((redis_url, 200), ("redis://127.0.0.1:1/0", 503)):
-        app = create_app(hub_settings.model_copy(update={"redis_url": redis}))
-        with TestClient(app) as test_client:
-            response = test_client.get(f"{API}/readyz")
-            assert response.status_code == expected, response.json()
-            assert response.json()["checks"]["database"] == "ok"
-        app.state.engine.dispose()
+    queue = f"readyz-{uuid.uuid4().hex[:8]}"
+    beat = redis_client.Redis.from_url(redis_url)
+    settings = hub_settings.model_copy(update={"celery_queue": queue})
+    try:
+        for redis, worker, expected in (
+            (redis_url, False, 503),  # the broker answers but no worker takes its tasks
+            (redis_url, True, 200),
+            ("redis://127.0.0.1:1/0", True, 503),
+        ):
+            if worker:
+                beat.set(worker_heartbeat_prefix(queue) + "w1", "1", ex=60)
+            app = create_app(settings.model_copy(update={"redis_url": redis}))
+            with TestClient(app) as test_client:
+                response = test_client.get(f"{API}/readyz")
+                assert response.status_code == expected, response.json()
+                checks = response.json()["checks"]
+                assert checks["database"] == "ok"
+                assert (checks["workers"] == "ok") is (expected == 200), checks
+            app.state.engine.dispose()
+    finally:
+        beat.delete(worker_heartbeat_prefix(queue) + "w1")
+        beat.close()
     app = create_app(hub_settings)
     assert TestClient(app).get("/healthz").json()["status"] == "ok"
     app.state.engine.dispose()

@@ -13,7 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.hub import auth, cli_command
+from tests.support.hub import auth, cli_command, wait_for
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -47,6 +47,39 @@ def test_up_prints_the_admin_token_once_and_stops_all_children(hub_process: Any,
     children = [p.pid for p in psutil.Process(again.process.pid).children(recursive=True)]
     assert again.stop(signal.SIGTERM) == 0
     assert _live(children) == []
+
+
+def _children(up: Any, word: str) -> list[int]:
+    return [p.pid for p in psutil.Process(up.process.pid).children() if word in " ".join(p.cmdline())]
+
+
+def test_up_restarts_a_crashed_child_and_refuses_a_second_instance_on_its_home(
+    hub_process: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    first = hub_process("up", home=home)
+    second = hub_process("up", home=home, wait=False)
+    assert second.process.wait(60) == 1
+    said_second = " ".join(second.output().split())  # the console wraps long lines
+    assert f"profilerhub up is already running on {home} (pid {first.process.pid})" in said_second
+    assert "Traceback" not in second.output() and first.healthy()
+
+    said = {
+        "worker": "worker exited with code -9",
+        "redis-server": "redis is not running; restarting it (restart 1)",
+    }
+    for word, message in said.items():
+        (old,) = _children(first, word)
+        psutil.Process(old).kill()
+        wait_for(lambda m=message: m in " ".join(first.output().split()), f"up saying {message!r}")
+        wait_for(lambda w=word, o=old: len(_children(first, w)) == 1 and o not in _children(first, w), word)
+    assert "restarting it in 1s (restart 1)" in " ".join(first.output().split())
+    wait_for(first.healthy, "the hub answering after the restarts")
+
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    shared = [p for p in home.rglob("*") if p.is_file() and stat.S_IMODE(p.stat().st_mode) & 0o077]
+    assert shared == []
+    assert first.stop(signal.SIGTERM) == 0
 
 
 def test_hub_refuses_an_unmigrated_database_and_says_what_to_run(db_url: str, tmp_path: Path) -> None:

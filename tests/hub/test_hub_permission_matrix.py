@@ -13,25 +13,36 @@ The targets are domain ``d1`` and its user ``alice``. Callers:
 
 404 where the caller may not even know the target exists (another domain, another user).
 Each cell starts from the same data (reseeded after every request that changed something), on
-SQLite and PostgreSQL.
+SQLite and PostgreSQL: besides the callers' tokens, alice has a Pending app ``default``
+(``{app}``; so deleting alice is 409, and deleting it is 409 too) and an open job (``{job}``);
+uploads go through the hub (local storage), so asking for a presigned upload is 400.
+
+Every operation of the OpenAPI document has at least one row (``test_matrix_has_a_row_for_every
+_route``): a route added without one fails the suite.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from profilerhub_core.db.models import ApiToken, utcnow
+from profilerhub_core.db.models import ApiToken, App, AppType, Job, utcnow
+from profilerhub_core.records import apps, domains, jobs, users
 from tests.support.hub import auth
 
 CALLERS = ("platform", "dadmin", "oadmin", "user", "other", "revoked", "expired", "none")
 U = "/api/v1/domains/d1/users/alice"
+APP = f"{U}/apps/DetailedProfiler/default"
+JOB = f"{U}/jobs/{{job}}"
 
 # (method, path, json body, status for each caller in CALLERS order)
 PATCH_D1 = {"settings": {"idle_minutes": 5}}
+NEW_APP = {"app_type": "DetailedProfiler", "app_name": "second"}
+UPLOAD = {"path": "rank0.json", "size": 10}
 # fmt: off
 MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("POST",  "/api/v1/domains",                 {"name": "d9"},    (201, 403, 403, 403, 403, 401, 401, 401)),
@@ -45,15 +56,37 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("GET",   "/api/v1/domains/d1/users",        None,              (200, 200, 404, 403, 403, 401, 401, 401)),
     ("GET",   U,                                 None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("GET",   "/api/v1/domains/d1/users/nobody", None,              (404, 404, 404, 404, 404, 401, 401, 401)),
-    ("DELETE",U,                                 None,              (204, 204, 404, 403, 404, 401, 401, 401)),
+    ("DELETE",U,                                 None,              (409, 409, 404, 403, 404, 401, 401, 401)),
+    ("DELETE","/api/v1/domains/d1/users/bob",    None,              (204, 204, 404, 404, 403, 401, 401, 401)),
     ("POST",  f"{U}/tokens",                     {"note": "x"},     (201, 201, 404, 201, 404, 401, 401, 401)),
     ("GET",   f"{U}/tokens",                     None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("DELETE",f"{U}/tokens/{{spare}}",           None,              (204, 204, 404, 204, 404, 401, 401, 401)),
     ("DELETE",f"{U}/tokens/no-such-token",       None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("POST",  f"{U}/access-keys",                {"note": "x"},     (201, 201, 404, 201, 404, 401, 401, 401)),
+    ("GET",   f"{U}/access-keys",                None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("DELETE",f"{U}/access-keys/PHAKAAAAAAAAAAAA", None,            (404, 404, 404, 404, 404, 401, 401, 401)),
     ("GET",   "/api/v1/me",                      None,              (200, 200, 200, 200, 200, 401, 401, 401)),
     ("GET",   "/api/v1/audit",                   None,              (200, 200, 200, 403, 403, 401, 401, 401)),
     ("GET",   "/api/v1/healthz",                 None,              (200, 200, 200, 200, 200, 200, 200, 200)),
     ("GET",   "/api/v1/readyz",                  None,              (200, 200, 200, 200, 200, 200, 200, 200)),
+    ("POST",  f"{U}/apps",                       NEW_APP,           (202, 202, 404, 202, 404, 401, 401, 401)),
+    ("GET",   f"{U}/apps",                       None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   APP,                               None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   f"{U}/apps/DetailedProfiler/nope", None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("DELETE",APP,                               None,              (409, 409, 404, 409, 404, 401, 401, 401)),
+    ("POST",  f"{APP}/presigned-url",            None,              (403, 403, 404, 200, 404, 401, 401, 401)),
+    ("GET",   "/api/v1/apps",                    None,              (200, 200, 200, 403, 403, 401, 401, 401)),
+    ("GET",   "/api/v1/apps/{app}/owner/jobs",   None,              (401, 401, 401, 401, 401, 401, 401, 401)),
+    ("POST",  f"{U}/jobs",                       {"name": "run"},   (201, 201, 404, 201, 404, 401, 401, 401)),
+    ("GET",   f"{U}/jobs",                       None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   JOB,                               None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   f"{JOB}/rules",                    None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   f"{U}/jobs/no-such-job/rules",     None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("GET",   f"{U}/jobs/no-such-job",           None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("PUT",   f"{JOB}/files/rank0.json",         {"x": 1},          (201, 201, 404, 201, 404, 401, 401, 401)),
+    ("POST",  f"{JOB}/uploads",                  UPLOAD,            (400, 400, 404, 400, 404, 401, 401, 401)),
+    ("POST",  f"{JOB}/complete",                 None,              (202, 202, 404, 202, 404, 401, 401, 401)),
+    ("DELETE",JOB,                               None,              (204, 204, 404, 204, 404, 401, 401, 401)),
 ]
 # fmt: on
 
@@ -73,6 +106,7 @@ def _tokens(seed: Any) -> dict[str, str | None]:
         "none": None,
     }
     seed.token("d1", "alice", note="spare")
+    _alices_app_and_job(seed)
     with seed.session() as session:
         session.execute(sa.update(ApiToken).where(ApiToken.note == "revoked").values(revoked_at=utcnow()))
         expired_at = utcnow() - timedelta(seconds=1)
@@ -81,13 +115,45 @@ def _tokens(seed: Any) -> dict[str, str | None]:
     return tokens
 
 
-def _spare_token_id(seed: Any) -> str:
+def _alices_app_and_job(seed: Any) -> None:
     with seed.session() as session:
-        return str(session.scalar(sa.select(ApiToken.id).where(ApiToken.note == "spare")))
+        domain = domains.require_domain(session, "d1")
+        alice = users.get_user(session, domain, "alice")
+        apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default", actor="test")
+        jobs.create_job(session, domain, alice, "first", [])
+        session.commit()
+
+
+def _concrete(path: str, seed: Any) -> str:
+    """``path`` with ``{spare}``, ``{app}`` and ``{job}`` replaced by this data's ids."""
+    with seed.session() as session:
+        ids = {
+            "{spare}": session.scalar(sa.select(ApiToken.id).where(ApiToken.note == "spare")),
+            "{app}": session.scalar(sa.select(App.id).where(App.app_name == "default")),
+            "{job}": session.scalar(sa.select(Job.id).where(Job.name == "first")),
+        }
+    for placeholder, value in ids.items():
+        path = path.replace(placeholder, str(value))
+    return path
 
 
 def test_matrix_covers_every_caller_for_every_route() -> None:
     assert all(len(row[3]) == len(CALLERS) for row in MATRIX)
+
+
+def _operations(app: Any) -> set[tuple[str, str]]:
+    return {(m.upper(), path) for path, ops in app.openapi()["paths"].items() for m in ops}
+
+
+def _rows_of(method: str, template: str) -> list[str]:
+    pattern = re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", template) + "$")
+    return [path for m, path, _, _ in MATRIX if m == method and pattern.match(path)]
+
+
+def test_matrix_has_a_row_for_every_route(hub_app: Any) -> None:
+    missing = sorted(f"{m} {p}" for m, p in _operations(hub_app) if not _rows_of(m, p))
+    assert missing == [], "routes without a row in MATRIX (add one per route): " + ", ".join(missing)
+    assert len(_operations(hub_app)) >= 30  # the check itself sees the routes
 
 
 @pytest.mark.parametrize(("method", "path", "body", "expected"), ROUTES)
@@ -97,7 +163,7 @@ def test_permission_matrix(
     tokens = _tokens(seed)
     wrong = []
     for caller, status in zip(CALLERS, expected, strict=True):
-        url = path.replace("{spare}", _spare_token_id(seed))
+        url = _concrete(path, seed)
         token = tokens[caller]
         response = client.request(method, url, json=body, headers=auth(token) if token else {})
         if response.status_code != status:

@@ -6,8 +6,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -50,12 +53,54 @@ def worker(
 
     from profilerhub_core.tasks import RECONCILE_APPS
 
+    hostname = f"profilerhub-{os.getpid()}@{socket.gethostname()}"
+
     @worker_ready.connect(weak=False)
     def reconcile_at_start(**_: object) -> None:
         # Heal at once what changed while no worker ran (apps that died, `up`'s suspended apps).
         celery.send_task(RECONCILE_APPS)
 
+    from profilerhub_worker.heartbeat import start_heartbeat
+
+    assert settings.redis_url
+    heartbeat = start_heartbeat(settings.redis_url, settings.celery_queue, hostname)
+    crash = _Unrecoverable()
+    logging.getLogger().addHandler(crash)
+    code: object = 0
     # Threads: app tasks mostly wait (for a process to answer), and each holds its own session.
+    try:
+        _run_worker(celery, threads, settings.celery_queue, loglevel, hostname)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        heartbeat.set()
+        logging.getLogger().removeHandler(crash)
+    if crash.message is not None:
+        # Celery logs "Unrecoverable error" (kombu's restore_unacked_once when Redis drops mid-task)
+        # and returns as if stopped cleanly; a supervisor (up, systemd, Kubernetes) must see a crash.
+        err_console.print(f"worker: stopped on an unrecoverable error: {crash.message}")
+        raise typer.Exit(EXIT_UNRECOVERABLE)
+    if code not in (0, None):
+        raise typer.Exit(code if isinstance(code, int) else 1)
+
+
+EXIT_UNRECOVERABLE = 70  # EX_SOFTWARE
+
+
+class _Unrecoverable(logging.Handler):
+    """Remembers Celery's CRITICAL "Unrecoverable error" line (the worker then exits 0 by itself)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.CRITICAL)
+        self.message: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if "Unrecoverable error" in text:
+            self.message = text[:300]
+
+
+def _run_worker(celery: Any, threads: int, queue: str, loglevel: str, hostname: str) -> None:
     celery.worker_main(
         [
             "worker",
@@ -64,11 +109,11 @@ def worker(
             "--concurrency",
             str(threads),
             "--queues",
-            settings.celery_queue,
+            queue,
             "--loglevel",
             loglevel,
             "--hostname",
-            f"profilerhub-{os.getpid()}@%h",
+            hostname,
             "--without-mingle",
             "--without-gossip",
         ]

@@ -34,6 +34,7 @@ def spawner_config(settings: Settings) -> SpawnerConfig:
         start_timeout=settings.app_start_timeout,
         http_timeout=settings.app_http_timeout,
         stop_grace=settings.app_stop_grace,
+        options={name: value for name, value in settings.model_dump().items() if name.startswith("k8s_")},
     )
 
 

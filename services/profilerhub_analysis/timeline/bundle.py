@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._layout import rank_sorted
 from .binary import encode_window
 from .index import TimelineIndex
 from .persist import index_files, npy_bytes, open_index
@@ -129,30 +128,10 @@ class TraceTimeline:
     @classmethod
     def build(cls, store: EventStore, source: str = "") -> TraceTimeline:
         self = cls.__new__(cls)
-        store_names = store.counter_column("name")
-        if np.all(store_names[1:] >= store_names[:-1]):  # the store's order: one run per counter
-            unique, counter_id = rank_sorted(store_names)
-        else:
-            unique, counter_id = np.unique(store_names, return_inverse=True)
-        counter_names = [str(n) for n in unique]
-        counter_tracks = [{"kind": "counter"} for _ in counter_names]
         util_names, util_ts, util_vals, util_tracks = _util_counters(store)
-        first_util = len(counter_names)
-        ids = [counter_id] + [np.full(len(t), first_util + i, np.int64) for i, t in enumerate(util_ts)]
-        self.index = TimelineIndex.build(
-            store.col("ts_ns"),
-            store.col("dur_ns"),
-            store.col("lane_id"),
-            store.col("name_id"),
-            store.name_list,
-            store.col("kind"),
-            counters=(
-                np.concatenate(ids),
-                np.concatenate([store.counter_column("ts_ns"), *util_ts]),
-                np.concatenate([store.counter_column("value"), *util_vals]),
-            ),
-            counter_names=counter_names + util_names,
-        )
+        self.index = TimelineIndex.from_store(store, list(zip(util_names, util_ts, util_vals, strict=True)))
+        first_util = len(self.index.counter_names or []) - len(util_names)
+        counter_tracks: list[dict[str, Any]] = [{"kind": "counter"} for _ in range(first_util)]
         self.columns = {name: store.col(name) for name in DETAIL_COLUMNS}
         launch = store.col("launch")
         ops = np.flatnonzero(launch >= 0)

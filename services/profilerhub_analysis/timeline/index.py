@@ -169,8 +169,13 @@ class TimelineIndex:
         return self
 
     @classmethod
-    def from_store(cls, store: EventStore) -> TimelineIndex:
-        """Index an ``EventStore``: its events, and its counters numbered in name order.
+    def from_store(
+        cls,
+        store: EventStore,
+        extra_counters: Sequence[tuple[str, npt.ArrayLike, npt.ArrayLike]] = (),
+    ) -> TimelineIndex:
+        """Index an ``EventStore``: its events, and its counters numbered in name order, then
+        ``extra_counters`` (``(name, ts_ns, value)`` each, e.g. derived utilisation tracks).
 
         Lane ids are the store's ``lane_id`` (rows of ``store.lanes``); event ids are store rows.
         """
@@ -179,6 +184,10 @@ class TimelineIndex:
             counter_names, counter_id = rank_sorted(names)
         else:
             counter_names, counter_id = np.unique(names, return_inverse=True)
+        first = len(counter_names)
+        ids = [counter_id] + [
+            np.full(len(np.asarray(ts)), first + i, np.int64) for i, (_, ts, _) in enumerate(extra_counters)
+        ]
         return cls.build(
             store.col("ts_ns"),
             store.col("dur_ns"),
@@ -186,8 +195,12 @@ class TimelineIndex:
             store.col("name_id"),
             store.name_list,
             store.col("kind"),
-            counters=(counter_id, store.counter_column("ts_ns"), store.counter_column("value")),
-            counter_names=[str(name) for name in counter_names],
+            counters=(
+                np.concatenate(ids),
+                np.concatenate([store.counter_column("ts_ns"), *(np.asarray(c[1]) for c in extra_counters)]),
+                np.concatenate([store.counter_column("value"), *(np.asarray(c[2]) for c in extra_counters)]),
+            ),
+            counter_names=[str(name) for name in counter_names] + [c[0] for c in extra_counters],
         )
 
     def __len__(self) -> int:

@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from profilerhub_core.errors import InvalidInput, NotFound, ProfilerHubError, Unauthorized, Unavailable
 from profilerhub_core.storage import ObjectStore, layout, open_store
+from profilerhub_core.storage.keys import validate_key
 from profilerhub_core.storage.layout import STATUS, SUMMARY
 
 JOBS = "jobs/"
@@ -91,7 +92,7 @@ class OwnedJob:
 
     def key(self, name: str) -> str:
         """The store key of ``name`` in this job's folder (``raw/…`` or ``processed/…``)."""
-        return layout.validate_key(f"{JOBS}{self.job_id}/{name}")
+        return validate_key(f"{JOBS}{self.job_id}/{name}")
 
 
 def _owner_store(state: Any, domain_id: str, user_id: str) -> ObjectStore:

@@ -25,18 +25,26 @@ def _check_database(request: Request) -> str:
         return f"unavailable: {type(exc).__name__}"
 
 
-def _check_redis(url: str) -> str:
+def _check_redis(url: str, queue: str) -> tuple[str, str]:
+    """The broker's state, and whether a worker has reported in (its heartbeat key is alive)."""
     import redis
+
+    from profilerhub_core.tasks import WORKER_HEARTBEAT_TTL, worker_heartbeat_prefix
 
     try:
         client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         try:
             client.ping()
+            beating = next(
+                iter(client.scan_iter(match=f"{worker_heartbeat_prefix(queue)}*", count=1000)), None
+            )
         finally:
             client.close()
-        return "ok"
     except Exception as exc:
-        return f"unavailable: {type(exc).__name__}"
+        reason = f"unavailable: {type(exc).__name__}"
+        return reason, reason
+    workers = "ok" if beating is not None else f"none: no worker has reported in {WORKER_HEARTBEAT_TTL} s"
+    return "ok", workers
 
 
 @router.get("/readyz", responses={503: {"model": Health}})
@@ -44,7 +52,7 @@ def readyz(request: Request) -> JSONResponse:
     settings = request.app.state.settings
     checks = {"database": _check_database(request)}
     if settings.redis_url:
-        checks["redis"] = _check_redis(settings.redis_url)
+        checks["redis"], checks["workers"] = _check_redis(settings.redis_url, settings.celery_queue)
     ready = all(v == "ok" for v in checks.values())
     body = Health(status="ok" if ready else "unavailable", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

@@ -23,6 +23,7 @@ from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, all
 from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGrant, UploadGrantCreate
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
+from profilerhub_hub.rule_schemas import RulesRead, configured_rules, rules_read
 from profilerhub_hub.schemas import Page
 
 log = logging.getLogger("profilerhub.hub")
@@ -62,7 +63,8 @@ def create_job(
 ) -> JobRead:
     assert target.domain is not None and target.user is not None
     definitions = [d.model_dump() for d in body.metric_definitions]
-    job = jobs.create_job(session, target.domain, target.user, body.name, definitions)
+    rules = [r for r in body.rules or [] if isinstance(r, dict)] or None  # normalised: dicts only
+    job = jobs.create_job(session, target.domain, target.user, body.name, definitions, rules)
     detail = {"user": target.user.name, "name": job.name}
     commit_audited(session, target, Action.CreateJob, job.id, detail=detail)
     return _read(request, target, job)
@@ -95,6 +97,15 @@ def describe_job(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
 ) -> JobRead:
     return _read(request, target, _job(session, target, job_id), summary=True)
+
+
+@router.get(ONE_JOB + "/rules", openapi_extra=OF_USER)
+def job_rules(
+    job_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
+) -> RulesRead:
+    """Each configured rule's status, reason, parameters and findings (live while the job runs)."""
+    job = _job(session, target, job_id)
+    return rules_read(job.id, configured_rules(session, job), job.rule_results)
 
 
 @router.put(ONE_JOB + "/files/{path:path}", status_code=201, openapi_extra=OF_USER)

@@ -1,20 +1,31 @@
 """Claiming a job for ingest, and finishing the claim, by compare-and-set on the job's row.
 
 InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim
-Processing -> Processing                 a claim older than ``ctx.stale_after`` (its worker
-                                         died) is taken over, or the job Failed after
-                                         ``ctx.max_attempts`` claims (``Job.ingest_attempts``)
+Processing -> Processing                 a stale claim (no heartbeat for ``ctx.heartbeat_stale``:
+                                         its worker died; or older than ``ctx.stale_after``: it
+                                         hangs) is taken over, or the job Failed after
+                                         ``ctx.max_attempts`` claims (``Job.ingest_attempts``);
+                                         a worker retrying with its own claim (``resume``)
+                                         takes it back without counting an attempt
 Processing -> Ready | Failed             ``finish``, only while the claim is still ours
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
+
+import sqlalchemy as sa
 
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.records.job_states import transition
 from profilerhub_worker.ingest.context import IngestContext
+
+log = logging.getLogger("profilerhub_worker.ingest")
 
 
 def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetime | None:
@@ -25,10 +36,11 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
         if job is None:
             return None
         if job.status is JobStatus.InProgress and job.completed_at is not None:
-            moved = transition(session, job_id, JobStatus.InProgress, JobStatus.Processing, now=now)
+            moved = transition(
+                session, job_id, JobStatus.InProgress, JobStatus.Processing, now=now, ingest_heartbeat_at=now
+            )
         elif job.status is JobStatus.Processing and (
-            (resume is not None and job.updated_at.isoformat() == resume)
-            or now - job.updated_at > ctx.stale_after
+            (resume is not None and job.updated_at.isoformat() == resume) or is_stale(ctx, job, now)
         ):
             if resume is None and job.ingest_attempts >= ctx.max_attempts:
                 reason = (
@@ -48,11 +60,57 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
                 JobStatus.Processing,
                 claimed_at=job.updated_at,
                 now=now,
+                attempt=resume is None,
+                ingest_heartbeat_at=now,
             )
         else:
             return None
         session.commit()
     return now if moved else None
+
+
+def is_stale(ctx: IngestContext, job: Job, now: datetime) -> bool:
+    """Whether a Processing job's claim is dead: no heartbeat lately, or running past the limit."""
+    beat = job.ingest_heartbeat_at or job.updated_at
+    return now - beat > ctx.heartbeat_stale or now - job.updated_at > ctx.stale_after
+
+
+def stale_claims(ctx: IngestContext, now: datetime) -> sa.ColumnElement[bool]:
+    """The SQL form of ``is_stale`` over Processing jobs."""
+    beat = sa.func.coalesce(Job.ingest_heartbeat_at, Job.updated_at)
+    return sa.and_(
+        Job.status == JobStatus.Processing,
+        sa.or_(beat < now - ctx.heartbeat_stale, Job.updated_at < now - ctx.stale_after),
+    )
+
+
+@contextmanager
+def heartbeat(ctx: IngestContext, job_id: str, stamp: datetime) -> Iterator[None]:
+    """Refresh the claim's ``ingest_heartbeat_at`` every ``ctx.heartbeat_every`` while the block
+    runs (in a daemon thread), only while the claim is still ours."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(ctx.heartbeat_every.total_seconds()):
+            try:
+                with ctx.sessions() as session:
+                    session.execute(
+                        sa.update(Job)
+                        .where(Job.id == job_id, Job.status == JobStatus.Processing, Job.updated_at == stamp)
+                        .values(ingest_heartbeat_at=utcnow())
+                        .execution_options(synchronize_session=False)
+                    )
+                    session.commit()
+            except Exception:  # the database is down: the claim may go stale, and is then retaken
+                log.warning("job %s: heartbeat not written", job_id, exc_info=True)
+
+    thread = threading.Thread(target=beat, name=f"ingest-heartbeat-{job_id[:8]}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def finish(ctx: IngestContext, job_id: str, stamp: datetime, to: JobStatus, **fields: Any) -> bool:
@@ -62,4 +120,4 @@ def finish(ctx: IngestContext, job_id: str, stamp: datetime, to: JobStatus, **fi
     return moved
 
 
-__all__ = ["claim", "finish"]
+__all__ = ["claim", "finish", "heartbeat", "is_stale", "stale_claims"]

@@ -25,6 +25,10 @@ class IngestContext:
     """Largest raw file once decompressed."""
     stale_after: timedelta
     max_attempts: int = 3
+    heartbeat_every: timedelta = timedelta(seconds=10)
+    """How often a running ingest refreshes its claim's heartbeat."""
+    heartbeat_stale: timedelta = timedelta(seconds=30)
+    """A claim with no heartbeat for this long is its dead worker's: the next reconcile re-sends it."""
     resend_after: timedelta = timedelta(seconds=30)
     enqueue: Callable[[str, str], None] | None = None
     """``enqueue(task_name, job_id)``; what the reconciler re-sends stuck jobs with."""

@@ -16,6 +16,7 @@ from profilerhub_core.records.job_states import transition
 from profilerhub_core.records.jobs import mark_complete
 from profilerhub_core.storage import layout
 from profilerhub_core.tasks import INGEST_JOB
+from profilerhub_worker.ingest.claim import stale_claims
 from profilerhub_worker.ingest.context import IngestContext
 from profilerhub_worker.ingest.write import put_status
 
@@ -34,9 +35,7 @@ def reconcile_jobs(ctx: IngestContext, now: datetime | None = None) -> dict[str,
                 Job.completed_at.is_not(None),
                 Job.completed_at < now - ctx.resend_after,
             )
-            stale = sa.select(Job.id).where(
-                Job.status == JobStatus.Processing, Job.updated_at < now - ctx.stale_after
-            )
+            stale = sa.select(Job.id).where(stale_claims(ctx, now))
             ids = list(session.scalars(waiting)) + list(session.scalars(stale))
         for job_id in ids:
             ctx.enqueue(INGEST_JOB, job_id)

@@ -9,6 +9,7 @@ from profilerhub_worker.spawners.local import LocalProcessSpawner
 
 SPAWNERS: dict[str, str] = {
     "local": "profilerhub_worker.spawners.local:LocalProcessSpawner",
+    "kubernetes": "profilerhub_worker.spawners.kubernetes:KubernetesSpawner",
 }
 
 

@@ -33,7 +33,7 @@ Deployment + Service as the instance and their names in the state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -75,6 +75,8 @@ class SpawnerConfig:
     """Seconds from the instance running to its health endpoint's first 200."""
     stop_grace: float = 5.0
     """Seconds between the polite stop (SIGTERM) and the forced one (SIGKILL)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Backend-specific settings (the Kubernetes spawner's ``k8s_*``: namespace, image, resources...)."""
 
 
 class Spawner:

@@ -1,0 +1,69 @@
+"""A running ingest keeps a heartbeat on its claim: a dead worker's job is re-sent by the next
+reconcile (not after the 15-minute limit), a live one is left alone, and a worker retrying with its
+own claim does not spend an attempt."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from profilerhub_core.db.models import Job, JobStatus, utcnow
+from profilerhub_core.tasks import INGEST_JOB
+from profilerhub_worker.ingest import IngestContext, ingest_job, reconcile_jobs
+from profilerhub_worker.ingest.claim import claim, heartbeat
+from tests.support.hub import wait_for
+from tests.support.jobs import job_row, make_job, sdk_files
+
+
+def _silence(ctx: IngestContext, job_id: str, seconds: int) -> None:
+    """The heartbeat stopped ``seconds`` ago (the worker holding the claim was killed)."""
+    with ctx.sessions() as session:
+        session.execute(
+            sa.update(Job)
+            .where(Job.id == job_id)
+            .values(ingest_heartbeat_at=utcnow() - timedelta(seconds=seconds))
+        )
+        session.commit()
+
+
+def test_a_claim_whose_heartbeat_stopped_is_resent_by_the_next_reconcile_and_taken_over(
+    ctx: IngestContext,
+) -> None:
+    job_id, _ = make_job(ctx, sdk_files())
+    assert claim(ctx, job_id) is not None  # a worker claimed it, then died
+    _silence(ctx, job_id, int(ctx.heartbeat_stale.total_seconds()) + 5)
+    assert job_row(ctx, job_id).updated_at > utcnow() - ctx.stale_after  # far from the old limit
+
+    assert reconcile_jobs(ctx)["resent"] == 1
+    assert ctx.sent == [(INGEST_JOB, job_id)]  # type: ignore[attr-defined]
+    assert ingest_job(job_id, ctx) == "Ready"
+    assert job_row(ctx, job_id).ingest_attempts == 2
+
+
+def test_a_live_claim_is_left_alone(ctx: IngestContext) -> None:
+    job_id, _ = make_job(ctx, sdk_files())
+    assert claim(ctx, job_id) is not None  # heartbeat fresh: its worker is busy with it
+    assert reconcile_jobs(ctx)["resent"] == 0
+    assert ingest_job(job_id, ctx) == "skipped"
+    assert job_row(ctx, job_id).status is JobStatus.Processing
+
+
+def test_retrying_with_its_own_claim_is_not_a_new_attempt(ctx: IngestContext) -> None:
+    job_id, _ = make_job(ctx, sdk_files())
+    stamp = claim(ctx, job_id)
+    assert stamp is not None
+    for _ in range(ctx.max_attempts + 2):  # storage hiccups: the task retries with its claim
+        stamp = claim(ctx, job_id, resume=stamp.isoformat())
+        assert stamp is not None
+    assert job_row(ctx, job_id).ingest_attempts == 1
+    assert ingest_job(job_id, ctx, stamp.isoformat()) == "Ready"
+
+
+def test_the_heartbeat_is_refreshed_while_an_ingest_runs(ctx: IngestContext) -> None:
+    job_id, _ = make_job(ctx, sdk_files())
+    stamp = claim(ctx, job_id)
+    assert stamp is not None
+    ctx.heartbeat_every = timedelta(milliseconds=20)
+    with heartbeat(ctx, job_id, stamp):
+        wait_for(lambda: (job_row(ctx, job_id).ingest_heartbeat_at or stamp) > stamp, "a fresh heartbeat")

@@ -1,0 +1,315 @@
+"""KubernetesSpawner: each app is a Deployment (1 replica) plus a Service in one namespace.
+
+Selected by settings alone: ``PROFILERHUB_SPAWNER=kubernetes`` with ``PROFILERHUB_K8S_APP_IMAGE``,
+``PROFILERHUB_K8S_NAMESPACE`` and the other ``PROFILERHUB_K8S_*`` settings.  The objects are built
+by the pure functions in ``manifests``; this module is the thin I/O around them, through the
+official ``kubernetes`` client (raw JSON answers, no model classes):
+
+* every call is retried (with backoff) when the API answers 429 or 5xx or cannot be reached;
+* create answering 409 means "already exists": the existing object is adopted, so a start
+  retried after a crash (this worker's or another's) finds the instance it began;
+* delete answering 404 means "done";
+* ``start`` returns once the Deployment has a ready replica: the pod's readiness probe is the
+  app's health endpoint, checked by the kubelet (the worker need not reach the pod itself).
+
+State on the app row: ``{"version": 1, "kind": "kubernetes", "namespace", "name", "uid"}``. The
+uid tells the instance this row started from one created later under the same name.  The
+reconciler's orphan sweep lists the installation's Deployments by label (``list_instances``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+from profilerhub_worker.spawners.base import AppSpec, Spawner, SpawnerConfig, SpawnError, wait_for
+from profilerhub_worker.spawners.manifests import (
+    LABEL_APP_ID,
+    KubeOptions,
+    endpoint,
+    instance_selector,
+    make_deployment,
+    make_service,
+    object_name,
+)
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Pod states that will not get better by waiting: start fails at once, poll reports them.
+FATAL_WAITING_REASONS = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff"}
+)
+_REQUEST_TIMEOUT = 10.0
+_STOP_WAIT = 30.0
+
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+class KubeAPIError(Exception):
+    """A Kubernetes API call failed for good (after retries); ``status`` is the HTTP status or 0."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"Kubernetes API: {status or 'unreachable'}: {message}")
+        self.status = status
+
+
+def api_client(opts: KubeOptions) -> Any:
+    """One ``kubernetes.client.ApiClient`` per API URL and process: the given URL, else the
+    pod's service account, else ``~/.kube/config``."""
+    from kubernetes import client, config
+
+    with _clients_lock:
+        if opts.api_url not in _clients:
+            configuration = client.Configuration()
+            if opts.api_url:
+                configuration.host = opts.api_url
+            else:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except config.ConfigException:
+                    config.load_kube_config(client_configuration=configuration)
+            configuration.retries = 0  # retried here, with backoff and a status-aware rule
+            _clients[opts.api_url] = client.ApiClient(configuration)
+        return _clients[opts.api_url]
+
+
+class KubeAPI:
+    """The few calls the spawner makes, each retried, each answering parsed JSON (or None for 404)."""
+
+    def __init__(self, opts: KubeOptions) -> None:
+        from kubernetes import client
+
+        self.opts = opts
+        api = api_client(opts)
+        self.apps = client.AppsV1Api(api)
+        self.core = client.CoreV1Api(api)
+
+    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        """``method(*args, **kwargs)``; ``None`` when it answers 404, ``KubeAPIError`` for other
+        errors (409 included: the caller decides what "already exists" means)."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        delay = 0.1
+        for attempt in range(1, self.opts.api_retries + 1):
+            try:
+                answer = method(*args, _preload_content=False, _request_timeout=_REQUEST_TIMEOUT, **kwargs)
+                return json.loads(answer.data or b"{}")
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                if exc.status not in RETRYABLE_STATUSES or attempt == self.opts.api_retries:
+                    raise KubeAPIError(exc.status, _message(exc)) from exc
+                error: Exception = exc
+            except (HTTPError, OSError) as exc:
+                if attempt == self.opts.api_retries:
+                    raise KubeAPIError(0, str(exc)) from exc
+                error = exc
+            log.info("Kubernetes API call %s failed (%s); retrying", method.__name__, error)
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable")
+
+    def create(self, method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any] | None:
+        """Create ``body``; ``None`` if it already exists (409)."""
+        try:
+            return self.call(method, self.opts.namespace, body)
+        except KubeAPIError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    def delete(self, method: Callable[..., Any], name: str) -> None:
+        """Delete ``name``; absent (404) counts as deleted."""
+        self.call(method, name, self.opts.namespace, propagation_policy="Background")
+
+    def read_deployment(self, name: str) -> dict[str, Any] | None:
+        return self.call(self.apps.read_namespaced_deployment, name, self.opts.namespace)
+
+    def list_deployments(self, selector: str) -> list[dict[str, Any]]:
+        answer = self.call(self.apps.list_namespaced_deployment, self.opts.namespace, label_selector=selector)
+        return list((answer or {}).get("items") or [])
+
+    def list_pods(self, selector: str) -> list[dict[str, Any]]:
+        answer = self.call(self.core.list_namespaced_pod, self.opts.namespace, label_selector=selector)
+        return list((answer or {}).get("items") or [])
+
+
+def _message(exc: Any) -> str:
+    try:
+        return str(json.loads(exc.body).get("message") or exc.reason)
+    except (TypeError, ValueError, AttributeError):
+        return str(exc.reason)
+
+
+def pod_problem(pods: list[dict[str, Any]]) -> str | None:
+    """Why the app's pods cannot become ready, if waiting will not help; else None."""
+    for pod in pods:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        for status in statuses:
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            reason = waiting.get("reason")
+            if reason in FATAL_WAITING_REASONS:
+                message = waiting.get("message") or ""
+                name = (pod.get("metadata") or {}).get("name", "?")
+                return f"pod {name}: {reason}{': ' + message if message else ''}"[:400]
+    return None
+
+
+def _ready(deployment: dict[str, Any]) -> bool:
+    return int((deployment.get("status") or {}).get("readyReplicas") or 0) >= 1
+
+
+class KubernetesSpawner(Spawner):
+    """Runs the app as a Deployment + Service.  State: ``namespace``, ``name``, ``uid``."""
+
+    kind: ClassVar[str] = "kubernetes"
+    state_version: ClassVar[int] = 1
+
+    def __init__(self, spec: AppSpec | None, config: SpawnerConfig, *, app_id: str | None = None) -> None:
+        super().__init__(spec, config, app_id=app_id)
+        self.opts = KubeOptions.from_options(config.options)
+        self.name: str | None = None
+        self.uid: str | None = None
+        self._api: KubeAPI | None = None
+
+    @property
+    def api(self) -> KubeAPI:
+        if self._api is None:
+            self._api = KubeAPI(self.opts)
+        return self._api
+
+    @property
+    def endpoint(self) -> str:
+        return endpoint(self.app_id, self.opts)
+
+    @property
+    def pod_selector(self) -> str:
+        return f"app.kubernetes.io/component=app,{LABEL_APP_ID}={self.app_id}"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> str:
+        try:
+            return self._start()
+        except KubeAPIError as exc:
+            self._stop_quietly()
+            raise SpawnError(f"could not create the app's Kubernetes objects: {exc}") from exc
+
+    def _start(self) -> str:
+        spec = self.require_spec()
+        name = object_name(self.app_id)
+        self.api.create(self.api.core.create_namespaced_service, make_service(spec, self.opts))
+        created = self.api.create(
+            self.api.apps.create_namespaced_deployment,
+            make_deployment(spec, self.opts, stop_grace=self.config.stop_grace),
+        )
+        if created is None:  # 409: an earlier attempt made it; adopt it
+            created = self.api.read_deployment(name)
+            if created is None:
+                raise KubeAPIError(404, f"deployment {name} vanished while being adopted")
+            log.info("adopting existing deployment %s for app %s", name, self.app_id)
+        self.name = name
+        self.uid = (created.get("metadata") or {}).get("uid")
+
+        problem: list[str] = []
+
+        def ready() -> bool:
+            deployment = self.api.read_deployment(name)
+            if deployment is None:
+                problem.append(f"deployment {name} was deleted during start")
+                return True
+            if _ready(deployment):
+                return True
+            found = pod_problem(self.api.list_pods(self.pod_selector))
+            if found:
+                problem.append(found)
+            return bool(found)
+
+        timeout = self.config.start_timeout + self.config.http_timeout
+        if not wait_for(ready, timeout, interval=0.2, max_interval=2.0):
+            problem.append(f"the app's pod was not ready within {timeout:g}s")
+        if problem:
+            self._stop_quietly()
+            raise SpawnError(problem[0])
+        return self.endpoint
+
+    def poll(self) -> int | str | None:
+        if self.name is None:
+            return 0
+        deployment = self.api.read_deployment(self.name)
+        if deployment is None:
+            return f"deployment {self.name} is gone"
+        uid = (deployment.get("metadata") or {}).get("uid")
+        if self.uid and uid != self.uid:
+            return f"deployment {self.name} was replaced by another"
+        if _ready(deployment):
+            return None
+        return pod_problem(self.api.list_pods(self.pod_selector))
+
+    def stop(self) -> None:
+        name = object_name(self.app_id)
+        self.api.delete(self.api.apps.delete_namespaced_deployment, name)
+        self.api.delete(self.api.core.delete_namespaced_service, name)
+        if not wait_for(
+            lambda: not self.api.list_pods(self.pod_selector), self.config.stop_grace + _STOP_WAIT
+        ):
+            log.warning("pods of app %s still terminating after its deployment was deleted", self.app_id)
+        self.clear_state()
+
+    def _stop_quietly(self) -> None:
+        try:
+            self.stop()
+        except KubeAPIError as exc:  # the reconciler's orphan sweep removes it later
+            log.warning("could not remove the objects of app %s: %s", self.app_id, exc)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        state = super().get_state()
+        if self.name is not None:
+            state.update(namespace=self.opts.namespace, name=self.name, uid=self.uid)
+        return state
+
+    def load_state(self, state: dict[str, Any] | None) -> None:
+        if not state or not self.state_matches(state) or state.get("namespace") != self.opts.namespace:
+            return
+        self.name = state.get("name")
+        self.uid = state.get("uid")
+
+    @classmethod
+    def instance_identity(cls, state: dict[str, Any] | None) -> object:
+        state = state or {}
+        return (state.get("namespace"), state.get("name"), state.get("uid"))
+
+    def clear_state(self) -> None:
+        self.name = self.uid = None
+
+    @classmethod
+    def list_instances(cls, config: SpawnerConfig) -> Iterator[tuple[str, dict[str, Any]]]:
+        opts = KubeOptions.from_options(config.options)
+        for deployment in KubeAPI(opts).list_deployments(instance_selector(opts)):
+            metadata = deployment.get("metadata") or {}
+            app_id = (metadata.get("labels") or {}).get(LABEL_APP_ID)
+            if not app_id:
+                continue
+            yield (
+                app_id,
+                {
+                    "version": cls.state_version,
+                    "kind": cls.kind,
+                    "namespace": opts.namespace,
+                    "name": metadata.get("name"),
+                    "uid": metadata.get("uid"),
+                },
+            )
+
+
+__all__ = ["KubeAPI", "KubeAPIError", "KubernetesSpawner", "pod_problem"]
