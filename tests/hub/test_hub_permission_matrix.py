@@ -82,6 +82,8 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("GET",   JOB,                               None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("GET",   f"{JOB}/rules",                    None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("GET",   f"{U}/jobs/no-such-job/rules",     None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("GET",   f"{JOB}/report",                   None,              (409, 409, 404, 409, 404, 401, 401, 401)),
+    ("GET",   f"{JOB}/metrics",                  None,              (409, 409, 404, 409, 404, 401, 401, 401)),
     ("GET",   f"{U}/jobs/no-such-job",           None,              (404, 404, 404, 404, 404, 401, 401, 401)),
     ("PUT",   f"{JOB}/files/rank0.json",         {"x": 1},          (201, 201, 404, 201, 404, 401, 401, 401)),
     ("POST",  f"{JOB}/uploads",                  UPLOAD,            (400, 400, 404, 400, 404, 401, 401, 401)),

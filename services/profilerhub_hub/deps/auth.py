@@ -1,7 +1,7 @@
 """Authentication: the bearer token -> the request's ``Caller`` (cached per request and per token).
 
-    CallerDep          the authenticated Caller (401 without a valid bearer token)
-    caller_from_token  the same, for the app proxy
+CallerDep          the authenticated Caller (401 without a valid bearer token)
+caller_from_token  the same, for the app proxy
 """
 
 from __future__ import annotations
