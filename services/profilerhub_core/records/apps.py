@@ -65,7 +65,9 @@ def create_user_app(
     ``Conflict`` if a live one of that name exists, ``LimitExceeded`` past the domain's ``max_live_apps``."""
     if app_type not in AVAILABLE_APP_TYPES:
         available = ", ".join(sorted(t.value for t in AVAILABLE_APP_TYPES))
-        raise InvalidInput(f"App type '{app_type.value}' is not available on this hub (available: {available})")
+        raise InvalidInput(
+            f"App type '{app_type.value}' is not available on this hub (available: {available})"
+        )
     # A no-op write takes the domain row's lock (PostgreSQL) or the write lock (SQLite) first,
     # so the count below cannot be overtaken by a concurrent create.
     session.execute(sa.update(Domain).where(Domain.id == domain.id).values(updated_at=Domain.updated_at))
