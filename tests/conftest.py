@@ -16,7 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
 # Fixtures shared across the tree, as plugins: the hub and what builds on it, app lifecycle, jobs.
-pytest_plugins = ["tests.support.hub", "tests.support.apps_fixtures", "tests.support.jobs_fixtures"]
+pytest_plugins = [
+    "tests.support.hub",
+    "tests.support.apps_fixtures",
+    "tests.support.jobs_fixtures",
+    "tests.support.sagemaker",
+]
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,7 @@ def init(
     sample_interval_s: float = 0.1,
     chunk_interval_s: float = 5.0,
     metric_definitions: Sequence[Mapping[str, str]] | None = None,
+    rules: Sequence[str | Mapping[str, Any]] | None = None,
     capture_output: bool = True,
     hub_url: str | None = None,
     token: str | None = None,
@@ -62,8 +63,9 @@ def init(
     ``{"wait": 1, "warmup": 1, "active": 3}``.  ``sample_interval_s``: system-metrics period
     (0.1-60 s).  ``chunk_interval_s``: how often buffered records are written out.
     ``metric_definitions``: SageMaker-style ``[{"Name", "Regex"}]`` (at most 40) matched against
-    lines the script prints.  ``flush_timeout_s``: how long ``finish`` (and exit) may wait for
-    uploads.  A run already started is finished first.
+    lines the script prints.  ``rules``: profiler rules the hub runs on the job (names or
+    ``{"rule", "parameters"}``, at most 20; docs/rules.md).  ``flush_timeout_s``: how long
+    ``finish`` (and exit) may wait for uploads.  A run already started is finished first.
     """
     global _current
     from ._config import build_config
@@ -76,6 +78,7 @@ def init(
         sample_interval_s=sample_interval_s,
         chunk_interval_s=chunk_interval_s,
         metric_definitions=metric_definitions,
+        rules=rules,
         capture_output=capture_output,
         hub_url=hub_url,
         token=token,

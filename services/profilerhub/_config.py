@@ -71,6 +71,7 @@ class Config:
     capture_output: bool
     flush_timeout_s: float
     max_pending_bytes: int
+    rules: tuple[dict[str, Any], ...] = ()
 
 
 def default_job_name() -> str:
@@ -183,6 +184,7 @@ def build_config(
     token: str | None,
     flush_timeout_s: float,
     max_pending_bytes: int,
+    rules: Sequence[str | Mapping[str, Any]] | None = None,
 ) -> Config:
     """Validate ``init``'s arguments (raising ValueError) and resolve environment defaults."""
     if not isinstance(sample_interval_s, (int, float)) or not (
@@ -212,4 +214,40 @@ def build_config(
         capture_output=bool(capture_output),
         flush_timeout_s=float(flush_timeout_s),
         max_pending_bytes=int(max_pending_bytes),
+        rules=parse_rules(rules),
     )
+
+
+MAX_RULES = 20
+RULE_NAMES = (
+    "LowGPUUtilization", "CPUBottleneck", "IOBottleneck", "StepOutlier", "BatchSize", "Dataloader",
+    "GPUMemoryIncrease", "MaxInitializationTime", "OverallSystemUsage", "LoadBalancing", "ProfilerReport",
+)  # fmt: skip
+"""The hub's rules (``profilerhub_analysis.rules.RULES``, which the SDK may not import); the hub
+checks parameters, this catches a misspelt name before training starts."""
+
+
+def parse_rules(rules: Sequence[str | Mapping[str, Any]] | None) -> tuple[dict[str, Any], ...]:
+    """``[{"rule", "parameters"}]`` from names or dicts; ValueError on a shape or name the hub refuses."""
+    if rules is None:
+        return ()
+    if isinstance(rules, str | bytes) or not isinstance(rules, Sequence):
+        raise ValueError('rules must be a list of rule names or {"rule": ..., "parameters": {...}} dicts')
+    if len(rules) > MAX_RULES:
+        raise ValueError(f"rules has {len(rules)} entries; at most {MAX_RULES}")
+    out: list[dict[str, Any]] = []
+    for i, entry in enumerate(rules):
+        item = (
+            {"rule": entry} if isinstance(entry, str) else dict(entry) if isinstance(entry, Mapping) else None
+        )
+        if item is None or set(item) - {"rule", "parameters"} or not isinstance(item.get("rule"), str):
+            raise ValueError(f'rules[{i}] must be a rule name or {{"rule": ..., "parameters": {{...}}}}')
+        if item["rule"] not in RULE_NAMES:
+            raise ValueError(f"rules[{i}]: unknown rule {item['rule']!r} (known: {', '.join(RULE_NAMES)})")
+        if not isinstance(item.get("parameters", {}), Mapping):
+            raise ValueError(f"rules[{i}].parameters must be a dict")
+        if any(o["rule"] == item["rule"] for o in out):
+            raise ValueError(f"rules[{i}]: {item['rule']} is given twice")
+        params: Any = item.get("parameters") or {}
+        out.append({"rule": item["rule"], "parameters": dict(params)})
+    return tuple(out)

@@ -62,7 +62,12 @@ class Run:
         self.chunks = dict.fromkeys(CHUNK_KINDS, 0)
         self.torch_traces = 0
         self.sink = sink or make_sink(
-            cfg.sink, cfg.location, cfg.job, cfg.token, [d.as_dict() for d in cfg.metric_definitions] or None
+            cfg.sink,
+            cfg.location,
+            cfg.job,
+            cfg.token,
+            [d.as_dict() for d in cfg.metric_definitions] or None,
+            list(cfg.rules) or None,
         )
         self.uploader = Uploader(self.sink, max_pending_bytes=cfg.max_pending_bytes)
         self.torch_profiler: Any = None
@@ -327,6 +332,7 @@ class Run:
             "sample_interval_s": cfg.sample_interval_s,
             "chunk_interval_s": cfg.chunk_interval_s,
             "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
+            "rules": list(cfg.rules),
             "torch_profiler": None
             if tp is None
             else {

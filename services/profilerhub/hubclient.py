@@ -82,12 +82,19 @@ class HubClient:
         return self._json("GET", f"{API}/me", missing_is_fatal=True)
 
     def create_job(
-        self, domain: str, user: str, name: str, metric_definitions: list[dict[str, str]] | None = None
+        self,
+        domain: str,
+        user: str,
+        name: str,
+        metric_definitions: list[dict[str, str]] | None = None,
+        rules: list[dict[str, Any]] | None = None,
     ) -> HubJob:
         """``POST …/jobs`` -> the new job (201), with where its files go."""
         body: dict[str, Any] = {"name": name}
         if metric_definitions:
             body["metric_definitions"] = metric_definitions
+        if rules:
+            body["rules"] = rules
         path = f"{API}/domains/{quote(domain)}/users/{quote(user)}/jobs"
         data = self._json("POST", path, json_body=body, missing_is_fatal=True)
         try:

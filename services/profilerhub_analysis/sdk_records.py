@@ -188,6 +188,7 @@ class SystemSample(msgspec.Struct, gc=False):
     mem_used_bytes: float | None = None
     mem_total_bytes: float | None = None
     mem_percent: float | None = None
+    cpu_iowait_percent: float | None = None
     proc_cpu_percent: float | None = None
     proc_rss_bytes: float | None = None
     disk_read_bytes_per_s: float | None = None

@@ -25,6 +25,7 @@ from profilerhub_app.jobdata import JobData
 from profilerhub_app.live import LiveView
 from profilerhub_app.routes import analysis as analysis_routes
 from profilerhub_app.routes import jobs as job_routes
+from profilerhub_app.routes import rules as rules_routes
 from profilerhub_app.routes import timeline as timeline_routes
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import load_public_key, verify_app_token
@@ -96,6 +97,7 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
             Route(f"{base}api/whoami", whoami),
             *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
             *analysis_routes.routes(f"{base}api"),  # dashboard, ranks, compare, raw download
+            *rules_routes.routes(f"{base}api"),  # rule results and the HTML profiling report
             *timeline_routes.routes(f"{base}api"),  # lanes, binary windows, events, search
             *pages.routes(settings, touch),  # the HTML pages and their static modules
         ],

@@ -24,6 +24,11 @@ class DomainSettings(BaseModel):
         description="An InProgress job with no upload for this long is closed (its run died): ingested "
         "as a partial job when its job.json was uploaded, else Failed; 0 = never.",
     )
+    rules: list[dict[str, Any]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Rules a job runs when it configures none (docs/rules.md); empty = ProfilerReport.",
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> DomainSettings:

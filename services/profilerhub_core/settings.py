@@ -148,6 +148,25 @@ class Settings(BaseSettings):
         default=0, ge=0, le=64, description="Hub server processes; 0 = one per CPU core, at most 4."
     )
 
+    # -- the SageMaker-compatible endpoint /sagemaker (issue 13) --
+    sagemaker_region: str = Field(
+        default="us-east-1",
+        pattern=r"^[a-z0-9-]{1,32}$",
+        description="The region written into the ARNs the /sagemaker endpoint answers with (requests "
+        "signed for any region are accepted).",
+    )
+    sagemaker_account_id: str = Field(
+        default="000000000000",
+        pattern=r"^[0-9]{12}$",
+        description="The 12-digit account id written into the ARNs the /sagemaker endpoint answers with.",
+    )
+    sagemaker_clock_skew_seconds: int = Field(
+        default=300,
+        ge=1,
+        le=3600,
+        description="How far a SigV4-signed request's X-Amz-Date may be from the hub's clock.",
+    )
+
     @property
     def effective_hub_workers(self) -> int:
         import os

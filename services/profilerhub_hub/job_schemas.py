@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.names import ResourceName
+from profilerhub_hub.rule_schemas import RuleConfigs
 
 # SageMaker's limits for metric definitions.
 MAX_METRIC_DEFINITIONS = 40
@@ -41,6 +42,9 @@ class JobCreate(BaseModel):
     name: ResourceName
     metric_definitions: list[MetricDefinition] = Field(
         default_factory=list, max_length=MAX_METRIC_DEFINITIONS
+    )
+    rules: RuleConfigs | None = Field(
+        None, description="Rules to run (default: the domain's, else ProfilerReport)."
     )
 
 

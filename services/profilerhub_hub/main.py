@@ -24,6 +24,7 @@ from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
 from profilerhub_hub.routes import api_routers, health
 from profilerhub_hub.routes.paths import API_PREFIX, JOB_FILES, path_regex
+from profilerhub_hub.sagemaker import router as sagemaker_router
 from profilerhub_hub.tokencache import TokenCache
 
 # Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
@@ -61,6 +62,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     # only the API's base URL): one router, mounted at both; only the API's copy is documented.
     app.include_router(health.router, prefix=API_PREFIX)
     app.include_router(health.router, include_in_schema=False)
+    app.include_router(sagemaker_router)  # boto3's door: /sagemaker (docs/sagemaker-api.md)
     install_app_proxy(app)
     app.add_middleware(SessionCloser)
     app.add_middleware(

@@ -14,6 +14,7 @@ from profilerhub_core.db.models import ApiToken, AuditEvent, Domain, DomainStatu
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.names import ResourceName
 from profilerhub_hub.permissions import Action, Caller
+from profilerhub_hub.rule_schemas import RuleConfigs
 
 T = TypeVar("T")
 
@@ -37,6 +38,7 @@ class DomainSettingsUpdate(RequestModel):
     users_manage_own_apps: StrictBool | None = None
     max_live_apps: StrictInt | None = Field(None, ge=0, le=10_000)
     job_idle_hours: StrictInt | None = Field(None, ge=0, le=90 * 24)
+    rules: RuleConfigs | None = None
 
 
 class DomainCreate(RequestModel):

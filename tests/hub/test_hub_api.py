@@ -33,6 +33,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "users_manage_own_apps": True,
         "max_live_apps": 50,
         "job_idle_hours": 24,
+        "rules": [],
     }
     assert created.json()["status"] == "InService"
 
@@ -48,6 +49,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "users_manage_own_apps": False,
         "max_live_apps": 50,
         "job_idle_hours": 6,
+        "rules": [],
     }
 
     assert client.delete(f"{API}/domains/research", headers=admin).status_code == 204

@@ -29,6 +29,11 @@ import profilerhub as ph
         ({"torch_profiler": {"wait": 1, "active": 0}}, "'active'] must be at least 1"),
         ({"torch_profiler": {"wiat": 1}}, "unknown keys ['wiat']"),
         ({"torch_profiler": {"warmup": -1}}, "must be a non-negative integer"),
+        ({"rules": ["LowGPUUtilisation"]}, "unknown rule 'LowGPUUtilisation'"),
+        ({"rules": "CPUBottleneck"}, "rules must be a list"),
+        ({"rules": ["CPUBottleneck"] * 21}, "at most 20"),
+        ({"rules": ["CPUBottleneck", {"rule": "CPUBottleneck"}]}, "given twice"),
+        ({"rules": [{"rule": "CPUBottleneck", "params": {}}]}, "must be a rule name or"),
     ],
 )
 def test_invalid_init_arguments_raise_value_error_and_start_nothing(

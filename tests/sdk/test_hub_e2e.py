@@ -37,6 +37,7 @@ def test_profiled_training_run_ends_ready_on_the_hub_with_its_summary(
         chunk_interval_s=0.2,
         metric_definitions=[PRINTED_LOSS],
         torch_profiler={"wait": 1, "warmup": 1, "active": 2},
+        rules=["StepOutlier", {"rule": "Dataloader", "parameters": {"fetch_threshold": 90}}],
     )
     train(torch, 6)
     summary = ph.finish(timeout=30)
@@ -66,3 +67,7 @@ def test_profiled_training_run_ends_ready_on_the_hub_with_its_summary(
     assert got["system"]["samples"] > 0
     (trace,) = got["traces"]
     assert "aten::addmm" in {op["name"] for op in trace["ops"]}
+    rules = httpx.get(f"{job_url}/rules", headers=auth(token)).json()
+    assert rules["final"] and [c["rule"] for c in rules["configured"]] == ["StepOutlier", "Dataloader"]
+    assert rules["rules"][1]["parameters"]["fetch_threshold"] == 90
+    assert {r["status"] for r in rules["rules"]} <= {"NoIssuesFound", "IssuesFound", "Error"}

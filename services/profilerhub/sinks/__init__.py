@@ -7,6 +7,8 @@ Modules here import their clients (boto3, httpx) lazily so ``import profilerhub`
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Sink, SinkError
 
 __all__ = ["Sink", "SinkError", "make_sink"]
@@ -18,6 +20,7 @@ def make_sink(
     job: str,
     token: str | None = None,
     metric_definitions: list[dict[str, str]] | None = None,
+    rules: list[dict[str, Any]] | None = None,
 ) -> Sink:
     """Build the sink for ``kind`` (``local``, ``s3``, ``hub``) at ``location`` for ``job``."""
     if kind == "local":
@@ -31,5 +34,5 @@ def make_sink(
     if kind == "hub":
         from .hub import HubSink
 
-        return HubSink(location, token, job, metric_definitions)
+        return HubSink(location, token, job, metric_definitions, rules=rules)
     raise ValueError(f"unknown sink {kind!r}")

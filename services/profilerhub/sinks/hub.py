@@ -24,11 +24,13 @@ class HubSink(Sink):
         job: str,
         metric_definitions: list[dict[str, str]] | None = None,
         transport: Any = None,
+        rules: list[dict[str, Any]] | None = None,
     ) -> None:
         self.url = url
         self.token = token
         self.job_name = job
         self.metric_definitions = metric_definitions
+        self.rules = rules
         self._transport = transport
         self._client: HubClient | None = None
         self.job: HubJob | None = None
@@ -55,7 +57,7 @@ class HubSink(Sink):
                 return
             me = self._client.me()
             self.job = self._client.create_job(
-                str(me["domain"]), str(me["user"]), self.job_name, self.metric_definitions
+                str(me["domain"]), str(me["user"]), self.job_name, self.metric_definitions, self.rules
             )
         except HubError as exc:
             raise _sink_error(exc) from exc

@@ -229,6 +229,10 @@ class Job(Timestamped, Base):
     """How many times ingest has claimed the job (a worker taking back its own claim does not count)."""
     ingest_heartbeat_at: Mapped[datetime | None] = mapped_column(default=None)
     """Refreshed every few seconds by the ingest holding the claim; stale: its worker is gone."""
+    rules: Mapped[list[Any] | None] = mapped_column(sa.JSON, default=None)
+    """Rules configured for the job (``[{"rule", "parameters"}]``); None = the domain's defaults."""
+    rule_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+    """The rules' latest evaluation: ``{"evaluated_at", "final", "status", "rules": [...]}``."""
 
 
 __all__ = [

@@ -40,13 +40,32 @@ def create_domain(session: Session, name: str, settings: dict[str, Any] | None =
     return domain
 
 
+# The key of ``Domain.settings`` that holds what the SageMaker API accepts, stores and echoes but
+# ProfilerHub has no use for (VPC, subnets, KMS keys, AuthMode...); never read as a setting.
+AWS_FIELDS = "aws"
+
+
 def update_domain(session: Session, domain: Domain, settings: dict[str, Any]) -> Domain:
     """Change the given settings keys; the others keep their values."""
     merged = DomainSettings.of(domain.settings).model_dump() | settings
-    domain.settings = DomainSettings.model_validate(merged).model_dump()
+    kept = {AWS_FIELDS: domain.settings[AWS_FIELDS]} if AWS_FIELDS in (domain.settings or {}) else {}
+    domain.settings = DomainSettings.model_validate(merged).model_dump() | kept
     domain.updated_at = utcnow()
     session.flush()
     return domain
+
+
+def store_aws_fields(session: Session, domain: Domain, fields: dict[str, Any]) -> Domain:
+    """Merge ``fields`` into the domain's stored SageMaker fields (``AWS_FIELDS``); flushed."""
+    stored = dict((domain.settings or {}).get(AWS_FIELDS) or {})
+    domain.settings = {**(domain.settings or {}), AWS_FIELDS: stored | fields}
+    domain.updated_at = utcnow()
+    session.flush()
+    return domain
+
+
+def aws_fields(domain: Domain) -> dict[str, Any]:
+    return dict((domain.settings or {}).get(AWS_FIELDS) or {})
 
 
 def delete_domain(session: Session, domain: Domain) -> None:
@@ -68,11 +87,14 @@ def domains_query(domain_id: str | None = None) -> sa.Select[Domain]:
 
 
 __all__ = [
+    "AWS_FIELDS",
+    "aws_fields",
     "create_domain",
     "delete_domain",
     "domain_not_found",
     "domains_query",
     "get_domain",
     "require_domain",
+    "store_aws_fields",
     "update_domain",
 ]

@@ -40,7 +40,7 @@ JOB_STATES = StateMachine(
     model=Job,
     noun="a job",
     transitions=TRANSITIONS,
-    fields=frozenset({"failure_reason", "summary", "ingest_attempts", "ingest_heartbeat_at"}),
+    fields=frozenset({"failure_reason", "summary", "ingest_attempts", "ingest_heartbeat_at", "rule_results"}),
     stamps=("updated_at",),
     outcome=lambda to: FAILED if to is JobStatus.Failed else SUCCESS,
 )

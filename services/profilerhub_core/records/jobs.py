@@ -27,6 +27,7 @@ def create_job(
     user: UserProfile,
     name: str,
     metric_definitions: list[dict[str, str]] | None = None,
+    rules: list[dict[str, Any]] | None = None,
 ) -> Job:
     """A new ``InProgress`` job of ``user``, ready to take raw files."""
     job = Job(
@@ -35,6 +36,7 @@ def create_job(
         name=name,
         status=JobStatus.InProgress,
         metric_definitions=list(metric_definitions or []),
+        rules=rules,
     )
     session.add(job)
     session.flush()

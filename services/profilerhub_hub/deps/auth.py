@@ -1,7 +1,7 @@
 """Authentication: the bearer token -> the request's ``Caller`` (cached per request and per token).
 
-    CallerDep          the authenticated Caller (401 without a valid bearer token)
-    caller_from_token  the same, for the app proxy
+CallerDep          the authenticated Caller (401 without a valid bearer token)
+caller_from_token  the same, for the app proxy
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def caller_from_token(
     session: Session, secret: str, settings: Settings, *, read_only: bool = False
 ) -> Caller:
     """Authenticate ``secret`` (raises ``Unauthorized``); also used by the app proxy."""
-    return _caller_of(_owner(session, secret, settings, read_only))
+    return caller_of(_owner(session, secret, settings, read_only))
 
 
 def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -> tokens.TokenOwner:
@@ -35,7 +35,7 @@ def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -
     )
 
 
-def _caller_of(owner: tokens.TokenOwner) -> Caller:
+def caller_of(owner: tokens.TokenOwner) -> Caller:
     return Caller(
         user_id=owner.user_id,
         user_name=owner.user_name,
@@ -66,7 +66,7 @@ def authenticate(
     caller = cache.get(secret)
     if caller is None:
         owner = _owner(session, secret, settings, read_only)
-        caller = _caller_of(owner)
+        caller = caller_of(owner)
         cache.put(secret, caller, owner.expires_at)
     request.state.caller = caller
     return caller
@@ -82,4 +82,4 @@ async def get_caller(request: Request, credentials: Credentials) -> Caller:
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-__all__ = ["CallerDep", "Credentials", "authenticate", "caller_from_token"]
+__all__ = ["CallerDep", "Credentials", "authenticate", "caller_from_token", "caller_of"]

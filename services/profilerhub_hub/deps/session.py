@@ -1,8 +1,8 @@
 """The request's database session, and running a request's steps as short transactions.
 
-    SettingsDep   the process's Settings (passed to create_app)
-    SessionDep    a database Session for this request; the route commits once
-    run_step      run one step of a request (a dependency, the route) as its own transaction
+SettingsDep   the process's Settings (passed to create_app)
+SessionDep    a database Session for this request; the route commits once
+run_step      run one step of a request (a dependency, the route) as its own transaction
 """
 
 from __future__ import annotations

@@ -75,6 +75,22 @@ def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
     raise users.user_not_found(domain.name, path["user"])
 
 
+def authorize_resolved(
+    session: Session, resolved: Resolved, action: Action, read_only: bool = False
+) -> Resolved:
+    """``authorize`` the caller's ``action`` on ``resolved``; a refused change is audited (and
+    committed alone). Every door onto the API (REST routes, the SageMaker endpoint) calls this."""
+    try:
+        authorize(resolved.caller, action, resolved.target)
+    except AccessDenied as denied:
+        if action in MUTATING:
+            if read_only:
+                raise WriteRequired("a refusal is audited") from denied
+            commit_refused(session, resolved, action, denied.message)
+        raise
+    return resolved
+
+
 def allow(action: Action) -> Any:
     """A dependency that authorizes ``action`` on the request's target and returns ``Resolved``."""
 
@@ -88,19 +104,10 @@ def allow(action: Action) -> Any:
         return await run_step(request, step)
 
     def _authorized(request: Request, session: Session, caller: Caller, read_only: bool) -> Resolved:
-        resolved = resolve(session, caller, request.path_params)
-        try:
-            authorize(caller, action, resolved.target)
-        except AccessDenied as denied:
-            if action in MUTATING:
-                if read_only:
-                    raise WriteRequired("a refusal is audited") from denied
-                commit_refused(session, resolved, action, denied.message)
-            raise
-        return resolved
+        return authorize_resolved(session, resolve(session, caller, request.path_params), action, read_only)
 
     dependency.__name__ = f"allow_{action.value}"
     return Depends(dependency)
 
 
-__all__ = ["Resolved", "allow", "resolve"]
+__all__ = ["Resolved", "allow", "authorize_resolved", "resolve"]

@@ -7,9 +7,10 @@ or to presigned URLs on S3), complete it; the hub then sends the ingest task, af
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -17,12 +18,13 @@ from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
 from profilerhub_core.tasks import INGEST_JOB
-from profilerhub_hub import job_uploads
+from profilerhub_hub import job_outputs, job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGrant, UploadGrantCreate
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
+from profilerhub_hub.rule_schemas import RulesRead, configured_rules, rules_read
 from profilerhub_hub.schemas import Page
 
 log = logging.getLogger("profilerhub.hub")
@@ -62,7 +64,8 @@ def create_job(
 ) -> JobRead:
     assert target.domain is not None and target.user is not None
     definitions = [d.model_dump() for d in body.metric_definitions]
-    job = jobs.create_job(session, target.domain, target.user, body.name, definitions)
+    rules = [r for r in body.rules or [] if isinstance(r, dict)] or None  # normalised: dicts only
+    job = jobs.create_job(session, target.domain, target.user, body.name, definitions, rules)
     detail = {"user": target.user.name, "name": job.name}
     commit_audited(session, target, Action.CreateJob, job.id, detail=detail)
     return _read(request, target, job)
@@ -95,6 +98,49 @@ def describe_job(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
 ) -> JobRead:
     return _read(request, target, _job(session, target, job_id), summary=True)
+
+
+@router.get(ONE_JOB + "/rules", openapi_extra=OF_USER)
+def job_rules(
+    job_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
+) -> RulesRead:
+    """Each configured rule's status, reason, parameters and findings (live while the job runs)."""
+    job = _job(session, target, job_id)
+    return rules_read(job.id, configured_rules(session, job), job.rule_results)
+
+
+@router.get(ONE_JOB + "/report", openapi_extra=OF_USER, response_class=HTMLResponse)
+def job_report(
+    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
+) -> HTMLResponse:
+    """The job's profiling report: one self-contained HTML page (inline SVG, no script)."""
+    job = _job(session, target, job_id)
+    html = job_outputs.report(job_uploads.job_store(request.app.state), _place(target, job_id), job)
+    headers = {
+        "Content-Disposition": f'inline; filename="profiling-report-{job.name}.html"',
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+    }
+    return HTMLResponse(html, headers=headers)
+
+
+@router.get(ONE_JOB + "/metrics", openapi_extra=OF_USER)
+def job_metrics(
+    job_id: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.ReadJob)],
+    name: Annotated[str | None, Query(max_length=300, description="A metric; without it, the list.")] = None,
+    stat: Annotated[
+        str, Query(description="Average, Minimum, Maximum, Sum, SampleCount, p50, p90, p99")
+    ] = "Average",
+    period: Annotated[float, Query(description="Seconds per datapoint, 0.1 .. 3600.")] = 60.0,
+    start: Annotated[int | None, Query(description="From (epoch ns, inclusive).")] = None,
+    end: Annotated[int | None, Query(description="To (epoch ns, exclusive).")] = None,
+) -> dict[str, Any]:
+    """The job's metric names and final values, or one metric's datapoints (CloudWatch-style)."""
+    job = _job(session, target, job_id)
+    store = job_uploads.job_store(request.app.state)
+    return job_outputs.metrics(store, _place(target, job_id), job, name, stat, period, start, end)
 
 
 @router.put(ONE_JOB + "/files/{path:path}", status_code=201, openapi_extra=OF_USER)

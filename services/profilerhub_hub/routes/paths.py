@@ -31,7 +31,6 @@ def path_regex(template: str) -> str:
     return "^" + re.sub(r"\{[^}]+\}", "[^/]+", template)
 
 
-
 def _path_parameter(name: str, description: str) -> dict[str, Any]:
     schema = {"type": "string", "title": name.capitalize(), "pattern": NAME_PATTERN}
     return {"name": name, "in": "path", "required": True, "description": description, "schema": schema}

@@ -22,6 +22,8 @@ import msgspec
 
 from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.errors import TraceError
+from profilerhub_analysis.rules.job import evaluate_job, job_series
+from profilerhub_analysis.series import SERIES, pack
 from profilerhub_analysis.store import EventStore
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import layout
@@ -131,12 +133,13 @@ def build_summary(
     if warnings:
         log.info("job %s: %d file(s) left out: %s", place.job_id, len(warnings), "; ".join(warnings[:3]))
     steps, annotated = sm.steps_and_annotations(annotations)
+    job_section = _job_section(job, job_doc)
     start_ns = job_doc.get("start_ns") if isinstance(job_doc.get("start_ns"), int) else None
     summary = {
         "format": SUMMARY_FORMAT,
         # The SDK rewrites job.json as Completed in finish(); still InProgress: the run died.
         "partial": job_doc.get("status") == "InProgress",
-        "job": _job_section(job, job_doc),
+        "job": job_section,
         "files": {kind: len(names) for kind, names in sorted(files.items())},
         "ignored_files": files.get("other", [])[:100],
         "steps": steps,
@@ -146,6 +149,9 @@ def build_summary(
         "traces": traces,
         "warnings": warnings[:MAX_WARNINGS],
     }
+    series = job_series(samples, annotations, metrics)
+    ctx.store.put(place.processed_key(SERIES), pack(series))
+    summary["rules"] = evaluate_job(job.get("rules"), series, traces, job_section, finished=True)
     return summary
 
 

@@ -36,6 +36,7 @@ from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.claim import claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
+from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
 from profilerhub_worker.ingest.views import put_trace
 from profilerhub_worker.ingest.write import plain, put_status
 
@@ -59,7 +60,11 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
         job = session.get(Job, job_id)
         assert job is not None
         place = place_of(job)
-        start: dict[str, Any] = {"name": job.name, "metric_definitions": list(job.metric_definitions or [])}
+        start: dict[str, Any] = {
+            "name": job.name,
+            "metric_definitions": list(job.metric_definitions or []),
+            "rules": job_rules(session, job),
+        }
     try:
         try:
             ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
@@ -68,6 +73,8 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
             )
             body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
             ctx.store.put(place.processed_key(SUMMARY), body)
+            rule_results = stamped(plain(summary["rules"]))
+            ctx.store.put(place.processed_key(RULES), orjson.dumps(rule_results))
             put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
         except (BadUpload, Unavailable, OperationalError, OSError):
             raise
@@ -86,7 +93,8 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
     except (Unavailable, OperationalError, OSError) as exc:
         raise IngestInterrupted(stamp.isoformat(), exc) from exc
     compact = plain(sm.compact(summary))
-    return "Ready" if finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact) else "lost"
+    moved = finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact, rule_results=rule_results)
+    return "Ready" if moved else "lost"
 
 
 __all__ = ["ingest_job"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from profilerhub_analysis.ops import cpu_ops
 from profilerhub_analysis.report import analyze_store
+from profilerhub_analysis.rules.inputs import trace_dataloader
 from profilerhub_analysis.sdk_records import (
     AnnotationRecord,
     MetricRecord,
@@ -25,7 +26,12 @@ from profilerhub_analysis.store import EventStore
 
 def trace_summary(name: str, store: EventStore) -> dict[str, Any]:
     """The analysis engine's report of one trace, plus its CPU operators."""
-    return {"file": name, "report": analyze_store(store), "ops": cpu_ops(store)}
+    return {
+        "file": name,
+        "report": analyze_store(store),
+        "ops": cpu_ops(store),
+        "dataloader": trace_dataloader(store),
+    }
 
 
 COMPACT_TOP = 20
@@ -56,7 +62,7 @@ def job_facts(summary: dict[str, Any]) -> dict[str, Any]:
 
 def compact(summary: dict[str, Any]) -> dict[str, Any]:
     """What the job row keeps: the summary without series, per-step items and long lists."""
-    out = {k: v for k, v in summary.items() if k not in ("traces", "metrics", "system", "steps")}
+    out = {k: v for k, v in summary.items() if k not in ("traces", "metrics", "system", "steps", "rules")}
     out["steps"] = {k: v for k, v in summary.get("steps", {}).items() if k != "items"}
     out["annotations"] = [
         {k: v for k, v in a.items() if k != "histogram"} for a in summary.get("annotations", [])[:COMPACT_TOP]

@@ -1,0 +1,43 @@
+"""Rules that explain a run, with SageMaker Debugger's names, parameters and defaults.
+
+Each rule is a module with ``NAME``, ``PARAMS`` and ``evaluate(data, params) -> RuleResult``, a
+pure function over a ``RuleData`` (arrays built from the stored series by ``rules.inputs``).
+``evaluate_rules(configs, data)`` runs a job's configured rules; ``ProfilerReport`` runs all of
+them, taking ``<Rule>_<param>`` overrides. Configuration: ``[{"rule": "CPUBottleneck",
+"parameters": {"threshold": 30}}, …]`` (at most ``MAX_RULES``), checked by ``check_configs``.
+See ``docs/rules.md``.
+"""
+
+from __future__ import annotations
+
+from profilerhub_analysis.rules.base import (
+    Finding,
+    Param,
+    RuleData,
+    RuleParamError,
+    RuleResult,
+    RuleStatus,
+    Series,
+)
+from profilerhub_analysis.rules.registry import (
+    MAX_RULES,
+    RULES,
+    check_configs,
+    evaluate_rules,
+    overall_status,
+)
+
+__all__ = [
+    "MAX_RULES",
+    "RULES",
+    "Finding",
+    "Param",
+    "RuleData",
+    "RuleParamError",
+    "RuleResult",
+    "RuleStatus",
+    "Series",
+    "check_configs",
+    "evaluate_rules",
+    "overall_status",
+]

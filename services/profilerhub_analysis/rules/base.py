@@ -1,0 +1,254 @@
+"""What every rule shares: its input (``RuleData``), its answer (``RuleResult`` with ``Finding``s),
+the parameter specs and the helpers that cut a series into SageMaker's windows.
+
+A rule is a plain function ``evaluate(data, params) -> RuleResult`` over arrays; it does no I/O.
+Statuses follow SageMaker Debugger:
+
+    InProgress      the job is still running and there is not yet enough data to decide
+    NoIssuesFound   the rule ran on the data and nothing triggered it
+    IssuesFound     at least one finding
+    Error           the rule could not run; ``reason`` says what was missing
+                    ("no GPU samples: the job ran on CPU"), never an opaque "no debugging data"
+
+Series semantics follow SageMaker too: ``patience`` is the number of datapoints skipped at the
+start (warm-up), ``window`` the number of datapoints one quantile is taken over.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MAX_FINDINGS = 50
+"""Findings kept per rule (the count of all is in ``figures``)."""
+EVIDENCE_POINTS = 200
+"""Points kept per evidence series."""
+
+
+class RuleStatus(enum.StrEnum):
+    InProgress = "InProgress"
+    NoIssuesFound = "NoIssuesFound"
+    IssuesFound = "IssuesFound"
+    Error = "Error"
+
+
+@dataclass
+class Series:
+    """One metric over time: ``t_ns`` (sorted, epoch ns) and ``values`` (float, NaN = not read)."""
+
+    t_ns: np.ndarray
+    values: np.ndarray
+    source: str = "sdk"
+    """``sdk`` (system samples) or ``trace`` (derived from a profiler trace)."""
+
+    def finite(self) -> Series:
+        ok = np.isfinite(self.values)
+        return Series(self.t_ns[ok], self.values[ok], self.source)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass
+class RuleData:
+    """Everything a rule may read about one job, as arrays (built by ``rules.inputs``).
+
+    ``system`` holds the SDK's system columns by name (``cpu_percent``, ``cpu3_percent``,
+    ``gpu0.util_percent``, ``gpu0.mem_percent``, ``cpu_iowait_percent`` …); ``gpu_util`` and
+    ``gpu_mem`` are per-GPU views of it (or, for util, the trace's kernel-busy buckets when no
+    NVML sample exists). Steps: start and duration (ns) with their numbers. ``dataloader_ns``:
+    durations of data-loading ranges (the trace's ``enumerate(DataLoader)…`` events and SDK
+    annotations named for data loading). ``finished``: no more data will come.
+    """
+
+    system: dict[str, Series] = field(default_factory=dict)
+    gpu_util: dict[str, Series] = field(default_factory=dict)
+    gpu_mem: dict[str, Series] = field(default_factory=dict)
+    step_start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    step_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    step_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    step_source: str = "sdk"
+    dataloader_start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dataloader_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dataloader_workers: int | None = None
+    cpu_count: int | None = None
+    job_start_ns: int | None = None
+    job_end_ns: int | None = None
+    finished: bool = True
+    hosts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    """One thing a rule found: when, the figures that triggered it, the evidence, what to do."""
+
+    message: str
+    start_ns: int | None = None
+    end_ns: int | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+    evidence: str | None = None
+    """Name of the series (in the result's ``evidence``) that shows it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "message": self.message,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "figures": self.figures,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass
+class RuleResult:
+    rule: str
+    status: RuleStatus
+    reason: str
+    parameters: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, list[list[float]]] = field(default_factory=dict)
+    """Series ``[[t_ns, value], …]`` (at most ``EVIDENCE_POINTS`` each) the findings point to."""
+    recommendation: str = ""
+    children: list[RuleResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "status": self.status.value,
+            "reason": self.reason,
+            "parameters": self.parameters,
+            "findings": [f.to_dict() for f in self.findings[:MAX_FINDINGS]],
+            "finding_count": len(self.findings),
+            "figures": self.figures,
+            "evidence": self.evidence,
+            "recommendation": self.recommendation if self.findings else "",
+        }
+        if self.children:
+            out["rules"] = [c.to_dict() for c in self.children]
+        return out
+
+
+@dataclass(frozen=True)
+class Param:
+    """One rule parameter: SageMaker's name and default, and its bounds."""
+
+    name: str
+    default: float
+    low: float = 0
+    high: float = 1e12
+    integer: bool = False
+    description: str = ""
+
+
+class RuleParamError(ValueError):
+    """A parameter a rule does not have, or a value out of its bounds."""
+
+
+def resolve(rule: str, specs: Sequence[Param], given: dict[str, Any] | None) -> dict[str, Any]:
+    """The effective parameters: ``given`` over the defaults, checked (``RuleParamError``)."""
+    given = dict(given or {})
+    known = {p.name: p for p in specs}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        names = ", ".join(known) or "none"
+        raise RuleParamError(f"{rule} has no parameter {unknown[0]!r} (it has: {names})")
+    out: dict[str, Any] = {}
+    for p in specs:
+        value = given.get(p.name, p.default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+            raise RuleParamError(f"{rule}.{p.name} must be a number, not {value!r}")
+        if p.integer and int(value) != value:
+            raise RuleParamError(f"{rule}.{p.name} must be a whole number, not {value!r}")
+        if not p.low <= value <= p.high:
+            raise RuleParamError(f"{rule}.{p.name} must be between {p.low:g} and {p.high:g}, not {value!r}")
+        out[p.name] = int(value) if p.integer else float(value)
+    return out
+
+
+def evidence(series: Series, limit: int = EVIDENCE_POINTS) -> list[list[float]]:
+    """``[[t_ns, value], …]`` of at most ``limit`` evenly spread points (means over equal-count buckets)."""
+    s = series.finite()
+    n = len(s)
+    if n <= limit:
+        return [[int(a), round(float(b), 3)] for a, b in zip(s.t_ns.tolist(), s.values.tolist(), strict=True)]
+    edges = np.linspace(0, n, limit + 1).astype(np.int64)
+    means = np.add.reduceat(s.values, edges[:-1]) / np.diff(edges)
+    mids = s.t_ns[(edges[:-1] + edges[1:] - 1) // 2]
+    return [[int(a), round(float(b), 3)] for a, b in zip(mids.tolist(), means.tolist(), strict=True)]
+
+
+def windows(n: int, patience: int, window: int) -> np.ndarray:
+    """``[[lo, hi), …]`` index bounds of the consecutive windows of ``window`` datapoints after
+    skipping ``patience``; a last partial window counts when it holds at least half a window."""
+    if window < 1 or n <= patience:
+        return np.zeros((0, 2), dtype=np.int64)
+    lo = np.arange(patience, n, window, dtype=np.int64)
+    hi = np.minimum(lo + window, n)
+    keep = (hi - lo) * 2 >= window
+    return np.stack([lo[keep], hi[keep]], axis=1)
+
+
+def window_quantiles(values: np.ndarray, bounds: np.ndarray, q: float) -> np.ndarray:
+    """The ``q``-th percentile of ``values`` in each window (one call per window, not per point)."""
+    return np.array([np.percentile(values[lo:hi], q) for lo, hi in bounds.tolist()], dtype=np.float64)
+
+
+def runs(mask: np.ndarray) -> np.ndarray:
+    """``[[first, last], …]`` index pairs of the runs of True in ``mask``."""
+    if not mask.any():
+        return np.zeros((0, 2), dtype=np.int64)
+    m = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    d = np.diff(m)
+    return np.stack([np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1], axis=1)
+
+
+def not_enough(rule: str, data: RuleData, params: dict[str, Any], what: str) -> RuleResult:
+    """InProgress while the job runs, else NoIssuesFound saying nothing could be checked."""
+    if not data.finished:
+        return RuleResult(rule, RuleStatus.InProgress, f"waiting for data: {what}", params)
+    return RuleResult(rule, RuleStatus.NoIssuesFound, f"not enough data to evaluate: {what}", params)
+
+
+def error(rule: str, params: dict[str, Any], reason: str) -> RuleResult:
+    return RuleResult(rule, RuleStatus.Error, reason, params)
+
+
+def pct(x: float) -> float:
+    return round(float(x), 2)
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A rule as the registry knows it."""
+
+    name: str
+    params: tuple[Param, ...]
+    evaluate: Callable[[RuleData, dict[str, Any]], RuleResult]
+    description: str
+
+
+__all__ = [
+    "EVIDENCE_POINTS",
+    "MAX_FINDINGS",
+    "Finding",
+    "Param",
+    "RuleData",
+    "RuleParamError",
+    "RuleResult",
+    "RuleSpec",
+    "RuleStatus",
+    "Series",
+    "error",
+    "evidence",
+    "not_enough",
+    "pct",
+    "resolve",
+    "runs",
+    "window_quantiles",
+    "windows",
+]

@@ -1,0 +1,135 @@
+"""BatchSize: CPU, GPU and GPU memory all low at once, so a larger batch would use the machine better.
+
+Per GPU, after ``patience`` datapoints, every ``window`` datapoints: triggered when the p95 of CPU
+utilisation is below ``cpu_threshold_p95``, of that GPU's utilisation below ``gpu_threshold_p95``
+and of its memory utilisation below ``gpu_memory_threshold_p95`` (SageMaker's defaults).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from profilerhub_analysis.rules.base import (
+    Finding,
+    Param,
+    RuleData,
+    RuleResult,
+    RuleSpec,
+    RuleStatus,
+    error,
+    evidence,
+    not_enough,
+    pct,
+    window_quantiles,
+    windows,
+)
+
+NAME = "BatchSize"
+PARAMS = (
+    Param(
+        "cpu_threshold_p95",
+        70,
+        0,
+        100,
+        description="p95 CPU utilisation (%) below which the CPU is underused",
+    ),
+    Param(
+        "gpu_threshold_p95",
+        70,
+        0,
+        100,
+        description="p95 GPU utilisation (%) below which the GPU is underused",
+    ),
+    Param(
+        "gpu_memory_threshold_p95",
+        70,
+        0,
+        100,
+        description="p95 GPU memory (%) below which memory is underused",
+    ),
+    Param("patience", 1000, 0, 1e9, integer=True, description="datapoints skipped at the start"),
+    Param("window", 500, 1, 1e9, integer=True, description="datapoints per quantile"),
+)
+RECOMMENDATION = "Increase the batch size (scaling the learning rate with it), or run on a smaller instance."
+
+
+def _on(t_ns: np.ndarray, series: Any) -> np.ndarray:
+    """``series`` resampled at ``t_ns`` (nearest earlier sample)."""
+    s = series.finite()
+    if not len(s):
+        return np.full(len(t_ns), np.nan)
+    i = np.clip(np.searchsorted(s.t_ns, t_ns, side="right") - 1, 0, len(s) - 1)
+    return s.values[i]
+
+
+def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
+    if not data.gpu_util:
+        return error(NAME, params, "no GPU samples: the job ran on CPU")
+    cpu = data.system.get("cpu_percent")
+    if cpu is None or not len(cpu.finite()):
+        return error(NAME, params, "no CPU samples: the SDK's system sampler recorded no cpu_percent")
+    if not data.gpu_mem:
+        return error(NAME, params, "no GPU memory samples (NVML reported no memory use)")
+    patience, window = params["patience"], params["window"]
+    findings: list[Finding] = []
+    figures: dict[str, Any] = {}
+    ev: dict[str, list[list[float]]] = {}
+    checked = 0
+    for gpu, util in data.gpu_util.items():
+        mem = data.gpu_mem.get(gpu)
+        if mem is None:
+            continue
+        u = util.finite()
+        bounds = windows(len(u), patience, window)
+        if not len(bounds):
+            continue
+        checked += 1
+        c, m = _on(u.t_ns, cpu), _on(u.t_ns, mem)
+        q_u, q_c, q_m = (window_quantiles(v, bounds, 95) for v in (u.values, c, m))
+        hit = (
+            (q_c < params["cpu_threshold_p95"])
+            & (q_u < params["gpu_threshold_p95"])
+            & (q_m < params["gpu_memory_threshold_p95"])
+        )
+        figures[gpu] = {
+            "windows": len(bounds),
+            "cpu_p95": pct(np.nanmax(q_c)),
+            "gpu_p95": pct(np.nanmax(q_u)),
+            "gpu_memory_p95": pct(np.nanmax(q_m)),
+        }
+        for i in np.flatnonzero(hit).tolist():
+            lo, hi = bounds[i]
+            findings.append(
+                Finding(
+                    f"{gpu}: p95 CPU {q_c[i]:.1f} %, GPU {q_u[i]:.1f} %, "
+                    f"GPU memory {q_m[i]:.1f} % all below thresholds",
+                    int(u.t_ns[lo]),
+                    int(u.t_ns[hi - 1]),
+                    {
+                        "gpu": gpu,
+                        "cpu_p95": pct(q_c[i]),
+                        "gpu_p95": pct(q_u[i]),
+                        "gpu_memory_p95": pct(q_m[i]),
+                    },
+                    f"{gpu}.util_percent",
+                )
+            )
+        if hit.any():
+            ev[f"{gpu}.util_percent"] = evidence(u)
+            ev[f"{gpu}.mem_percent"] = evidence(mem)
+    if not checked:
+        return not_enough(
+            NAME, data, params, f"fewer GPU datapoints than patience {patience} + window {window} / 2"
+        )
+    status = RuleStatus.IssuesFound if findings else RuleStatus.NoIssuesFound
+    reason = (
+        f"{len(findings)} window(s) with CPU, GPU and GPU memory all underused"
+        if findings
+        else f"checked {checked} GPU(s)"
+    )
+    return RuleResult(NAME, status, reason, params, findings, figures, ev, RECOMMENDATION)
+
+
+SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)

@@ -1,0 +1,58 @@
+"""A job's rules from its decoded records (at ingest) or its stored series (later, live)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from profilerhub_analysis.rules import inputs
+from profilerhub_analysis.rules.base import RuleParamError
+from profilerhub_analysis.rules.registry import DEFAULT_RULES, evaluate_rules, overall_status
+from profilerhub_analysis.series import JobSeries, metric_columns
+
+
+def job_series(samples: Sequence[Any], annotations: Sequence[Any], metrics: Sequence[Any]) -> JobSeries:
+    """The full-resolution series of a job's decoded SDK records (``series.pack`` stores them)."""
+    t_ns, cols = inputs.system_columns(samples)
+    steps, dataloader = inputs.annotation_ranges(annotations)
+    return JobSeries(t_ns, cols, metric_columns(metrics), steps, dataloader)
+
+
+def evaluate_job(
+    configs: Sequence[Any] | None,
+    series: JobSeries,
+    traces: Sequence[dict[str, Any]],
+    job: dict[str, Any],
+    *,
+    finished: bool,
+) -> dict[str, Any]:
+    """``{"final", "status", "rules": [...]}`` for a job: ``configs`` (None or empty = ProfilerReport)."""
+    data = inputs.from_columns(
+        series.sys_t_ns,
+        series.sys,
+        steps=series.steps,
+        dataloader=series.dataloader,
+        traces=traces,
+        job=job,
+        finished=finished,
+    )
+    try:
+        results = evaluate_rules(list(configs or DEFAULT_RULES), data)
+    except RuleParamError as exc:  # a domain default saved before a rule changed its parameters
+        results = [
+            {
+                "rule": "configuration",
+                "status": "Error",
+                "reason": str(exc),
+                "parameters": {},
+                "findings": [],
+                "finding_count": 0,
+                "figures": {},
+                "evidence": {},
+                "recommendation": "",
+            }
+        ]
+    return {"final": finished, "status": overall_status(results), "rules": results}
+
+
+__all__ = ["evaluate_job", "job_series"]

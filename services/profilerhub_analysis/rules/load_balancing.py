@@ -1,0 +1,88 @@
+"""LoadBalancing: GPUs of one job working unevenly.
+
+After ``patience`` datapoints, each GPU's utilisation is binned into a histogram (10 % bins); two
+GPUs differ by the total-variation distance of their histograms (0 = same distribution, 1 =
+disjoint). Triggered when some pair differs by more than ``threshold``.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from profilerhub_analysis.rules.base import (
+    Finding,
+    Param,
+    RuleData,
+    RuleResult,
+    RuleSpec,
+    RuleStatus,
+    error,
+    evidence,
+    not_enough,
+    pct,
+)
+
+NAME = "LoadBalancing"
+PARAMS = (
+    Param("threshold", 0.5, 0, 1, description="histogram distance between two GPUs that triggers"),
+    Param("patience", 1000, 0, 1e9, integer=True, description="datapoints skipped at the start"),
+)
+RECOMMENDATION = (
+    "Balance the work: check the sampler shards data evenly, that one rank does not do extra work "
+    "(logging, evaluation, checkpointing), and for model parallelism that stages are even."
+)
+BINS = np.linspace(0, 100, 11)
+
+
+def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
+    if not data.gpu_util:
+        return error(NAME, params, "no GPU samples: the job ran on CPU")
+    if len(data.gpu_util) < 2:
+        return RuleResult(NAME, RuleStatus.NoIssuesFound, "one GPU: nothing to balance", params)
+    patience = params["patience"]
+    hists: dict[str, np.ndarray] = {}
+    for gpu, s in data.gpu_util.items():
+        v = s.finite().values[patience:]
+        if len(v):
+            h, _ = np.histogram(np.clip(v, 0, 100), BINS)
+            hists[gpu] = h / h.sum()
+    if len(hists) < 2:
+        return not_enough(
+            NAME, data, params, f"fewer than two GPUs with more than patience {patience} datapoints"
+        )
+    findings = []
+    distances: dict[str, float] = {}
+    for a, b in combinations(sorted(hists), 2):
+        dist = 0.5 * float(np.abs(hists[a] - hists[b]).sum())
+        distances[f"{a}~{b}"] = round(dist, 3)
+        if dist > params["threshold"]:
+            ma = float(np.nanmedian(data.gpu_util[a].values[patience:]))
+            mb = float(np.nanmedian(data.gpu_util[b].values[patience:]))
+            findings.append(
+                Finding(
+                    f"{a} and {b} differ by {dist:.2f} (> {params['threshold']:g}); "
+                    f"median utilisation {ma:.0f} % vs {mb:.0f} %",
+                    figures={
+                        "gpus": [a, b],
+                        "distance": round(dist, 3),
+                        "median_a": pct(ma),
+                        "median_b": pct(mb),
+                    },
+                    evidence=f"{a}.util_percent",
+                )
+            )
+    figures = {"distances": distances, "gpus": len(hists)}
+    ev = {f"{g}.util_percent": evidence(data.gpu_util[g]) for g in sorted(hists)} if findings else {}
+    status = RuleStatus.IssuesFound if findings else RuleStatus.NoIssuesFound
+    reason = (
+        f"{len(findings)} unbalanced pair(s) of GPUs"
+        if findings
+        else f"{len(hists)} GPUs within {params['threshold']:g}"
+    )
+    return RuleResult(NAME, status, reason, params, findings, figures, ev, RECOMMENDATION)
+
+
+SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)

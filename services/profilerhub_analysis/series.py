@@ -1,0 +1,84 @@
+"""A job's series at full resolution, written once at ingest (``processed/series.npz``).
+
+What rules and the metrics API read instead of the summary's downsampled series. One ``.npz``
+(uncompressed numpy arrays, loaded without pickle):
+
+    sys.t_ns                 system sample times (epoch ns, sorted)
+    sys.<column>             one float column per system metric (``cpu_percent``, ``gpu0.util_percent`` …)
+    met.<i>.t_ns / .value / .step   training metric number ``i`` (NaN = non-finite value, step -1 = none)
+    met.names                the metric names, in ``i`` order (a unicode array)
+    steps.start_ns / .dur_ns / .number, dl.start_ns / .dur_ns     step and data-loading ranges
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+SERIES = "series.npz"
+
+
+@dataclass
+class JobSeries:
+    sys_t_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sys: dict[str, np.ndarray] = field(default_factory=dict)
+    metrics: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """name -> (t_ns, value, step)."""
+    steps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    dataloader: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def metric_columns(records: Sequence[Any]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """name -> ``(t_ns, value, step)`` by time, of the SDK's decoded metric records."""
+    if not records:
+        return {}
+    names, inverse = np.unique(np.array(list(map(attrgetter("name"), records))), return_inverse=True)
+    values = np.array([np.nan if r.value is None else r.value for r in records], dtype=np.float64)
+    steps = np.array([-1 if r.step is None else r.step for r in records], dtype=np.int64)
+    ts = np.fromiter(map(attrgetter("ts_ns"), records), np.int64, len(records))
+    order = np.lexsort((ts, inverse))
+    bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    out = {}
+    for i, name in enumerate(names.tolist()):
+        rows = order[bounds[i] : bounds[i + 1]]
+        out[name] = (ts[rows], values[rows], steps[rows])
+    return out
+
+
+def pack(series: JobSeries) -> bytes:
+    arrays: dict[str, np.ndarray] = {"sys.t_ns": series.sys_t_ns}
+    arrays |= {f"sys.{k}": v for k, v in series.sys.items()}
+    names = sorted(series.metrics)
+    arrays["met.names"] = np.array(names, dtype=np.str_)
+    for i, name in enumerate(names):
+        t, v, s = series.metrics[name]
+        arrays |= {f"met.{i}.t_ns": t, f"met.{i}.value": v, f"met.{i}.step": s}
+    if series.steps is not None:
+        arrays |= dict(zip(("steps.start_ns", "steps.dur_ns", "steps.number"), series.steps, strict=True))
+    if series.dataloader is not None:
+        arrays |= dict(zip(("dl.start_ns", "dl.dur_ns"), series.dataloader, strict=True))
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def unpack(data: bytes) -> JobSeries:
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        files = set(z.files)
+        out = JobSeries(sys_t_ns=z["sys.t_ns"])
+        out.sys = {k[4:]: z[k] for k in files if k.startswith("sys.") and k != "sys.t_ns"}
+        for i, name in enumerate(z["met.names"].tolist()):
+            out.metrics[str(name)] = (z[f"met.{i}.t_ns"], z[f"met.{i}.value"], z[f"met.{i}.step"])
+        if "steps.start_ns" in files:
+            out.steps = (z["steps.start_ns"], z["steps.dur_ns"], z["steps.number"])
+        if "dl.start_ns" in files:
+            out.dataloader = (z["dl.start_ns"], z["dl.dur_ns"])
+    return out
+
+
+__all__ = ["SERIES", "JobSeries", "metric_columns", "pack", "unpack"]

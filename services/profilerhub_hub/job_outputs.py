@@ -1,0 +1,70 @@
+"""What the hub reads of a Ready job's processed files: the HTML report and the metrics.
+
+``processed/summary.json``, ``processed/rules.json`` and ``processed/series.npz`` (written at
+ingest) are read from the job store; the work is the analysis engine's (``html_report``,
+``metrics_api``). A job that is not Ready yet has no processed files: ``Conflict``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from profilerhub_analysis.html_report import render_report
+from profilerhub_analysis.metrics_api import MetricQueryError, datapoints, final_values, metric_names
+from profilerhub_analysis.series import SERIES, JobSeries, unpack
+from profilerhub_core.db.models import Job, JobStatus
+from profilerhub_core.errors import Conflict, InvalidInput, NotFound
+from profilerhub_core.jobstorage import SUMMARY, JobPlace
+from profilerhub_core.storage import ObjectStore
+
+RULES = "rules.json"
+
+
+def _ready(job: Job) -> None:
+    if job.status is not JobStatus.Ready:
+        raise Conflict(f"Job '{job.id}' is {job.status.value}; its report and metrics exist once it is Ready")
+
+
+def _series(store: ObjectStore, place: JobPlace) -> JobSeries:
+    try:
+        return unpack(store.get(place.processed_key(SERIES)))
+    except NotFound:  # ingested before series were written: nothing at full resolution
+        return JobSeries()
+
+
+def report(store: ObjectStore, place: JobPlace, job: Job) -> str:
+    """The job's profiling report (HTML)."""
+    _ready(job)
+    summary = orjson.loads(store.get(place.processed_key(SUMMARY)))
+    return render_report(summary, job.rule_results, _series(store, place))
+
+
+def metrics(
+    store: ObjectStore,
+    place: JobPlace,
+    job: Job,
+    name: str | None,
+    stat: str,
+    period: float,
+    start: int | None,
+    end: int | None,
+) -> dict[str, Any]:
+    """Without ``name``: the metric names and final values; with it, its datapoints."""
+    _ready(job)
+    series = _series(store, place)
+    if name is None:
+        return {
+            "job_id": job.id,
+            "metrics": metric_names(series),
+            "FinalMetricDataList": final_values(series),
+        }
+    try:
+        points = datapoints(series, name, stat, period, start, end)
+    except MetricQueryError as exc:
+        raise InvalidInput(str(exc)) from exc
+    return {"job_id": job.id, "name": name, "stat": stat, "period": period, "datapoints": points}
+
+
+__all__ = ["metrics", "report"]

@@ -1,0 +1,123 @@
+"""The ``/sagemaker`` endpoint: SageMaker's JSON 1.1 protocol over one ``POST``.
+
+    POST /sagemaker/            X-Amz-Target: SageMaker.<Operation>
+                                Content-Type: application/x-amz-json-1.1
+                                Authorization: AWS4-HMAC-SHA256 Credential=<key id>/…, Signature=…
+
+A request is answered in four steps, each refusing in SageMaker's error shape
+(``{"__type", "message"}``, see ``errors``):
+
+1. the operation: one of SageMaker's model (``UnknownOperationException``), supported here
+   (``operations.OPERATIONS``), its body valid for the model's input shape (``ValidationException``);
+2. the signature: the ``Authorization`` header parsed, ``X-Amz-Date`` within the clock-skew window,
+   the key looked up (``UnrecognizedClientException``) and the signature recomputed with botocore's
+   signer (``InvalidSignatureException``);
+3. the caller: the key's user, built like a REST token's caller (same roles, same scopes);
+4. the operation itself, in one database transaction, in the thread pool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import utcnow
+from profilerhub_core.errors import ProfilerHubError
+from profilerhub_core.records import access_keys
+from profilerhub_core.settings import Settings
+from profilerhub_hub.deps.auth import caller_of
+from profilerhub_hub.deps.session import request_session, request_step
+from profilerhub_hub.permissions import Caller
+from profilerhub_hub.sagemaker import model, sigv4
+from profilerhub_hub.sagemaker.errors import AwsError, aws_error_of
+from profilerhub_hub.sagemaker.operations import OPERATIONS, Call
+
+PREFIX = "/sagemaker"
+CONTENT_TYPE = "application/x-amz-json-1.1"
+_TARGET_PREFIX = "SageMaker."
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+
+
+def _answer(body: dict[str, Any], status: int = 200) -> Response:
+    return Response(json.dumps(body, separators=(",", ":")), status_code=status, media_type=CONTENT_TYPE)
+
+
+def _error(error: AwsError) -> Response:
+    response = _answer(error.body(), error.status)
+    response.headers["x-amzn-ErrorType"] = error.code
+    return response
+
+
+def _operation_name(request: Request) -> str:
+    target = request.headers.get("x-amz-target", "")
+    if not target.startswith(_TARGET_PREFIX):
+        raise AwsError("UnknownOperationException", "X-Amz-Target must be SageMaker.<Operation>")
+    name = target[len(_TARGET_PREFIX) :]
+    model.operation(name)  # one of SageMaker's operations at all
+    if name not in OPERATIONS:
+        raise AwsError("UnknownOperationException", f"SageMaker.{name} is not supported by ProfilerHub")
+    return name
+
+
+def _parse(name: str, body: bytes) -> dict[str, Any]:
+    try:
+        params = json.loads(body or b"{}")
+    except ValueError:
+        raise AwsError("SerializationException", "The request body is not valid JSON") from None
+    return model.validate_input(model.operation(name), params)
+
+
+def _authenticated(
+    request: Request, session: Session, settings: Settings, body: bytes, now: datetime
+) -> Caller:
+    signed = sigv4.parse_authorization(
+        request.headers.get("authorization"), request.headers.get("x-amz-date")
+    )
+    sigv4.check_clock(signed, now, settings.sagemaker_clock_skew_seconds)
+    try:
+        owner, secret = access_keys.authenticate_access_key(
+            session, settings.signing_key(), signed.access_key_id, touch_seconds=settings.token_touch_seconds
+        )
+    except ProfilerHubError as refused:
+        raise AwsError("UnrecognizedClientException", refused.message) from None
+    query = request.url.query
+    url = f"{request.url.scheme}://{request.headers.get('host', '')}{request.url.path}" + (
+        f"?{query}" if query else ""
+    )
+    sigv4.check_signature(signed, secret, request.method, url, request.headers.items(), body)
+    return caller_of(owner)
+
+
+def _run(request: Request, name: str, body: bytes) -> dict[str, Any]:
+    settings: Settings = request.app.state.settings
+    session = request_session(request)
+    with request_step(session):
+        caller = _authenticated(request, session, settings, body, utcnow())
+        params = _parse(name, body)
+    with request_step(session):
+        return OPERATIONS[name](Call(request, session, caller, settings, params))
+
+
+@router.post(PREFIX)
+@router.post(PREFIX + "/")
+async def sagemaker_endpoint(request: Request) -> Response:
+    """Every SageMaker operation ProfilerHub supports (see ``docs/sagemaker-api.md``)."""
+    try:
+        name = _operation_name(request)
+        body = await request.body()
+        return _answer(await run_in_threadpool(_run, request, name, body))
+    except AwsError as error:
+        return _error(error)
+    except ProfilerHubError as error:
+        return _error(aws_error_of(error))
+
+
+__all__ = ["CONTENT_TYPE", "PREFIX", "router"]

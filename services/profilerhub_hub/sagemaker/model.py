@@ -1,0 +1,102 @@
+"""SageMaker's own service model (botocore's ``sagemaker`` ``service-2.json``) and the mapping
+between SageMaker's identifiers and ProfilerHub's.
+
+    operation(name)          the botocore ``OperationModel`` (UnknownOperationException if none)
+    validate_input(op, body) botocore's ``ParamValidator`` over the request: required members,
+                             types, lengths, ranges, unknown members (ValidationException)
+    domain_id(domain)        ``d-`` + the domain's uuid in hex: ``d-3f2a…`` (SageMaker's format)
+    domain_uuid(domain_id)   back again (None when it is not one of ours)
+    Arns(settings)           ``arn:aws:sagemaker:{region}:{account}:domain/{id}`` and friends
+    epoch(datetime)          the JSON 1.1 protocol's timestamps: seconds since the epoch
+
+The model is loaded once per process (a few hundred ms: it is SageMaker's whole API).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import botocore.session
+from botocore.model import OperationModel, ServiceModel
+from botocore.validate import ParamValidator
+
+from profilerhub_core.db.models import App, Domain
+from profilerhub_core.settings import Settings
+from profilerhub_hub.sagemaker.errors import AwsError, validation
+
+_DOMAIN_ID = re.compile(r"d-([0-9a-f]{32})")
+
+
+@functools.cache
+def service_model() -> ServiceModel:
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+@functools.cache
+def _validator() -> ParamValidator:
+    return ParamValidator()
+
+
+def operation(name: str) -> OperationModel:
+    if name not in service_model().operation_names:
+        raise AwsError("UnknownOperationException", f"Unknown operation SageMaker.{name}")
+    return service_model().operation_model(name)
+
+
+def validate_input(op: OperationModel, body: Any) -> dict[str, Any]:
+    """``body`` checked against ``op``'s input shape; ValidationException listing every problem."""
+    if not isinstance(body, dict):
+        raise AwsError("SerializationException", "The request body must be a JSON object")
+    if op.input_shape is None:
+        return body
+    report = _validator().validate(body, op.input_shape)
+    if report.has_errors():
+        raise validation(report.generate_report().replace("\n", " "))
+    return body
+
+
+def domain_id(domain: Domain | str) -> str:
+    raw = domain if isinstance(domain, str) else domain.id
+    return "d-" + uuid.UUID(raw).hex
+
+
+def domain_uuid(sagemaker_id: str) -> str | None:
+    match = _DOMAIN_ID.fullmatch(sagemaker_id)
+    return str(uuid.UUID(match[1])) if match else None
+
+
+def epoch(at: datetime | None) -> float | None:
+    return at.timestamp() if at is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Arns:
+    """The ARNs SageMaker would give these resources, in the configured region and account."""
+
+    region: str
+    account: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> Arns:
+        return cls(settings.sagemaker_region, settings.sagemaker_account_id)
+
+    def _arn(self, resource: str) -> str:
+        return f"arn:aws:sagemaker:{self.region}:{self.account}:{resource}"
+
+    def domain(self, domain: Domain | str) -> str:
+        return self._arn(f"domain/{domain_id(domain)}")
+
+    def user(self, domain: Domain | str, user_name: str) -> str:
+        return self._arn(f"user-profile/{domain_id(domain)}/{user_name}")
+
+    def app(self, app: App, user_name: str) -> str:
+        kind = app.app_type.value.lower()
+        return self._arn(f"app/{domain_id(app.domain_id)}/{user_name}/{kind}/{app.app_name}")
+
+
+__all__ = ["Arns", "domain_id", "domain_uuid", "epoch", "operation", "service_model", "validate_input"]

@@ -1,0 +1,439 @@
+"""The SageMaker operations, each the same service functions the REST routes call.
+
+Every operation finds its target through ``deps.targets.resolve`` (the REST API's lookup, so a
+hidden resource answers exactly like a missing one), asks ``authorize_resolved`` for the same
+``Action`` the REST route declares, changes records through ``profilerhub_core.records``, commits
+with ``commit_audited`` and enqueues worker tasks after the commit. Only the names differ: a
+SageMaker ``DomainId`` (``d-<uuid hex>``) instead of the domain's name, SageMaker's field names
+and ARNs in the answer.
+
+``OPERATIONS`` maps each supported ``X-Amz-Target`` operation to its function; the endpoint
+answers any other operation of SageMaker's model with ``UnknownOperationException``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import Request
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from profilerhub_core.db.models import App, AppStatus, AppType, Domain, Role, UserProfile
+from profilerhub_core.errors import AccessDenied, NotFound
+from profilerhub_core.names import is_valid_name
+from profilerhub_core.pagination import paginate
+from profilerhub_core.records import apps, domains, users
+from profilerhub_core.settings import Settings
+from profilerhub_core.storage import layout
+from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
+from profilerhub_hub import job_uploads
+from profilerhub_hub.app_schemas import DEFAULT_PRESIGNED_SECONDS
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolve
+from profilerhub_hub.permissions import Action, Caller, Target, check_domain_visible, visible_domain
+from profilerhub_hub.proxy import app_login_url
+from profilerhub_hub.sagemaker.errors import validation
+from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
+
+# The tag that sets a new user profile's ProfilerHub role (SageMaker has no roles of its own).
+ROLE_TAG = "profilerhub:role"
+_MAX_RESULTS = 100  # SageMaker's own maximum for MaxResults
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One SageMaker request: who asks, for what, and where to do it."""
+
+    request: Request
+    session: Session
+    caller: Caller
+    settings: Settings
+    params: dict[str, Any]
+
+    @property
+    def arns(self) -> Arns:
+        return Arns.of(self.settings)
+
+    def hub(self) -> Resolved:
+        return Resolved(self.caller, Target())
+
+    def domain(self, key: str = "DomainId") -> Resolved:
+        """The domain named by ``params[key]``, looked up and hidden like the REST API's."""
+        sagemaker_id = self.params[key]
+        missing = NotFound(f"Domain '{sagemaker_id}' not found")
+        raw = domain_uuid(sagemaker_id)
+        domain = self.session.get(Domain, raw) if raw is not None else None
+        if domain is None:
+            raise missing
+        check_domain_visible(self.caller, domain.id, missing)
+        return resolve(self.session, self.caller, {"domain": domain.name})
+
+    def user(self) -> Resolved:
+        name = self.params.get("UserProfileName")
+        if self.params.get("SpaceName"):
+            raise validation("Spaces are not supported by ProfilerHub; give UserProfileName")
+        if not name:
+            raise validation("UserProfileName is required (ProfilerHub apps belong to user profiles)")
+        domain = self.domain().domain
+        assert domain is not None
+        return resolve(self.session, self.caller, {"domain": domain.name, "user": name})
+
+    def allowed(self, resolved: Resolved, action: Action) -> Resolved:
+        return authorize_resolved(self.session, resolved, action)
+
+    def page(
+        self, stmt: sa.Select[Any], order: Sequence[InstrumentedAttribute[Any]], scope: str
+    ) -> tuple[list[Any], str | None]:
+        limit = self.params.get("MaxResults") or min(self.settings.default_page_size, _MAX_RESULTS)
+        descending = self.params.get("SortOrder", "Descending") == "Descending"
+        result = paginate(
+            self.session,
+            stmt,
+            order,
+            limit=limit,
+            next_token=self.params.get("NextToken") or None,
+            key=self.settings.signing_key(),
+            scope=f"sagemaker:{scope}:{descending}",
+            descending=descending,
+        )
+        return list(result.items), result.next_token
+
+
+def _named(name: str, what: str) -> str:
+    if not is_valid_name(name):
+        raise validation(f"{what} '{name[:80]}' must match [a-zA-Z0-9](-*[a-zA-Z0-9]){{0,62}}")
+    return name
+
+
+def _page_answer(key: str, items: list[dict[str, Any]], next_token: str | None) -> dict[str, Any]:
+    answer: dict[str, Any] = {key: items}
+    if next_token:
+        answer["NextToken"] = next_token
+    return answer
+
+
+def _clean(answer: dict[str, Any]) -> dict[str, Any]:
+    """Leave out members without a value (the JSON protocol omits them, botocore expects that)."""
+    return {k: v for k, v in answer.items() if v is not None}
+
+
+# --------------------------------------------------------------------------- domains
+
+
+# Members accepted, stored and answered back, with no ProfilerHub meaning (docs/sagemaker-api.md).
+_DOMAIN_ECHO = (
+    "AuthMode", "DefaultUserSettings", "DomainSettings", "SubnetIds", "VpcId", "AppNetworkAccessType",
+    "HomeEfsFileSystemKmsKeyId", "KmsKeyId", "AppSecurityGroupManagement", "TagPropagation",
+    "DefaultSpaceSettings",
+)  # fmt: skip
+_DOMAIN_UPDATE_ECHO = (
+    "DefaultUserSettings", "SubnetIds", "AppNetworkAccessType", "AppSecurityGroupManagement",
+    "TagPropagation", "DefaultSpaceSettings",
+)  # fmt: skip
+
+
+def _echoed(params: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    # Empty lists stay out: the output shapes want at least one subnet when SubnetIds is present.
+    return {k: params[k] for k in names if k in params and params[k] != []}
+
+
+def _domain_details(call: Call, domain: Domain) -> dict[str, Any]:
+    return {
+        "DomainArn": call.arns.domain(domain),
+        "DomainId": domain_id(domain),
+        "DomainName": domain.name,
+        "Status": domain.status.value,
+        "CreationTime": epoch(domain.created_at),
+        "LastModifiedTime": epoch(domain.updated_at),
+        "Url": call.settings.public_url,
+    }
+
+
+def create_domain(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.hub(), Action.CreateDomain)
+    name = _named(call.params["DomainName"], "DomainName")
+    domain = domains.create_domain(call.session, name, None)
+    domain = domains.store_aws_fields(call.session, domain, _echoed(call.params, _DOMAIN_ECHO))
+    commit_audited(call.session, target, Action.CreateDomain, domain.name, domain=domain.name,
+                   detail={"settings": domain.settings, "via": "sagemaker"})  # fmt: skip
+    return {
+        "DomainArn": call.arns.domain(domain),
+        "DomainId": domain_id(domain),
+        "Url": call.settings.public_url,
+    }
+
+
+def describe_domain(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.domain(), Action.DescribeDomain)
+    assert target.domain is not None
+    return (
+        {"AuthMode": "IAM", "DefaultUserSettings": {}}
+        | domains.aws_fields(target.domain)
+        | _domain_details(call, target.domain)
+    )
+
+
+def list_domains(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.hub(), Action.ListDomains)
+    stmt = domains.domains_query(visible_domain(target.caller))
+    rows, token = call.page(stmt, [Domain.created_at, Domain.id], "domains")
+    return _page_answer("Domains", [_domain_details(call, d) for d in rows], token)
+
+
+def update_domain(call: Call) -> dict[str, Any]:
+    """Stored, echoed and audited; none of SageMaker's domain settings has a ProfilerHub meaning."""
+    target = call.allowed(call.domain(), Action.UpdateDomain)
+    assert target.domain is not None
+    stored = _echoed(call.params, _DOMAIN_UPDATE_ECHO)
+    domain = domains.store_aws_fields(call.session, target.domain, stored)
+    commit_audited(call.session, target, Action.UpdateDomain, domain.name,
+                   detail={"changes": {}, "stored": sorted(stored), "via": "sagemaker"})  # fmt: skip
+    return {"DomainArn": call.arns.domain(domain)}
+
+
+def delete_domain(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.domain(), Action.DeleteDomain)
+    assert target.domain is not None
+    name, prefix = target.domain.name, layout.domain_prefix(target.domain.id)
+    domains.delete_domain(call.session, target.domain)
+    commit_audited(call.session, target, Action.DeleteDomain, name, detail={"via": "sagemaker"})
+    job_uploads.delete_owned(call.request.app.state, prefix, f"domain {name}")
+    return {}
+
+
+# --------------------------------------------------------------------------- user profiles
+
+
+def _user_details(call: Call, user: UserProfile) -> dict[str, Any]:
+    return {
+        "DomainId": domain_id(user.domain_id),
+        "UserProfileName": user.name,
+        "Status": "InService",
+        "CreationTime": epoch(user.created_at),
+        "LastModifiedTime": epoch(user.created_at),
+    }
+
+
+def _role(tags: list[dict[str, str]]) -> Role:
+    for tag in tags:
+        if tag.get("Key") == ROLE_TAG:
+            try:
+                return Role(tag.get("Value", ""))
+            except ValueError:
+                raise validation(f"Tag {ROLE_TAG} must be 'admin' or 'user'") from None
+    return Role.user
+
+
+def create_user_profile(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.domain(), Action.CreateUserProfile)
+    assert target.domain is not None
+    name = _named(call.params["UserProfileName"], "UserProfileName")
+    user = users.create_user(call.session, target.domain, name, _role(call.params.get("Tags", [])))
+    commit_audited(call.session, target, Action.CreateUserProfile, f"{target.domain.name}/{user.name}",
+                   detail={"role": user.role.value, "via": "sagemaker"})  # fmt: skip
+    return {"UserProfileArn": call.arns.user(target.domain, user.name)}
+
+
+def describe_user_profile(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.user(), Action.DescribeUserProfile)
+    assert target.user is not None and target.domain is not None
+    return _user_details(call, target.user) | {
+        "UserProfileArn": call.arns.user(target.domain, target.user.name),
+        "UserSettings": {},
+    }
+
+
+def list_user_profiles(call: Call) -> dict[str, Any]:
+    if call.params.get("DomainIdEquals"):
+        target = call.allowed(call.domain("DomainIdEquals"), Action.ListUserProfiles)
+        assert target.domain is not None
+        scope_domain: str | None = target.domain.id
+    else:
+        target = call.allowed(call.hub(), Action.ListUserProfiles)
+        scope_domain = visible_domain(target.caller)
+    stmt = sa.select(UserProfile)
+    if scope_domain is not None:
+        stmt = stmt.where(UserProfile.domain_id == scope_domain)
+    contains = call.params.get("UserProfileNameContains")
+    if contains:
+        stmt = stmt.where(UserProfile.name.contains(contains, autoescape=True))
+    by_name = call.params.get("SortBy") == "UserProfileName"
+    order = [UserProfile.name, UserProfile.id] if by_name else [UserProfile.created_at, UserProfile.id]
+    rows, token = call.page(stmt, order, f"users:{scope_domain}:{contains}:{by_name}")
+    return _page_answer("UserProfiles", [_user_details(call, u) for u in rows], token)
+
+
+def update_user_profile(call: Call) -> dict[str, Any]:
+    """Accepted (UserSettings have no ProfilerHub meaning): who may see the profile may call it."""
+    target = call.allowed(call.user(), Action.DescribeUserProfile)
+    assert target.user is not None and target.domain is not None
+    return {"UserProfileArn": call.arns.user(target.domain, target.user.name)}
+
+
+def delete_user_profile(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.user(), Action.DeleteUserProfile)
+    assert target.user is not None and target.domain is not None
+    name, prefix = target.name, layout.user_prefix(target.domain.id, target.user.id)
+    users.delete_user(call.session, target.user)
+    commit_audited(call.session, target, Action.DeleteUserProfile, name, detail={"via": "sagemaker"})
+    job_uploads.delete_owned(call.request.app.state, prefix, f"user {name}")
+    return {}
+
+
+# --------------------------------------------------------------------------- apps
+
+
+def _app_type(call: Call) -> AppType:
+    try:
+        return AppType(call.params["AppType"])
+    except ValueError:
+        supported = ", ".join(t.value for t in AppType)
+        raise validation(
+            f"AppType '{call.params['AppType']}' is not supported by ProfilerHub ({supported})"
+        ) from None
+
+
+def _the_app(call: Call, target: Resolved) -> App:
+    assert target.user is not None
+    return apps.require_app(call.session, target.user, _app_type(call), call.params["AppName"])
+
+
+def _app_details(call: Call, app: App, user_name: str) -> dict[str, Any]:
+    return {
+        "DomainId": domain_id(app.domain_id),
+        "UserProfileName": user_name,
+        "AppType": app.app_type.value,
+        "AppName": app.app_name,
+        "Status": app.status.value,
+        "CreationTime": epoch(app.created_at),
+    }
+
+
+def _commit_and_enqueue(call: Call, target: Resolved, action: Action, app: App, task_name: str) -> None:
+    """Commit the change with its audit event, THEN send the task (with the id only): as REST does."""
+    name = f"{target.name}/{app.app_type.value}/{app.app_name}"
+    commit_audited(call.session, target, action, name, detail={"app_id": app.id, "via": "sagemaker"})
+    call.request.app.state.app_tasks.send(task_name, app.id)
+
+
+def create_app(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.user(), Action.CreateApp)
+    assert target.domain is not None and target.user is not None
+    name = _named(call.params["AppName"], "AppName")
+    app = apps.create_user_app(
+        call.session, target.domain, target.user, _app_type(call), name, actor=target.caller.actor
+    )
+    _commit_and_enqueue(call, target, Action.CreateApp, app, SPAWN_APP)
+    return {"AppArn": call.arns.app(app, target.user.name)}
+
+
+def describe_app(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.user(), Action.DescribeApp)
+    assert target.user is not None
+    app = _the_app(call, target)
+    return _clean(
+        _app_details(call, app, target.user.name)
+        | {
+            "AppArn": call.arns.app(app, target.user.name),
+            "FailureReason": app.failure_reason,
+            "LastHealthCheckTimestamp": epoch(app.status_changed_at),
+            "LastUserActivityTimestamp": epoch(app.last_activity_at),
+        }
+    )
+
+
+def list_apps(call: Call) -> dict[str, Any]:
+    """A user profile's apps (``UserProfileNameEquals``), else every app the caller administers in
+    the domain (or everywhere); a caller who administers none gets their own apps."""
+    if call.params.get("SpaceNameEquals"):
+        raise validation("Spaces are not supported by ProfilerHub")
+    user_name = call.params.get("UserProfileNameEquals")
+    by_domain = call.params.get("DomainIdEquals")
+    if user_name and not by_domain:
+        raise validation("UserProfileNameEquals needs DomainIdEquals")
+    stmt: sa.Select[Any]
+    if user_name:
+        call = Call(call.request, call.session, call.caller, call.settings,
+                    call.params | {"DomainId": by_domain, "UserProfileName": user_name})  # fmt: skip
+        target = call.allowed(call.user(), Action.ListApps)
+        assert target.user is not None
+        stmt, scope = apps.apps_query(user_id=target.user.id), f"apps:{target.user.id}"
+    else:
+        domain_target = call.domain("DomainIdEquals") if by_domain else call.hub()
+        try:
+            target = call.allowed(domain_target, Action.ListAllApps)
+            domain = target.domain.id if target.domain is not None else visible_domain(target.caller)
+            stmt, scope = apps.apps_query(domain_id=domain), f"all-apps:{domain}"
+        except AccessDenied:  # not an administrator here: their own apps, as ListApps allows
+            mine = {"domain": call.caller.domain_name, "user": call.caller.user_name}
+            own = resolve(call.session, call.caller, mine)
+            target = call.allowed(own, Action.ListApps)
+            assert target.user is not None
+            stmt, scope = apps.apps_query(user_id=target.user.id), f"apps:{target.user.id}"
+    rows, token = call.page(stmt, [App.created_at, App.id], scope)
+    names = _user_names(call.session, rows)
+    return _page_answer("Apps", [_app_details(call, a, names[a.user_id]) for a in rows], token)
+
+
+def _user_names(session: Session, rows: list[App]) -> dict[str, str]:
+    """``user_id -> user name`` for a page of apps, in one query."""
+    ids = {a.user_id for a in rows}
+    if not ids:
+        return {}
+    stmt = sa.select(UserProfile.id, UserProfile.name).where(UserProfile.id.in_(ids))
+    return {user_id: name for user_id, name in session.execute(stmt)}
+
+
+def delete_app(call: Call) -> dict[str, Any]:
+    target = call.allowed(call.user(), Action.DeleteApp)
+    app = apps.request_delete(call.session, _the_app(call, target), actor=target.caller.actor)
+    _commit_and_enqueue(call, target, Action.DeleteApp, app, DELETE_APP)
+    return {}
+
+
+def create_presigned_domain_url(call: Call) -> dict[str, Any]:
+    """A one-time sign-in URL into the user's profiler app (for that user alone, like REST's
+    presigned app URL): their ``DetailedProfiler`` app named ``default`` when it is InService,
+    else their newest InService app."""
+    target = call.allowed(call.user(), Action.OpenApp)
+    assert target.user is not None
+    stmt = (
+        sa.select(App)
+        .where(App.user_id == target.user.id, App.status == AppStatus.InService)
+        .order_by(
+            sa.and_(App.app_type == AppType.DetailedProfiler, App.app_name == "default").desc(),
+            App.created_at.desc(),
+        )
+        .limit(1)
+    )
+    app = call.session.scalar(stmt)
+    if app is None:
+        raise NotFound(
+            f"User profile '{target.user.name}' has no InService app to sign in to; create_app first"
+        )
+    ttl = call.params.get("ExpiresInSeconds") or DEFAULT_PRESIGNED_SECONDS
+    return {"AuthorizedUrl": app_login_url(call.settings, app.id, app.user_id, ttl)}
+
+
+OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {
+    "CreateDomain": create_domain,
+    "DescribeDomain": describe_domain,
+    "ListDomains": list_domains,
+    "UpdateDomain": update_domain,
+    "DeleteDomain": delete_domain,
+    "CreateUserProfile": create_user_profile,
+    "DescribeUserProfile": describe_user_profile,
+    "ListUserProfiles": list_user_profiles,
+    "UpdateUserProfile": update_user_profile,
+    "DeleteUserProfile": delete_user_profile,
+    "CreateApp": create_app,
+    "DescribeApp": describe_app,
+    "ListApps": list_apps,
+    "DeleteApp": delete_app,
+    "CreatePresignedDomainUrl": create_presigned_domain_url,
+}
+
+__all__ = ["OPERATIONS", "ROLE_TAG", "Call"]

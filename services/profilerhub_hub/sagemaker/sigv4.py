@@ -1,0 +1,120 @@
+"""Checking a SigV4-signed request: parse ``Authorization``, recompute the signature with
+botocore's own signer over the canonical request, compare in constant time.
+
+    signed = parse_authorization(headers)               # AwsError when malformed or missing
+    check_clock(signed, now, skew_seconds)              # InvalidSignatureException: "Signature expired"
+    check_signature(signed, secret, method, url, headers, body)
+
+Only the headers the client lists in ``SignedHeaders`` take part, exactly as the client's signer
+chose them (botocore leaves out ``User-Agent`` and ``Expect``). The region and service come from
+the credential scope; the service must be ``sagemaker``, any region is accepted.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from profilerhub_hub.sagemaker.errors import AwsError
+
+SERVICE = "sagemaker"
+ALGORITHM = "AWS4-HMAC-SHA256"
+AMZ_DATE = "%Y%m%dT%H%M%SZ"
+_AUTH = re.compile(
+    ALGORITHM
+    + r"\s+Credential=(?P<key>[^/,\s]+)/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/(?P<service>[a-z0-9-]+)"
+    r"/aws4_request\s*,\s*SignedHeaders=(?P<headers>[a-z0-9;_.-]+)\s*,\s*Signature=(?P<signature>[0-9a-f]{64})\s*"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """What the ``Authorization`` header of a signed request says."""
+
+    access_key_id: str
+    amz_date: str
+    region: str
+    signed_headers: tuple[str, ...]
+    signature: str
+
+
+def parse_authorization(authorization: str | None, amz_date: str | None) -> Signed:
+    if not authorization:
+        raise AwsError("MissingAuthenticationTokenException", "Missing Authentication Token", 403)
+    match = _AUTH.fullmatch(authorization.strip())
+    if match is None:
+        raise AwsError(
+            "IncompleteSignatureException",
+            "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' "
+            f"parameters of the {ALGORITHM} algorithm.",
+        )
+    if match["service"] != SERVICE:
+        raise AwsError(
+            "InvalidSignatureException", f"Credential should be scoped to correct service: '{SERVICE}'."
+        )
+    headers = tuple(match["headers"].split(";"))
+    if not amz_date or "x-amz-date" not in headers:
+        raise AwsError("IncompleteSignatureException", "The request must carry a signed X-Amz-Date header.")
+    if "host" not in headers:
+        raise AwsError("IncompleteSignatureException", "The Host header must be signed.")
+    if amz_date[:8] != match["date"]:
+        raise AwsError(
+            "InvalidSignatureException", "Credential should be scoped to a valid date matching X-Amz-Date."
+        )
+    return Signed(match["key"], amz_date, match["region"], headers, match["signature"])
+
+
+def check_clock(signed: Signed, now: datetime, skew_seconds: int) -> None:
+    """Refuse a request signed more than ``skew_seconds`` away from ``now`` (AWS's wording)."""
+    try:
+        at = datetime.strptime(signed.amz_date, AMZ_DATE).replace(tzinfo=UTC)
+    except ValueError:
+        raise AwsError("IncompleteSignatureException", "X-Amz-Date must be like 20240131T235959Z.") from None
+    if abs((now - at).total_seconds()) > skew_seconds:
+        earliest = datetime.fromtimestamp(now.timestamp() - skew_seconds, UTC).strftime(AMZ_DATE)
+        raise AwsError(
+            "InvalidSignatureException",
+            f"Signature expired: {signed.amz_date} is now earlier than {earliest} "
+            f"({now.strftime(AMZ_DATE)} - {skew_seconds // 60} min.)"
+            if at < now
+            else f"Signature not yet current: {signed.amz_date} is still later than "
+            f"{datetime.fromtimestamp(now.timestamp() + skew_seconds, UTC).strftime(AMZ_DATE)}",
+        )
+
+
+def expected_signature(
+    signed: Signed, secret: str, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+) -> str:
+    """The signature botocore computes for this request with ``secret``."""
+    wanted = set(signed.signed_headers)
+    request = AWSRequest(method=method, url=url, data=body)
+    for name, value in headers:
+        if name.lower() in wanted:
+            request.headers[name.lower()] = value  # adds: a repeated header keeps every value
+    request.context["timestamp"] = signed.amz_date
+    signer = SigV4Auth(Credentials(signed.access_key_id, secret), SERVICE, signed.region)
+    canonical = signer.canonical_request(request)
+    return signer.signature(signer.string_to_sign(request, canonical), request)
+
+
+def check_signature(
+    signed: Signed, secret: str, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+) -> None:
+    expected = expected_signature(signed, secret, method, url, headers, body)
+    if not hmac.compare_digest(expected, signed.signature):
+        raise AwsError(
+            "InvalidSignatureException",
+            "The request signature we calculated does not match the signature you provided. "
+            "Check your AWS Secret Access Key and signing method.",
+            403,
+        )
+
+
+__all__ = ["SERVICE", "Signed", "check_clock", "check_signature", "expected_signature", "parse_authorization"]

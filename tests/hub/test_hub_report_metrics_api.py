@@ -1,0 +1,151 @@
+"""The profiling report and the metrics API through the real hub, after a real ingest: every
+section present, the metrics against numpy on the same samples for every statistic and period,
+bad queries refused, another user's job not found."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from profilerhub_core.db.models import Job
+from profilerhub_core.jobstorage import place_of
+from profilerhub_hub import job_uploads
+from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.hub import auth
+from tests.support.jobs import jsonl_gz, sdk_files
+
+JOBS = "/api/v1/domains/d1/users/alice/jobs"
+T0 = 1_000_000_000_000
+RNG = np.random.default_rng(12)
+N = 600
+TS = T0 + np.sort(RNG.integers(0, 60_000_000_000, N))  # a minute of irregular samples
+CPU = RNG.uniform(0, 100, N).round(2)
+
+
+def _files() -> dict[str, bytes]:
+    files = sdk_files(steps=20)
+    files["system/000001.jsonl.gz"] = jsonl_gz(
+        [{"ts_ns": int(t), "cpu_percent": float(c), "gpus": [{"index": 0, "util_percent": 50.0,
+          "mem_used_bytes": 10.0, "mem_total_bytes": 100.0}]} for t, c in zip(TS, CPU, strict=True)]
+    )  # fmt: skip
+    return files
+
+
+@pytest.fixture
+def ready_job(jobs_client: Any, jobs_seed: Any, jobs_hub: Any) -> tuple[str, str]:
+    token = jobs_seed.user_token("d1", "alice")
+    job_id = jobs_client.post(JOBS, json={"name": "metrics"}, headers=auth(token)).json()["job_id"]
+    store = job_uploads.job_store(jobs_hub.state)
+    with jobs_hub.state.sessions() as session:
+        place = place_of(session.get(Job, job_id))
+    for name, data in _files().items():
+        store.put(place.raw_key(name), data)
+    assert jobs_client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
+    ctx = IngestContext(sessions=jobs_hub.state.sessions, store=store, max_file_bytes=4 << 20,
+                        max_trace_bytes=64 << 20, stale_after=timedelta(minutes=5))  # fmt: skip
+    assert ingest_job(job_id, ctx) == "Ready"
+    return job_id, token
+
+
+def test_the_report_is_one_html_page_with_every_section_and_inline_svg(
+    jobs_client: Any, ready_job: Any
+) -> None:
+    from profilerhub_analysis.html_report import SECTIONS
+
+    job_id, token = ready_job
+    response = jobs_client.get(f"{JOBS}/{job_id}/report", headers=auth(token))
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    html = response.text
+    for key, title in SECTIONS:
+        assert f'<section id="{key}"><h2>{title}</h2>' in html
+    assert (
+        "<svg" in html
+        and "<script" not in html
+        and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
+    assert "ProfilerReport" not in html or "LowGPUUtilization" in html
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+def test_metrics_lists_names_and_final_values(jobs_client: Any, ready_job: Any) -> None:
+    job_id, token = ready_job
+    out = jobs_client.get(f"{JOBS}/{job_id}/metrics", headers=auth(token)).json()
+    names = {m["name"]: m for m in out["metrics"]}
+    assert names["cpu_percent"]["samples"] == N and names["train:loss"]["kind"] == "training"
+    final = {f["MetricName"]: f for f in out["FinalMetricDataList"]}
+    assert final["cpu_percent"]["Value"] == CPU[-1] and final["cpu_percent"]["Timestamp_ns"] == TS[-1]
+    assert final["train:loss"]["Value"] == pytest.approx(2.0 / 20)
+
+
+NUMPY = {
+    "Average": np.mean, "Minimum": np.min, "Maximum": np.max, "Sum": np.sum, "SampleCount": len,
+    "p50": lambda v: np.percentile(v, 50), "p90": lambda v: np.percentile(v, 90),
+    "p99": lambda v: np.percentile(v, 99),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("period", [0.1, 1, 7.5, 60, 3600])
+def test_metric_datapoints_match_numpy_for_every_statistic(
+    jobs_client: Any, ready_job: Any, period: float
+) -> None:
+    job_id, token = ready_job
+    start, end = int(TS[0]) + 1_000_000_000, int(TS[-1]) - 1_000_000_000
+    for stat, fn in NUMPY.items():
+        params = {"name": "cpu_percent", "stat": stat, "period": period, "start": start, "end": end}
+        out = jobs_client.get(f"{JOBS}/{job_id}/metrics", params=params, headers=auth(token)).json()
+        p = int(round(period * 1e9))
+        sel = (start <= TS) & (end > TS)
+        buckets = (TS[sel] - start) // p
+        expected = {int(start + b * p): float(fn(CPU[sel][buckets == b])) for b in np.unique(buckets)}
+        got = {d["Timestamp_ns"]: d[stat] for d in out["datapoints"]}
+        assert got.keys() == expected.keys(), stat
+        assert np.allclose(list(got.values()), list(expected.values())), stat
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"name": "nope"}, {"name": "cpu_percent", "stat": "Median"}, {"name": "cpu_percent", "period": 0.05},
+     {"name": "cpu_percent", "period": 3601}, {"name": "cpu_percent", "start": 10, "end": 5},
+     {"name": "cpu_percent", "period": "x"}],
+)  # fmt: skip
+def test_bad_metric_queries_get_a_4xx_with_the_error_shape(
+    jobs_client: Any, ready_job: Any, params: dict[str, Any]
+) -> None:
+    job_id, token = ready_job
+    response = jobs_client.get(f"{JOBS}/{job_id}/metrics", params=params, headers=auth(token))
+    assert 400 <= response.status_code < 500 and set(response.json()["error"]) == {"code", "message"}
+
+
+def test_report_and_metrics_of_a_job_not_ready_are_a_conflict(jobs_client: Any, jobs_seed: Any) -> None:
+    token = jobs_seed.user_token("d1", "alice")
+    job_id = jobs_client.post(JOBS, json={"name": "x"}, headers=auth(token)).json()["job_id"]
+    for part in ("report", "metrics"):
+        response = jobs_client.get(f"{JOBS}/{job_id}/{part}", headers=auth(token))
+        assert response.status_code == 409 and "Ready" in response.json()["error"]["message"]
+
+
+def test_a_user_cannot_read_another_users_report_or_metrics(
+    jobs_client: Any, jobs_seed: Any, ready_job: Any
+) -> None:
+    job_id, _ = ready_job
+    bob = jobs_seed.user_token("d1", "bob")
+    for part in ("report", "metrics", "rules"):
+        assert jobs_client.get(f"{JOBS}/{job_id}/{part}", headers=auth(bob)).status_code == 404
+        assert (
+            jobs_client.get(
+                f"/api/v1/domains/d1/users/bob/jobs/{job_id}/{part}", headers=auth(bob)
+            ).status_code
+            == 404
+        )
+
+
+def test_the_report_of_a_gpu_run_shows_its_rule_findings(jobs_client: Any, ready_job: Any) -> None:
+    job_id, token = ready_job
+    rules = jobs_client.get(f"{JOBS}/{job_id}/rules", headers=auth(token)).json()
+    assert rules["final"] and rules["rules"][0]["rule"] == "ProfilerReport"
+    html = jobs_client.get(f"{JOBS}/{job_id}/report", headers=auth(token)).text
+    for child in rules["rules"][0]["rules"]:
+        assert child["rule"] in html
