@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Refresh the profiler app's vendored front-end libraries from the npm registry.
+# Refresh the vendored front-end libraries (the profiler app's and the hub console's) from npm.
 #
 #   bash infra/vendor-frontend.sh          # fetch the pinned versions below, check, copy
 #
 # Each library is pinned to one version and its tarball's sha512 (the registry's "integrity");
 # the script refuses a tarball that does not match. It copies only the files the pages load, plus
-# the licence, into services/profilerhub_app/static/vendor/<name>/ and writes VERSION there.
+# the licence, into <package>/static/vendor/<name>/ and writes VERSION there.
 # Needs npm at refresh time only: the app serves the committed copies (no Node.js at run time).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-vendor="$root/services/profilerhub_app/static/vendor"
+app_vendor="$root/services/profilerhub_app/static/vendor"
+hub_vendor="$root/services/profilerhub_hub/console/static/vendor"
+vendor="$app_vendor"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -39,8 +41,14 @@ fetch uplot 1.6.32 \
   'sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw==' \
   dist/uPlot.esm.js dist/uPlot.min.css LICENSE
 
+# Swagger UI: the hub's /api/v1/docs page, served offline (Apache-2.0).
+vendor="$hub_vendor"
+fetch swagger-ui-dist 5.35.0 \
+  'sha512-U06rpMtW9V3XPGOBeamTUSr0Z09jMX4IJuANpE/EZbAhw0G8CgwrzU4YmXkn/h0wCDNsXdGarTNNHC3sU8yVUQ==' \
+  swagger-ui-bundle.js swagger-ui.css LICENSE NOTICE
+
 # No vendored file may pass 2 MiB (a repository rule).
-if find "$vendor" -type f -size +2048k | grep -q .; then
+if find "$app_vendor" "$hub_vendor" -type f -size +2048k | grep -q .; then
   echo "vendor-frontend: a vendored file is over 2 MiB" >&2
   exit 1
 fi

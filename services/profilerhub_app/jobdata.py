@@ -145,21 +145,19 @@ class JobData:
         )
 
     def _local_copy(self, job: OwnedJob, prefix: str, version: tuple[str, str, int]) -> Path:
-        safe = "".join(
-            c if c.isalnum() or c in "-_." else "_" for c in f"{version[0]}-{version[1]}-{version[2]}"
-        )
-        target = self.cache_dir / safe
+        folder = self.cache_dir / _safe(version[0])
+        safe = _safe(f"{version[1]}-{version[2]}")
+        target = folder / safe
         if (target / TIMELINE_DONE).exists():
             return target
         with self._fetching:
             if (target / TIMELINE_DONE).exists():
                 return target
-            folder = job.key(prefix.rstrip("/"))
-            infos = list(job.store.list(folder + "/"))
+            infos = list(job.store.list(job.key(prefix.rstrip("/")) + "/"))
             if not any(i.key.endswith("/" + TIMELINE_DONE) for i in infos):
                 raise NotFound(f"Job '{job.job_id}' has no complete timeline")
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            partial = Path(tempfile.mkdtemp(prefix=safe + ".", dir=self.cache_dir))
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = Path(tempfile.mkdtemp(prefix=safe + ".", dir=folder))
             try:
                 for info in infos:
                     name = info.key.rsplit("/", 1)[1]
@@ -168,10 +166,17 @@ class JobData:
                             fh.write(chunk)
                 shutil.rmtree(target, ignore_errors=True)
                 partial.rename(target)
+                for other in folder.glob(f"*-{version[2]}"):  # earlier versions (a re-ingested job)
+                    if other != target and other.is_dir():
+                        shutil.rmtree(other, ignore_errors=True)
             except BaseException:
                 shutil.rmtree(partial, ignore_errors=True)
                 raise
         return target
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
 __all__ = ["BadParameter", "JobData", "id_list", "int_param"]

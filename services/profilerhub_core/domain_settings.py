@@ -14,6 +14,11 @@ class DomainSettings(BaseModel):
 
     idle_minutes: int = Field(120, ge=0, le=7 * 24 * 60, description="Delete apps idle this long; 0 = never.")
     users_manage_own_apps: bool = Field(True, description="Users may create and delete their own apps.")
+    allow_impersonation: bool = Field(
+        False,
+        description="Tokens and sign-in links that an administrator made for a user may open that "
+        "user's apps (every such opening is audited as impersonation). Off: only the user's own.",
+    )
     max_live_apps: int = Field(
         50, ge=0, le=10_000, description="Live (not Deleted) apps allowed in the domain."
     )

@@ -203,6 +203,9 @@ class Settings(BaseSettings):
     app_session_hours: float = Field(
         default=12.0, gt=0, description="Hours an app's browser session cookie (from a presigned URL) lasts."
     )
+    console_session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 30, description="Hours a console sign-in with a pasted token lasts."
+    )
     activity_write_seconds: float = Field(
         default=30.0, ge=0, description="An app's last_activity_at is written at most this often per app."
     )

@@ -29,6 +29,7 @@ TARGET_TYPES: dict[Action, str] = {
     Action.DeleteUserProfile: "UserProfile",
     Action.CreateToken: "ApiToken",
     Action.DeleteToken: "ApiToken",
+    Action.CreatePresignedSignInUrl: "UserProfile",
     Action.CreateApp: "App",
     Action.DeleteApp: "App",
     Action.CreateJob: "Job",

@@ -19,6 +19,8 @@ from profilerhub_core.db.migrate import check_migrated
 from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
 from profilerhub_core.settings import Settings
 from profilerhub_core.version import installed_version
+from profilerhub_hub.browser import SecurityHeaders
+from profilerhub_hub.console import install_console
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
@@ -44,7 +46,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
         version=installed_version(),
         summary="Control-plane API: domains, users, tokens, apps, jobs, audit.",
         openapi_url=f"{API_PREFIX}/openapi.json",
-        docs_url=f"{API_PREFIX}/docs",
+        docs_url=None,  # served by the console with vendored assets (no CDN): profilerhub_hub.console
         redoc_url=None,
     )
     app.state.settings = settings
@@ -64,10 +66,12 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.include_router(health.router, include_in_schema=False)
     app.include_router(sagemaker_router)  # boto3's door: /sagemaker (docs/sagemaker-api.md)
     install_app_proxy(app)
+    install_console(app)
     app.add_middleware(SessionCloser)
     app.add_middleware(
         BodyLimitMiddleware, limit=settings.max_request_body_bytes, overrides=dict(BODY_LIMIT_OVERRIDES)
     )
+    app.add_middleware(SecurityHeaders)
     return app
 
 

@@ -14,7 +14,9 @@ Roles:
 
 One rule overrides the roles: ``Rule.SELF`` actions (opening an app, which shows the user's
 traces) are for the owner alone. An administrator can create and delete a user's app but never
-open it; they get ``AccessDenied``, since they may already see that the app exists.
+open it; they get ``AccessDenied``, since they may already see that the app exists. Nor through a
+token or sign-in link they made for the user (``Caller.impersonated_by``): that passes only where
+the domain's ``allow_impersonation`` is on (off by default), and is audited as impersonation.
 
 Outcomes: allowed; ``AccessDenied`` (403) when the caller may see the target but not do this; and
 ``NotFound`` (404, worded exactly like a missing resource) when the target is in another domain
@@ -46,6 +48,7 @@ class Action(enum.StrEnum):
     CreateToken = "CreateToken"
     ListTokens = "ListTokens"
     DeleteToken = "DeleteToken"
+    CreatePresignedSignInUrl = "CreatePresignedSignInUrl"
     ReadAudit = "ReadAudit"
     CreateApp = "CreateApp"
     ListApps = "ListApps"
@@ -85,6 +88,7 @@ RULES: dict[Action, Rule] = {
     Action.CreateToken: Rule.OWNER,
     Action.ListTokens: Rule.OWNER,
     Action.DeleteToken: Rule.OWNER,
+    Action.CreatePresignedSignInUrl: Rule.OWNER,
     Action.ReadAudit: Rule.DOMAIN_ADMIN,
     Action.CreateApp: Rule.OWNER_IF_SELF_SERVICE,
     Action.ListApps: Rule.OWNER,
@@ -128,6 +132,11 @@ class Caller:
     users_manage_own_apps: bool
     token_id: str
     scopes: tuple[str, ...]
+    # Set when the credential was made for this user by someone else (an administrator's token or
+    # sign-in link): who. Such a caller opens the user's apps only where the domain allows it.
+    impersonated_by: str | None = None
+    allow_impersonation: bool = False
+    session_id: str | None = None  # a browser session's id, when the caller came with a cookie
 
     @property
     def is_domain_admin(self) -> bool:
@@ -214,6 +223,11 @@ def authorize(caller: Caller, action: Action, target: Target) -> None:
 
 def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
     if target.owner_id is not None and target.owner_id == caller.user_id:
+        if caller.impersonated_by and not caller.allow_impersonation:
+            raise AccessDenied(
+                f"{action.value}: this credential was made for you by {caller.impersonated_by}, and your "
+                "domain does not allow impersonation; sign in yourself, or use a token you created"
+            )
         return
     admin_of_target = caller.is_platform_admin or (
         caller.is_domain_admin and target.domain_id == caller.domain_id

@@ -1,10 +1,12 @@
 """The reverse proxy ``/apps/{app_id}/…`` -> the app's endpoint, for the app's owner only.
 
-Who may pass: the owner, with an API token (``Authorization: Bearer``) or with the browser
-session cookie ``profilerhub_session`` that a one-time presigned URL sets (HttpOnly, SameSite=Lax,
-scoped to the app's path).  Everyone else, administrators included, gets 404.  A cookie-carried
-request that changes state must come from the hub's own origin (``Origin``/``Referer``): the CSRF
-check.
+Who may pass: the owner, with an API token (``Authorization: Bearer``) or with the app's
+browser session cookie ``profilerhub_session`` that a one-time presigned URL sets (HttpOnly,
+SameSite=Lax, scoped to the app's path; a server-side session row, so signing out, revoking the
+user's tokens or deleting the user ends it at once).  Everyone else, administrators included,
+gets 404; a token an administrator made for the user opens it only where the domain allows
+impersonation (audited).  A cookie-carried request that changes state must come from the hub's
+own origin (``Origin``/``Referer`` against ``public_url``, never the request's ``Host``).
 
 The hub strips its own credentials and forwards a fresh hub-signed JWT (audience = app id,
 subject = owner) that the app checks on every request.  Bodies stream both ways; any method
@@ -20,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Annotated
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 from fastapi import APIRouter, FastAPI, Query, Request, Response
@@ -31,20 +33,29 @@ from starlette.background import BackgroundTask
 
 from profilerhub_core.apptokens import hub_signing_key, issue_app_token
 from profilerhub_core.db.models import App, AppStatus, utcnow
-from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized, Unavailable
+from profilerhub_core.errors import InvalidInput, NotFound, Unauthorized, Unavailable
 from profilerhub_core.pagination import decode_page_token, encode_page_token
+from profilerhub_core.records import audit, sessions
 from profilerhub_core.records.apps import record_activity
 from profilerhub_core.settings import Settings
+from profilerhub_hub.browser import (
+    APP_COOKIE,
+    CONSOLE_COOKIE,
+    SIGNIN_COOKIE,
+    check_same_origin,
+    cookie_options,
+)
 from profilerhub_hub.deps import caller_from_token
 from profilerhub_hub.permissions import Action, Target, authorize
 
 log = logging.getLogger("profilerhub.proxy")
 
-SESSION_COOKIE = "profilerhub_session"
+SESSION_COOKIE = APP_COOKIE
+_HUB_COOKIES = frozenset({APP_COOKIE, CONSOLE_COOKIE, SIGNIN_COOKIE})  # never forwarded to an app
 LOGIN_PATH = "_hub/login"
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_LOGIN_SCOPE, _SESSION_SCOPE = "app-login", "app-session"
+_LOGIN_SCOPE = "app-login"
 # Not forwarded upstream: connection-level headers, and the hub's own credentials.
 _DROP_REQUEST = frozenset(
     {
@@ -101,13 +112,8 @@ class AppProxy:
         self.sessions = sessions
         self.key = hub_signing_key(settings)
         self._written: dict[str, float] = {}
-        self._nonces: dict[str, float] = {}
+        self._impersonations: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._redis = None
-        if settings.redis_url:
-            import redis
-
-            self._redis = redis.Redis.from_url(settings.redis_url, socket_timeout=2)
 
     # -- who may open -------------------------------------------------------------------------
 
@@ -121,9 +127,17 @@ class AppProxy:
                 if app is None:
                     raise _not_found(app_id)
                 authorize(caller, Action.OpenApp, Target(app.domain_id, app.user_id, _not_found(app_id)))
+                if caller.impersonated_by:
+                    self._audit_impersonation(session, caller.impersonated_by, caller.actor, app)
             elif cookie:
-                _, user_id, *_ = self._session_values(cookie, app_id)
-                if app is None or app.user_id != user_id:
+                try:
+                    owner = sessions.authenticate_session(session, cookie, kind=sessions.APP)
+                except Unauthorized:
+                    raise Unauthorized(
+                        "Your session for this app is not valid or has ended: open the app again from "
+                        "the console (/console/) or with a new presigned URL"
+                    ) from None
+                if app is None or owner.app_id != app_id or app.user_id != owner.user_id:
                     raise _not_found(app_id)
             else:
                 raise Unauthorized("Open the app with an API token, or from the console or a presigned URL")
@@ -132,42 +146,38 @@ class AppProxy:
                 raise Unavailable(f"App is {state}; it answers once it is InService")
             return Opened(app.endpoint, app.user_id, via_cookie=not bearer)
 
-    def _session_values(self, cookie: str, app_id: str) -> list[object]:
-        values = _signed_values(self.settings, _SESSION_SCOPE, cookie, 3)
-        if values[0] != app_id or int(values[2]) < time.time():  # type: ignore[call-overload]
-            raise _not_found(app_id)
-        return values
+    def _audit_impersonation(self, session: Session, by: str, as_user: str, app: App) -> None:
+        """An app opened with a token someone else made: audited (once a minute per token and app)."""
+        key, now = f"{by}>{as_user}>{app.id}", time.monotonic()
+        with self._lock:
+            if now - self._impersonations.get(key, float("-inf")) < 60:
+                return
+            self._impersonations[key] = now
+        audit.record_audit(session, actor=by, action="OpenApp", target_type="App", target=app.id,
+                           detail={"impersonation": True, "as": as_user})  # fmt: skip
+        session.commit()
 
     def login(self, app_id: str, token: str) -> tuple[str, int]:
-        """Redeem a presigned URL's token once; return the session cookie value and its lifetime."""
+        """Redeem a presigned URL's token once; return the app session's cookie value and its lifetime."""
         link_app, user_id, expires, nonce = _signed_values(self.settings, _LOGIN_SCOPE, token, 4)
         if link_app != app_id:
             raise _not_found(app_id)
         if int(expires) < time.time():  # type: ignore[call-overload]
             raise Unauthorized("This presigned URL has expired; ask for a new one")
-        if not self._first_use(str(nonce), int(expires)):  # type: ignore[call-overload]
-            raise Unauthorized("This presigned URL was already used; ask for a new one")
+        lifetime = int(self.settings.app_session_hours * 3600)
         with self.sessions() as session:
             app = session.get(App, app_id)
             if app is None or app.user_id != user_id or app.status == AppStatus.Deleted:
                 raise _not_found(app_id)
-        lifetime = int(self.settings.app_session_hours * 3600)
-        value = encode_page_token(
-            self.settings.signing_key(), _SESSION_SCOPE, [app_id, user_id, int(time.time()) + lifetime]
-        )
+            try:
+                _, value = sessions.start_session(
+                    session, str(user_id), kind=sessions.APP, via="app-link", app_id=app_id,
+                    seconds=lifetime, nonce=f"app:{nonce}",
+                )  # fmt: skip
+            except sessions.LinkAlreadyUsed:
+                raise Unauthorized("This presigned URL was already used; ask for a new one") from None
+            session.commit()
         return value, lifetime
-
-    def _first_use(self, nonce: str, expires: int) -> bool:
-        ttl = max(1, expires - int(time.time()) + 60)
-        if self._redis is not None:
-            return bool(self._redis.set(f"{self.settings.celery_queue}:presign:{nonce}", 1, nx=True, ex=ttl))
-        with self._lock:  # no Redis: one hub process, remember nonces here
-            now = time.time()
-            self._nonces = {n: t for n, t in self._nonces.items() if t > now}
-            if nonce in self._nonces:
-                return False
-            self._nonces[nonce] = now + ttl
-            return True
 
     # -- activity -----------------------------------------------------------------------------
 
@@ -186,15 +196,6 @@ class AppProxy:
                 session.commit()
         except Exception as exc:  # activity is best effort; the request already succeeded
             log.warning("could not record activity of app %s: %s", app_id, exc)
-
-
-def _check_same_origin(request: Request, settings: Settings) -> None:
-    source = request.headers.get("origin") or request.headers.get("referer")
-    allowed = {urlsplit(settings.public_url).netloc, request.headers.get("host", "")}
-    if not source or urlsplit(source).netloc not in allowed:
-        raise AccessDenied(
-            "Cross-site request refused: state-changing requests must come from the hub's pages"
-        )
 
 
 def _bearer(request: Request) -> str | None:
@@ -216,15 +217,8 @@ async def app_login(request: Request, app_id: str, token: Annotated[str, Query(m
     proxy: AppProxy = request.app.state.app_proxy
     value, lifetime = await run_in_threadpool(proxy.login, app_id, token)
     response = RedirectResponse(f"/apps/{quote(app_id)}/", status_code=303)
-    response.set_cookie(
-        SESSION_COOKIE,
-        value,
-        max_age=lifetime,
-        path=f"/apps/{app_id}/",
-        httponly=True,
-        samesite="lax",
-        secure=proxy.settings.public_url.startswith("https://"),
-    )
+    options = cookie_options(proxy.settings)
+    response.set_cookie(SESSION_COOKIE, value, max_age=lifetime, path=f"/apps/{app_id}/", **options)  # type: ignore[arg-type]
     return response
 
 
@@ -235,9 +229,9 @@ async def app_proxy(request: Request, app_id: str, path: str) -> Response:
         proxy.open, app_id, _bearer(request), request.cookies.get(SESSION_COOKIE)
     )
     if opened.via_cookie and request.method not in _SAFE_METHODS:
-        _check_same_origin(request, proxy.settings)
+        check_same_origin(request.headers, proxy.settings)
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]
-    other_cookies = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k != SESSION_COOKIE)
+    other_cookies = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k not in _HUB_COOKIES)
     if other_cookies:
         headers.append(("cookie", other_cookies))
     token = issue_app_token(proxy.key, app_id, opened.owner_id, ttl=proxy.settings.app_token_ttl)

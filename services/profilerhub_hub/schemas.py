@@ -36,6 +36,7 @@ class DomainSettingsUpdate(RequestModel):
 
     idle_minutes: StrictInt | None = Field(None, ge=0, le=7 * 24 * 60)
     users_manage_own_apps: StrictBool | None = None
+    allow_impersonation: StrictBool | None = None
     max_live_apps: StrictInt | None = Field(None, ge=0, le=10_000)
     job_idle_hours: StrictInt | None = Field(None, ge=0, le=90 * 24)
     rules: RuleConfigs | None = None
@@ -133,6 +134,11 @@ class TokenRead(BaseModel):
     expires_at: datetime | None
     revoked_at: datetime | None
     last_used_at: datetime | None
+    created_by: str | None = Field(
+        None,
+        description="Who made it for this user, when not the user: it cannot open apps unless "
+        "the domain allows impersonation.",
+    )
 
     @classmethod
     def of(cls, token: ApiToken, now: datetime) -> TokenRead:
@@ -151,6 +157,7 @@ class TokenRead(BaseModel):
             expires_at=token.expires_at,
             revoked_at=token.revoked_at,
             last_used_at=token.last_used_at,
+            created_by=token.created_by,
         )
 
 
@@ -161,6 +168,8 @@ class MeRead(BaseModel):
     is_platform_admin: bool
     token_id: str
     scopes: list[str]
+    impersonated_by: str | None = Field(None, description="Who made this credential for you, if not you.")
+    session: bool = Field(False, description="True when signed in with a browser session, not a token.")
 
     @classmethod
     def of(cls, caller: Caller) -> MeRead:
@@ -171,6 +180,8 @@ class MeRead(BaseModel):
             is_platform_admin=caller.is_platform_admin,
             token_id=caller.token_id,
             scopes=list(caller.scopes),
+            impersonated_by=caller.impersonated_by,
+            session=caller.session_id is not None,
         )
 
 

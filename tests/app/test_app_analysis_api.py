@@ -216,3 +216,15 @@ def test_a_running_job_shows_what_it_has_streamed_so_far(ctx: IngestContext, app
     summary = app_client.get(f"api/jobs/{done}/summary").json()
     for key in ("steps", "annotations", "metrics", "system"):
         assert live[key] == summary[key], key
+
+
+def test_the_app_maps_a_local_copy_of_the_timeline_once(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path, tmp_path: Path
+) -> None:
+    job_id = _job(ctx, shared_dir, BASE)
+    for _ in range(2):
+        assert app_client.get(f"api/jobs/{job_id}/timeline/lanes").status_code == 200
+    cache = tmp_path / "app-cache-alice"
+    (copy,) = [p for p in (cache / job_id).iterdir()]
+    assert (copy / "done").exists() and (copy / "lanes.json").exists()
+    assert copy.name.endswith("-0")

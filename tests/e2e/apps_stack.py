@@ -113,7 +113,10 @@ class AppStack:
     def user_token(self, domain: str, user: str, role: str = "user", **domain_settings: Any) -> str:
         with httpx.Client(base_url=self.url, headers=self.admin, timeout=30) as client:
             if client.get(f"/api/v1/domains/{domain}").status_code == 404:
-                client.post("/api/v1/domains", json={"name": domain, "settings": domain_settings or None})
+                # The admin makes the user's token, so opening apps with it is impersonation: these
+                # test domains allow it (tests/e2e/test_e2e_console.py pins the default, off).
+                settings = {"allow_impersonation": True, **domain_settings}
+                client.post("/api/v1/domains", json={"name": domain, "settings": settings})
             client.post(f"/api/v1/domains/{domain}/users", json={"name": user, "role": role})
             answer = client.post(f"/api/v1/domains/{domain}/users/{user}/tokens", json={})
             answer.raise_for_status()

@@ -151,7 +151,10 @@ class JobStack:
     def user_token(self, domain: str, user: str) -> str:
         with httpx.Client(base_url=f"{self.url}/api/v1", headers=self.admin(), timeout=30) as http:
             if http.get(f"/domains/{domain}").status_code == 404:
-                http.post("/domains", json={"name": domain}).raise_for_status()
+                # The admin makes the user's token below, so opening the user's app with it is
+                # impersonation: the test domain allows it (off by default).
+                settings = {"allow_impersonation": True}
+                http.post("/domains", json={"name": domain, "settings": settings}).raise_for_status()
             http.post(f"/domains/{domain}/users", json={"name": user}).raise_for_status()
         # A user's own token: the admin creates it through the same route the user would.
         with httpx.Client(base_url=f"{self.url}/api/v1", headers=self.admin(), timeout=30) as http:

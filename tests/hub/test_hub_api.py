@@ -31,8 +31,10 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
     assert created.json()["settings"] == {
         "idle_minutes": 30,
         "users_manage_own_apps": True,
+        "allow_impersonation": False,
         "max_live_apps": 50,
         "job_idle_hours": 24,
+        "rules": [],
     }
     assert created.json()["status"] == "InService"
 
@@ -46,8 +48,10 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
     assert patched.json()["settings"] == {
         "idle_minutes": 30,
         "users_manage_own_apps": False,
+        "allow_impersonation": False,
         "max_live_apps": 50,
         "job_idle_hours": 6,
+        "rules": [],
     }
 
     assert client.delete(f"{API}/domains/research", headers=admin).status_code == 204

@@ -43,6 +43,7 @@ JOB = f"{U}/jobs/{{job}}"
 PATCH_D1 = {"settings": {"idle_minutes": 5}}
 NEW_APP = {"app_type": "DetailedProfiler", "app_name": "second"}
 UPLOAD = {"path": "rank0.json", "size": 10}
+SIGN_IN_LINK = {"landing": "app"}
 # fmt: off
 MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("POST",  "/api/v1/domains",                 {"name": "d9"},    (201, 403, 403, 403, 403, 401, 401, 401)),
@@ -62,6 +63,8 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("GET",   f"{U}/tokens",                     None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("DELETE",f"{U}/tokens/{{spare}}",           None,              (204, 204, 404, 204, 404, 401, 401, 401)),
     ("DELETE",f"{U}/tokens/no-such-token",       None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("DELETE",f"{U}/tokens",                     None,              (204, 204, 404, 204, 404, 401, 401, 401)),
+    ("POST",  f"{U}/presigned-url",              SIGN_IN_LINK,      (200, 200, 404, 200, 404, 401, 401, 401)),
     ("POST",  f"{U}/access-keys",                {"note": "x"},     (201, 201, 404, 201, 404, 401, 401, 401)),
     ("GET",   f"{U}/access-keys",                None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("DELETE",f"{U}/access-keys/PHAKAAAAAAAAAAAA", None,            (404, 404, 404, 404, 404, 401, 401, 401)),

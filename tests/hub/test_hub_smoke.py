@@ -17,6 +17,8 @@ def test_admin_token_from_first_start_identifies_the_platform_admin(client: Any,
         "is_platform_admin": True,
         "token_id": None,
         "scopes": ["*"],
+        "impersonated_by": None,
+        "session": False,
     }
 
 

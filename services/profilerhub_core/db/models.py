@@ -154,6 +154,35 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Who minted it, when not its user (an administrator): such a token impersonates its user and
+    # cannot open apps unless the domain allows impersonation. None: the user's own (or the
+    # operator's, from the hub's command line).
+    created_by: Mapped[str | None] = mapped_column(sa.String(130), default=None)
+
+
+class BrowserSession(Base):
+    """A signed-in browser: the console's session (``kind`` console) or one app's (``kind`` app,
+    ``app_id`` set). Only ``secret_hash`` is stored; revoking (sign-out, user deletion, revoking
+    the user's tokens, or the token it was made from) ends it at once.
+
+    ``nonce`` is the presigned sign-in link it was made from (unique: a link is used once).
+    ``impersonated_by`` names the administrator whose credential started it, if not its user's."""
+
+    __tablename__ = "browser_sessions"
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    app_id: Mapped[str | None] = mapped_column(sa.String(36), default=None)
+    token_id: Mapped[str | None] = mapped_column(sa.String(36), default=None, index=True)
+    scopes: Mapped[list[str]] = mapped_column(default=lambda: ["*"])
+    impersonated_by: Mapped[str | None] = mapped_column(sa.String(130), default=None)
+    nonce: Mapped[str | None] = mapped_column(sa.String(64), default=None, unique=True)
+    via: Mapped[str] = mapped_column(sa.String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class AuditEvent(Base):

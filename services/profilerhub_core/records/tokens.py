@@ -28,8 +28,12 @@ def issue_token(
     note: str = "",
     scopes: Sequence[str] = (ALL_SCOPES,),
     secret: str | None = None,
+    created_by: str | None = None,
 ) -> tuple[ApiToken, str]:
-    """A new token for ``user``: the row and its secret (the only time the secret exists in clear)."""
+    """A new token for ``user``: the row and its secret (the only time the secret exists in clear).
+
+    ``created_by``: the actor who minted it for ``user`` when that is someone else (the token then
+    impersonates ``user``); None for the user's own."""
     secret = secret or new_token()
     expires_at = utcnow() + timedelta(seconds=expires_in_seconds) if expires_in_seconds else None
     token = ApiToken(
@@ -39,6 +43,7 @@ def issue_token(
         scopes=list(scopes),
         note=note,
         expires_at=expires_at,
+        created_by=created_by,
     )
     session.add(token)
     session.flush()
@@ -66,6 +71,16 @@ def revoke_token(session: Session, token: ApiToken) -> ApiToken:
     return token
 
 
+def revoke_all(session: Session, user: UserProfile) -> int:
+    """Revoke every live token of ``user``; how many were live."""
+    result = session.execute(
+        sa.update(ApiToken)
+        .where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    return int(getattr(result, "rowcount", 0))
+
+
 def tokens_query(user: UserProfile) -> sa.Select[ApiToken]:
     return sa.select(ApiToken).where(ApiToken.user_id == user.id)
 
@@ -84,6 +99,7 @@ class TokenOwner:
     domain_name: str
     domain_settings: dict[str, Any]
     expires_at: datetime | None = None
+    created_by: str | None = None
 
 
 _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
@@ -91,7 +107,7 @@ _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
 # columns, because this runs on every request.
 _AUTH_QUERY = (
     sa.select(
-        _t.id, _t.scopes, _t.expires_at, _t.revoked_at, _t.last_used_at,
+        _t.id, _t.scopes, _t.expires_at, _t.revoked_at, _t.last_used_at, _t.created_by,
         _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
     )
     .select_from(ApiToken.__table__.join(UserProfile.__table__).join(Domain.__table__))
@@ -117,7 +133,7 @@ def authenticate(
     row = session.connection().execute(_AUTH_QUERY, {"token_hash": hash_token(secret)}).one_or_none()
     if row is None:
         raise Unauthorized("The token is not valid")
-    token_id, scopes, expires_at, revoked_at, last_used_at, *owner = row
+    token_id, scopes, expires_at, revoked_at, last_used_at, created_by, *owner = row
     if revoked_at is not None:
         raise Unauthorized("The token has been revoked")
     if expires_at is not None and expires_at <= now:
@@ -130,7 +146,7 @@ def authenticate(
     user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
     return TokenOwner(
         token_id, tuple(scopes), user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name,
-        domain_settings or {}, expires_at,
+        domain_settings or {}, expires_at, created_by,
     )  # fmt: skip
 
 
@@ -140,6 +156,7 @@ __all__ = [
     "authenticate",
     "get_token",
     "issue_token",
+    "revoke_all",
     "revoke_token",
     "token_not_found",
     "tokens_query",

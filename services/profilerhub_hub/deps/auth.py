@@ -1,7 +1,12 @@
-"""Authentication: the bearer token -> the request's ``Caller`` (cached per request and per token).
+"""Authentication: the bearer token, or the console's session cookie -> the request's ``Caller``
+(cached per request, and per token).
 
-CallerDep          the authenticated Caller (401 without a valid bearer token)
+CallerDep          the authenticated Caller (401 without a valid bearer token or session)
 caller_from_token  the same, for the app proxy
+
+A cookie-carried request that changes state passes the CSRF checks of ``profilerhub_hub.browser``
+(same origin as ``public_url``, and the session's CSRF token); a bearer token needs neither, since
+a browser never attaches one on its own.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Unauthorized
-from profilerhub_core.records import tokens
+from profilerhub_core.records import sessions, tokens
 from profilerhub_core.settings import Settings
+from profilerhub_hub.browser import CONSOLE_COOKIE, CSRF_HEADER, SAFE_METHODS, check_csrf, check_same_origin
 from profilerhub_hub.deps.session import run_step
 from profilerhub_hub.permissions import Caller
 
@@ -36,6 +42,22 @@ def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -
 
 
 def caller_of(owner: tokens.TokenOwner) -> Caller:
+    """The Caller of a valid token's owner."""
+    return _caller(owner, owner.token_id, owner.created_by, None)
+
+
+def caller_of_session(owner: sessions.SessionOwner) -> Caller:
+    """The Caller of a browser session (its scopes and impersonation are the credential's it began with)."""
+    return _caller(owner, f"session:{owner.session_id}", owner.impersonated_by, owner.session_id)
+
+
+def _caller(
+    owner: tokens.TokenOwner | sessions.SessionOwner,
+    token_id: str,
+    impersonated_by: str | None,
+    session_id: str | None,
+) -> Caller:
+    settings = DomainSettings.of(owner.domain_settings)
     return Caller(
         user_id=owner.user_id,
         user_name=owner.user_name,
@@ -43,10 +65,22 @@ def caller_of(owner: tokens.TokenOwner) -> Caller:
         domain_name=owner.domain_name,
         role=owner.role.value,
         is_platform_admin=owner.is_platform_admin,
-        users_manage_own_apps=DomainSettings.of(owner.domain_settings).users_manage_own_apps,
-        token_id=owner.token_id,
+        users_manage_own_apps=settings.users_manage_own_apps,
+        token_id=token_id,
         scopes=owner.scopes,
+        impersonated_by=impersonated_by,
+        allow_impersonation=settings.allow_impersonation,
+        session_id=session_id,
     )
+
+
+def session_caller(request: Request, session: Session, settings: Settings, cookie: str) -> Caller:
+    """Authenticate the console cookie ``cookie``; a state-changing request must pass the CSRF checks."""
+    owner = sessions.authenticate_session(session, cookie, kind=sessions.CONSOLE)
+    if request.method not in SAFE_METHODS:
+        check_same_origin(request.headers, settings)
+        check_csrf(settings, owner.secret_hash, request.headers.get(CSRF_HEADER))
+    return caller_of_session(owner)
 
 
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
@@ -61,7 +95,11 @@ def authenticate(
     if cached is not None:
         return cached
     if credentials is None or not credentials.credentials:
-        raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`")
+        cookie = request.cookies.get(CONSOLE_COOKIE)
+        if cookie:
+            request.state.caller = session_caller(request, session, settings, cookie)
+            return request.state.caller
+        raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`, or sign in")
     secret, cache = credentials.credentials, request.app.state.token_cache
     caller = cache.get(secret)
     if caller is None:
@@ -82,4 +120,12 @@ async def get_caller(request: Request, credentials: Credentials) -> Caller:
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-__all__ = ["CallerDep", "Credentials", "authenticate", "caller_from_token", "caller_of"]
+__all__ = [
+    "CallerDep",
+    "Credentials",
+    "authenticate",
+    "caller_from_token",
+    "caller_of",
+    "caller_of_session",
+    "session_caller",
+]

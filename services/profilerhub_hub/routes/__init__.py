@@ -7,10 +7,22 @@ every request's route matching).
 
 from fastapi import APIRouter
 
-from profilerhub_hub.routes import access_keys, app_owner, apps, audit, domains, jobs, me, tokens, users
+from profilerhub_hub.routes import (
+    access_keys,
+    app_owner,
+    apps,
+    audit,
+    domains,
+    jobs,
+    me,
+    signin,
+    tokens,
+    users,
+)
 
 api_routers: list[APIRouter] = [
-    module.router for module in (domains, users, tokens, access_keys, me, audit, apps, jobs, app_owner)
+    module.router
+    for module in (domains, users, tokens, access_keys, signin, me, audit, apps, jobs, app_owner)
 ]
 
 __all__ = ["api_routers"]

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
-from profilerhub_core.records import apps
+from profilerhub_core.records import apps, audit
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub.app_schemas import (
     DEFAULT_PRESIGNED_SECONDS,
@@ -121,6 +121,13 @@ def create_presigned_url(
     app = _the_app(session, target, app_type, app_name)
     ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
     url = app_login_url(settings, app.id, app.user_id, ttl)
+    if target.caller.impersonated_by:  # allowed by the domain (authorize checked): on the record
+        audit.record_audit(
+            session, actor=target.caller.impersonated_by, action=Action.OpenApp.value, target_type="App",
+            target=app.id, domain=target.caller.domain_name,
+            detail={"impersonation": True, "as": target.caller.actor},
+        )  # fmt: skip
+        session.commit()
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
 
 

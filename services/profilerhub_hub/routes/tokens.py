@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Response
 
 from profilerhub_core.db.models import ApiToken, utcnow
-from profilerhub_core.records import tokens
+from profilerhub_core.records import sessions, tokens
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
-from profilerhub_hub.permissions import Action, check_grantable
+from profilerhub_hub.permissions import Action, Caller, check_grantable
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page, TokenCreate, TokenCreated, TokenRead
 
@@ -33,6 +33,7 @@ def create_token(
         expires_in_seconds=body.expires_in_seconds,
         note=body.note,
         scopes=scopes,
+        created_by=impersonator(target.caller, target.user.id),
     )
     commit_audited(
         session,
@@ -42,6 +43,7 @@ def create_token(
         detail={
             "token_id": token.id,
             "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+            **({"impersonated_by": token.created_by} if token.created_by else {}),
         },
     )
     return TokenCreated(
@@ -71,5 +73,30 @@ def delete_token(
 ) -> Response:
     assert target.user is not None and target.domain is not None
     token = tokens.revoke_token(session, tokens.get_token(session, target.user, token_id))
-    commit_audited(session, target, Action.DeleteToken, f"{target.name}/{token.id}")
+    ended = sessions.end_token_sessions(session, token.id)  # the browsers signed in with it
+    commit_audited(
+        session, target, Action.DeleteToken, f"{target.name}/{token.id}", detail={"sessions_ended": ended}
+    )
     return Response(status_code=204)
+
+
+@router.delete("", status_code=204, openapi_extra=OF_USER)
+def revoke_everywhere(
+    session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteToken)]
+) -> Response:
+    """Revoke every token of the user and end every browser session (console and apps) at once."""
+    assert target.user is not None
+    revoked = tokens.revoke_all(session, target.user)
+    ended = sessions.end_user_sessions(session, target.user.id)
+    detail = {"tokens_revoked": revoked, "sessions_ended": ended}
+    commit_audited(session, target, Action.DeleteToken, f"{target.name}/*", detail=detail)
+    return Response(status_code=204)
+
+
+def impersonator(caller: Caller, user_id: str) -> str | None:
+    """Who a credential made by ``caller`` for ``user_id`` impersonates the user as (None: nobody).
+
+    Someone else's making, or made from a credential that was itself someone else's making."""
+    if caller.user_id != user_id:
+        return caller.actor
+    return caller.impersonated_by

@@ -1,0 +1,304 @@
+"""The console's browser routes: sign-in and sign-out, presigned links, the page shell, its assets.
+
+    GET  /                       -> /console/
+    GET  /console/               the console (signed in) or -> /console/sign-in
+    GET  /console/sign-in        the sign-in page: paste an API token
+    POST /console/sign-in        start a console session from a token (form; login-CSRF checked)
+    POST /console/sign-out       end this browser's session (form; CSRF checked)
+    GET  /console/presigned      redeem a presigned sign-in link (once), land on the console or app
+    GET  /console/static/...     the console's CSS and ES modules, vendored Swagger UI
+    GET  /api/v1/docs            the API's reference (Swagger UI, offline)
+
+Everything else the console shows it fetches from the same ``/api/v1`` a script uses, with the
+session cookie and ``X-CSRF-Token``: there is no private API behind the pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qs, quote
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import App, AppStatus, AppType, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
+from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized
+from profilerhub_core.records import audit, sessions, tokens
+from profilerhub_core.settings import Settings
+from profilerhub_hub.browser import (
+    APP_COOKIE,
+    CONSOLE_COOKIE,
+    SIGNIN_COOKIE,
+    check_csrf,
+    check_same_origin,
+    cookie_options,
+    csrf_token,
+    signin_token,
+)
+from profilerhub_hub.console.links import REDEEM_PATH, SignInLink, read_link
+from profilerhub_hub.deps.auth import caller_of_session
+
+STATIC = Path(__file__).parent / "static"
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_FORM_BYTES = 16 * 1024
+
+router = APIRouter(include_in_schema=False)
+
+
+def _template(name: str) -> str:
+    return (TEMPLATES / f"{name}.html").read_text()
+
+
+_SHELL, _SIGNIN, _DOCS = _template("shell"), _template("sign-in"), _template("docs")
+
+
+def _page(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise InvalidInput("Form too large")
+    return {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+
+
+def _audit(session: Session, actor: str, action: str, target: str, domain: str | None, outcome: str,
+           detail: dict[str, object] | None = None) -> None:  # fmt: skip
+    audit.record_audit(session, actor=actor, action=action, target_type="BrowserSession", target=target,
+                       domain=domain, outcome=outcome, detail=detail)  # fmt: skip
+
+
+# -- pages --------------------------------------------------------------------------------------
+
+
+@router.get("/")
+async def root() -> RedirectResponse:
+    return RedirectResponse("/console/", status_code=303)
+
+
+@router.get("/console")
+async def console_bare() -> RedirectResponse:
+    return RedirectResponse("/console/", status_code=308)
+
+
+@router.get("/console/")
+async def console(request: Request) -> Response:
+    cookie = request.cookies.get(CONSOLE_COOKIE)
+    settings: Settings = request.app.state.settings
+    if not cookie:
+        return RedirectResponse("/console/sign-in", status_code=303)
+
+    def lookup() -> sessions.SessionOwner | None:
+        with request.app.state.sessions() as session:
+            try:
+                return sessions.authenticate_session(session, cookie, kind=sessions.CONSOLE)
+            except Unauthorized:
+                return None
+
+    owner = await run_in_threadpool(lookup)
+    if owner is None:
+        response = RedirectResponse("/console/sign-in?ended=1", status_code=303)
+        response.delete_cookie(CONSOLE_COOKIE, path="/")
+        return response
+    caller = caller_of_session(owner)
+    values = {
+        "csrf": csrf_token(settings, owner.secret_hash),
+        "user": caller.user_name,
+        "domain": caller.domain_name,
+        "role": caller.role,
+        "platform": "true" if caller.is_platform_admin else "false",
+        "public_url": settings.public_url,
+        "impersonated_by": caller.impersonated_by or "",
+    }
+    return _page(_SHELL.format(**{k: html.escape(v) for k, v in values.items()}))
+
+
+def _signin_page(request: Request, message: str = "", status: int = 200) -> Response:
+    settings: Settings = request.app.state.settings
+    value = request.cookies.get(SIGNIN_COOKIE) or secrets.token_urlsafe(24)
+    if request.query_params.get("ended") and not message:
+        message = "Your session has ended. Sign in again."
+    note = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    text = _SIGNIN.format(signin=html.escape(signin_token(settings, value)), message=note)
+    response = _page(text, status)
+    response.set_cookie(SIGNIN_COOKIE, value, max_age=3600, path="/console/", **cookie_options(settings))  # type: ignore[arg-type]
+    return response
+
+
+@router.get("/api/v1/docs")
+async def api_docs(request: Request) -> HTMLResponse:
+    """Swagger UI, served from the vendored copy (works offline, no CDN)."""
+    return _page(_DOCS.format(spec=html.escape(request.app.openapi_url or "/api/v1/openapi.json")))
+
+
+@router.get("/console/sign-in")
+async def sign_in_page(request: Request) -> Response:
+    return _signin_page(request)
+
+
+@router.post("/console/sign-in")
+async def sign_in(request: Request) -> Response:
+    """A pasted API token starts a console session with that token's scopes (and impersonation)."""
+    settings: Settings = request.app.state.settings
+    check_same_origin(request.headers, settings)
+    form = await _form(request)
+    value = request.cookies.get(SIGNIN_COOKIE, "")
+    if not value or not secrets.compare_digest(form.get("signin", ""), signin_token(settings, value)):
+        return _signin_page(request, "The sign-in form expired; try again.", 403)
+    secret = form.get("token", "").strip()
+    if not secret:
+        return _signin_page(request, "Paste an API token to sign in.", 400)
+
+    def start() -> str | None:
+        with request.app.state.sessions() as session:
+            try:
+                owner = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
+            except Unauthorized as exc:
+                _audit(session, "anonymous", "SignIn", "token", None, audit.DENIED, {"reason": str(exc)})
+                session.commit()
+                return None
+            _, cookie = sessions.start_session(
+                session, owner.user_id, kind=sessions.CONSOLE, via="token",
+                seconds=int(settings.console_session_hours * 3600), scopes=owner.scopes,
+                token_id=owner.token_id, impersonated_by=owner.created_by,
+            )  # fmt: skip
+            actor = f"{owner.domain_name}/{owner.user_name}"
+            _audit(session, actor, "SignIn", actor, owner.domain_name, audit.SUCCESS, {"via": "token"})
+            session.commit()
+            return cookie
+
+    cookie = await run_in_threadpool(start)
+    if cookie is None:
+        return _signin_page(request, "That token is not valid (unknown, revoked or expired).", 401)
+    response = RedirectResponse("/console/", status_code=303)
+    lifetime = int(settings.console_session_hours * 3600)
+    response.set_cookie(CONSOLE_COOKIE, cookie, max_age=lifetime, path="/", **cookie_options(settings))  # type: ignore[arg-type]
+    response.delete_cookie(SIGNIN_COOKIE, path="/console/")
+    return response
+
+
+@router.post("/console/sign-out")
+async def sign_out(request: Request) -> Response:
+    settings: Settings = request.app.state.settings
+    check_same_origin(request.headers, settings)
+    form = await _form(request)
+    cookie = request.cookies.get(CONSOLE_COOKIE, "")
+
+    def end() -> None:
+        with request.app.state.sessions() as session:
+            owner = sessions.authenticate_session(session, cookie, kind=sessions.CONSOLE)
+            check_csrf(settings, owner.secret_hash, form.get("csrf"))
+            sessions.end_session(session, cookie)
+            actor = f"{owner.domain_name}/{owner.user_name}"
+            _audit(session, actor, "SignOut", actor, owner.domain_name, audit.SUCCESS)
+            session.commit()
+
+    if cookie:
+        with contextlib.suppress(Unauthorized):  # already ended: signing out again is a no-op
+            await run_in_threadpool(end)
+    response = RedirectResponse("/console/sign-in", status_code=303)
+    response.delete_cookie(CONSOLE_COOKIE, path="/")
+    return response
+
+
+# -- presigned links ----------------------------------------------------------------------------
+
+
+@router.get(REDEEM_PATH)
+async def redeem(request: Request, token: str = "") -> Response:
+    """Redeem a presigned sign-in link once: a console session (and, landing ``app``, the app's)."""
+    settings: Settings = request.app.state.settings
+    if len(token) > 4000:
+        raise InvalidInput("This sign-in link is not valid")
+
+    def start() -> tuple[str, str | None, str | None, int]:
+        link = read_link(settings, token)
+        with request.app.state.sessions() as session:
+            if session.get(UserProfile, link.user_id) is None:  # deleted since: the link is void
+                raise Unauthorized("This sign-in link is not valid any more; ask for a new one")
+            try:
+                _, cookie = sessions.start_session(
+                    session, link.user_id, kind=sessions.CONSOLE, via="presigned",
+                    seconds=link.session_seconds, scopes=link.scopes, token_id=link.token_id,
+                    impersonated_by=link.impersonated_by, nonce=link.nonce,
+                )  # fmt: skip
+            except sessions.LinkAlreadyUsed:
+                reason: dict[str, object] = {"reason": "link already used"}
+                _audit(session, "anonymous", "SignIn", link.user_id, None, audit.DENIED, reason)
+                session.commit()
+                raise
+            owner = sessions.authenticate_session(session, cookie, kind=sessions.CONSOLE)
+            actor = f"{owner.domain_name}/{owner.user_name}"
+            detail: dict[str, object] = {"via": "presigned", "landing": link.landing}
+            if link.impersonated_by:
+                detail["impersonated_by"] = link.impersonated_by
+            app_id = app_cookie = None
+            if link.landing == "app":
+                app_id, app_cookie = _open_app(session, owner, link, detail)
+            _audit(session, actor, "SignIn", actor, owner.domain_name, audit.SUCCESS, detail)
+            session.commit()
+            return cookie, app_id, app_cookie, link.session_seconds
+
+    try:
+        cookie, app_id, app_cookie, lifetime = await run_in_threadpool(start)
+    except (Unauthorized, AccessDenied, NotFound) as exc:
+        return _signin_page(request, str(exc), 403 if isinstance(exc, AccessDenied) else 401)
+    target = f"/apps/{quote(app_id)}/" if app_id else "/console/"
+    response = RedirectResponse(target, status_code=303)
+    options = cookie_options(settings)
+    response.set_cookie(CONSOLE_COOKIE, cookie, max_age=lifetime, path="/", **options)  # type: ignore[arg-type]
+    if app_id and app_cookie:
+        response.set_cookie(APP_COOKIE, app_cookie, max_age=lifetime, path=f"/apps/{app_id}/", **options)  # type: ignore[arg-type]
+    return response
+
+
+def _open_app(
+    session: Session, owner: sessions.SessionOwner, link: SignInLink, detail: dict[str, object]
+) -> tuple[str, str]:
+    """The user's live profiler app and an app session for it (impersonation only where allowed)."""
+    by = link.impersonated_by
+    if by and not DomainSettings.of(owner.domain_settings).allow_impersonation:
+        raise AccessDenied(
+            f"This link was made by {by}; your domain does not allow opening apps by impersonation. "
+            "Sign in and open your profiler yourself."
+        )
+    app = session.scalar(
+        sa.select(App).where(
+            App.user_id == owner.user_id, App.app_type == AppType.DetailedProfiler, App.app_name == "default",
+            App.status != AppStatus.Deleted,
+        )
+    )  # fmt: skip
+    if app is None:
+        raise NotFound("You have no profiler app yet: start one from the console")
+    _, app_cookie = sessions.start_session(
+        session, owner.user_id, kind=sessions.APP, via="presigned", app_id=app.id,
+        seconds=max(1, int((owner.expires_at - utcnow()).total_seconds())),
+        scopes=owner.scopes, token_id=link.token_id, impersonated_by=by,
+    )  # fmt: skip
+    detail["app_id"] = app.id
+    if by:
+        actor = f"{owner.domain_name}/{owner.user_name}"
+        _audit(session, by, "OpenApp", actor, owner.domain_name, audit.SUCCESS,
+               {"impersonation": True, "app_id": app.id})  # fmt: skip
+    return app.id, app_cookie
+
+
+def install_console(app: object) -> None:
+    """Mount the console's routes and assets (``create_app`` calls this)."""
+    from fastapi import FastAPI
+    from starlette.staticfiles import StaticFiles
+
+    assert isinstance(app, FastAPI)
+    app.include_router(router)
+    app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
+
+
+__all__ = ["install_console", "router"]
