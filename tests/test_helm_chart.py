@@ -272,3 +272,41 @@ def test_the_workers_role_grants_exactly_what_the_spawner_uses(tmp_path: Path) -
             resource, named = parts[at + 2], len(parts) > at + 3
             used.add((resource, verbs.get(method) or ("get" if named else "list")))
     assert used == granted
+
+
+def test_the_settings_the_chart_gives_the_worker_make_app_pods_its_network_policy_selects() -> None:
+    from profilerhub_core.settings import Settings
+    from profilerhub_worker.context import spawner_config
+    from profilerhub_worker.spawners import AppSpec
+    from profilerhub_worker.spawners.manifests import KubeOptions, make_deployment
+
+    rendered = objects(FULL)
+    config = by_kind(rendered, "ConfigMap", "settings")["data"]
+    env = {k.removeprefix("PROFILERHUB_").lower(): v for k, v in config.items()}
+    settings = Settings.model_validate(env | {"secret_key": "x" * 32})
+    opts = KubeOptions.from_options(spawner_config(settings).options)
+    spec = AppSpec("0f7e3f9a-aaaa-4bbb-8ccc-00000000000a", "d1", "alice", "u1", "DetailedProfiler", "default")
+    deployment = make_deployment(spec, opts)
+    kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+
+    policy = by_kind(rendered, "NetworkPolicy", "app")
+    assert deployment["metadata"]["namespace"] == policy["metadata"]["namespace"] == FULL["apps"]["namespace"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    hub_labels = by_kind(rendered, "Deployment", "hub")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"].items() <= hub_labels.items()
+    assert (
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        == "registry.example.com/profilerhub:0.1.0"
+    )
+
+
+def test_a_generated_admin_token_looks_like_every_other_token() -> None:
+    import base64
+
+    from profilerhub_core.security import TOKEN_PREFIX
+
+    secret = by_kind(objects(REQUIRED), "Secret", "secrets")
+    token = base64.b64decode(secret["data"]["PROFILERHUB_ADMIN_TOKEN"]).decode()
+    assert token.startswith(TOKEN_PREFIX) and len(token) == len(TOKEN_PREFIX) + 43
+    assert len(base64.b64decode(secret["data"]["PROFILERHUB_SECRET_KEY"])) == 48

@@ -57,7 +57,7 @@ def test_up_restarts_a_crashed_child_and_refuses_a_second_instance_on_its_home(
     hub_process: Any, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
-    first = hub_process("up", home=home)
+    first = hub_process("up", home=home, timeout=180)  # a loaded machine starts slowly
     second = hub_process("up", home=home, wait=False)
     assert second.process.wait(60) == 1
     said_second = " ".join(second.output().split())  # the console wraps long lines

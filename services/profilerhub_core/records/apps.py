@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
-from profilerhub_core.errors import Conflict, LimitExceeded, NotFound
+from profilerhub_core.errors import Conflict, InvalidInput, LimitExceeded, NotFound
 from profilerhub_core.records.app_states import DELETABLE, transition
 from profilerhub_core.records.audit import record_audit
 from profilerhub_core.records.states import rows_changed
@@ -53,11 +53,21 @@ def live_apps_in_domain(session: Session, domain: Domain) -> int:
     return session.scalar(sa.select(sa.func.count()).where(App.domain_id == domain.id, LIVE)) or 0
 
 
+AVAILABLE_APP_TYPES = frozenset({AppType.DetailedProfiler})
+"""The app types this hub can run. ``TensorBoard`` is a known type (SageMaker's) whose app is not
+written yet (issue 11): it is refused with a 400 rather than started as a profiler app."""
+
+
 def create_user_app(
     session: Session, domain: Domain, user: UserProfile, app_type: AppType, app_name: str, *, actor: str
 ) -> App:
-    """Add a Pending app (flushed).  ``Conflict`` if a live one of that name exists,
-    ``LimitExceeded`` past the domain's ``max_live_apps``."""
+    """Add a Pending app (flushed).  ``InvalidInput`` for an app type this hub cannot run,
+    ``Conflict`` if a live one of that name exists, ``LimitExceeded`` past the domain's ``max_live_apps``."""
+    if app_type not in AVAILABLE_APP_TYPES:
+        available = ", ".join(sorted(t.value for t in AVAILABLE_APP_TYPES))
+        raise InvalidInput(
+            f"App type '{app_type.value}' is not available on this hub (available: {available})"
+        )
     # A no-op write takes the domain row's lock (PostgreSQL) or the write lock (SQLite) first,
     # so the count below cannot be overtaken by a concurrent create.
     session.execute(sa.update(Domain).where(Domain.id == domain.id).values(updated_at=Domain.updated_at))
