@@ -100,7 +100,7 @@ def test_paginators_walk_every_domain_user_and_app_in_pages(
     pages = list(
         sm.get_paginator("list_user_profiles").paginate(
             DomainIdEquals=domain_id,
-            SortBy="UserProfileName",
+            SortBy="CreationTime",
             SortOrder="Ascending",
             PaginationConfig={"PageSize": 2},
         )
@@ -297,3 +297,42 @@ def test_the_aws_cli_lists_domains_and_creates_an_app(
     assert app["AppArn"].endswith("/carol/detailedprofiler/default")
     listed = run("list-apps", "--domain-id-equals", domain["DomainId"])["Apps"]
     assert [a["UserProfileName"] for a in listed] == ["carol"]
+
+
+def _raw(hub: Any, keys: Keys | None, target: str, body: bytes) -> Any:
+    """POST ``body`` to /sagemaker/ as botocore would, signed with ``keys`` (unsigned when None),
+    without the client-side validation boto3 does first: what the hub checks itself."""
+    import httpx
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    url = f"{hub.state.url}/sagemaker/"
+    headers = {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
+    request = AWSRequest("POST", url, data=body, headers=headers)
+    if keys is not None:
+        SigV4Auth(Credentials(keys.access_key_id, keys.secret_access_key), "sagemaker", "eu-west-1").add_auth(
+            request
+        )
+    return httpx.post(url, content=body, headers=dict(request.headers.items()))
+
+
+def test_the_hub_checks_requests_against_the_model_itself(sagemaker_hub: Any, issue_keys: Any) -> None:
+    keys = issue_keys("system", "root", "admin")
+    ok = _raw(sagemaker_hub, keys, "SageMaker.ListDomains", b"{}")
+    assert ok.status_code == 200 and ok.headers["content-type"] == "application/x-amz-json-1.1"
+    cases = [
+        (keys, "SageMaker.ListDomains", b'{"Bogus": 1}', "ValidationException", "Unknown parameter"),
+        (keys, "SageMaker.CreateDomain", b'{"DomainName": "x"}', "ValidationException", "AuthMode"),
+        (keys, "SageMaker.ListApps", b'{"MaxResults": 1000}', "ValidationException", "MaxResults"),
+        (keys, "SageMaker.ListApps", b'{"SortOrder": "Sideways"}', "ValidationException", "enum"),
+        (keys, "SageMaker.DescribeDomain", b'{"DomainId": "D_1"}', "ValidationException", "pattern"),
+        (keys, "SageMaker.ListDomains", b"{not json", "SerializationException", "JSON"),
+        (keys, "SageMaker.CreateTrainingJob", b"{}", "UnknownOperationException", "not supported"),
+        (keys, "SageMaker.NoSuchThing", b"{}", "UnknownOperationException", "Unknown operation"),
+        (None, "SageMaker.ListDomains", b"{}", "MissingAuthenticationTokenException", "Missing"),
+    ]
+    for signed_with, target, body, code, words in cases:
+        answer = _raw(sagemaker_hub, signed_with, target, body)
+        assert answer.status_code in (400, 403), (target, body, answer.text)
+        assert answer.json()["__type"] == code and words in answer.json()["message"], (target, answer.text)

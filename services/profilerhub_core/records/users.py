@@ -33,6 +33,19 @@ def get_user_by_names(session: Session, domain: str, name: str) -> UserProfile |
     return session.scalar(_USER_BY_NAMES, {"domain": domain, "name": name})
 
 
+_USER_BY_DOMAIN_ID = (
+    sa.select(UserProfile)
+    .join(UserProfile.domain)
+    .options(contains_eager(UserProfile.domain))
+    .where(UserProfile.domain_id == sa.bindparam("domain_id"), UserProfile.name == sa.bindparam("name"))
+)
+
+
+def get_user_in_domain(session: Session, domain_id: str, name: str) -> UserProfile | None:
+    """User ``name`` of the domain with id ``domain_id`` (its ``domain`` loaded by the same query)."""
+    return session.scalar(_USER_BY_DOMAIN_ID, {"domain_id": domain_id, "name": name})
+
+
 def create_user(session: Session, domain: Domain, name: str, role: Role) -> UserProfile:
     if domain.name == SYSTEM_DOMAIN and role != Role.admin:
         raise InvalidInput(f"Domain '{SYSTEM_DOMAIN}' holds platform administrators only; use role 'admin'")
@@ -79,6 +92,7 @@ __all__ = [
     "delete_user",
     "get_user",
     "get_user_by_names",
+    "get_user_in_domain",
     "live_app_count",
     "user_not_found",
     "users_query",

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, UserProfile
 from profilerhub_core.db.session import WriteRequired
-from profilerhub_core.errors import AccessDenied
+from profilerhub_core.errors import AccessDenied, NotFound
 from profilerhub_core.names import is_valid_name
 from profilerhub_core.records import domains, users
 from profilerhub_hub.audit import commit_refused
@@ -62,17 +62,29 @@ def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
         # The common case in one query: both exist.
         user = users.get_user_by_names(session, name, path["user"])
         if user is not None:
-            check_domain_visible(caller, user.domain_id, domain_missing)
-            user_missing = users.user_not_found(name, user.name)
-            target = Target(domain_id=user.domain_id, owner_id=user.id, not_found=user_missing)
-            return Resolved(caller, target, user.domain, user)
+            return resolved_user(caller, user, domain_missing)
     domain = domains.get_domain(session, name) if is_valid_name(name) else None
     if domain is None:
         raise domain_missing
-    check_domain_visible(caller, domain.id, domain_missing)
+    resolved = resolved_domain(caller, domain, domain_missing)
     if "user" not in path:
-        return Resolved(caller, Target(domain_id=domain.id, not_found=domain_missing), domain)
+        return resolved
     raise users.user_not_found(domain.name, path["user"])
+
+
+def resolved_domain(caller: Caller, domain: Domain, domain_missing: NotFound) -> Resolved:
+    """A found domain as the request's target; ``domain_missing`` when the caller may not see it."""
+    check_domain_visible(caller, domain.id, domain_missing)
+    return Resolved(caller, Target(domain_id=domain.id, not_found=domain_missing), domain)
+
+
+def resolved_user(caller: Caller, user: UserProfile, domain_missing: NotFound) -> Resolved:
+    """A found user profile (its ``domain`` loaded) as the request's target; ``domain_missing``
+    when the caller may not see its domain (``authorize`` hides other users' profiles)."""
+    check_domain_visible(caller, user.domain_id, domain_missing)
+    user_missing = users.user_not_found(user.domain.name, user.name)
+    target = Target(domain_id=user.domain_id, owner_id=user.id, not_found=user_missing)
+    return Resolved(caller, target, user.domain, user)
 
 
 def authorize_resolved(
@@ -110,4 +122,4 @@ def allow(action: Action) -> Any:
     return Depends(dependency)
 
 
-__all__ = ["Resolved", "allow", "authorize_resolved", "resolve"]
+__all__ = ["Resolved", "allow", "authorize_resolved", "resolve", "resolved_domain", "resolved_user"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -32,7 +31,7 @@ from profilerhub_core.errors import ProfilerHubError
 from profilerhub_core.records import access_keys
 from profilerhub_core.settings import Settings
 from profilerhub_hub.deps.auth import caller_of
-from profilerhub_hub.deps.session import request_session, request_step
+from profilerhub_hub.deps.session import request_session, request_step, run_step
 from profilerhub_hub.permissions import Caller
 from profilerhub_hub.sagemaker import model, sigv4
 from profilerhub_hub.sagemaker.errors import AwsError, aws_error_of
@@ -76,44 +75,71 @@ def _parse(name: str, body: bytes) -> dict[str, Any]:
 
 
 def _authenticated(
-    request: Request, session: Session, settings: Settings, body: bytes, now: datetime
+    request: Request, session: Session, signed: sigv4.Signed, body: bytes, read_only: bool
 ) -> Caller:
-    signed = sigv4.parse_authorization(
-        request.headers.get("authorization"), request.headers.get("x-amz-date")
-    )
-    sigv4.check_clock(signed, now, settings.sagemaker_clock_skew_seconds)
-    try:
-        owner, secret = access_keys.authenticate_access_key(
-            session, settings.signing_key(), signed.access_key_id, touch_seconds=settings.token_touch_seconds
-        )
-    except ProfilerHubError as refused:
-        raise AwsError("UnrecognizedClientException", refused.message) from None
-    query = request.url.query
-    url = f"{request.url.scheme}://{request.headers.get('host', '')}{request.url.path}" + (
-        f"?{query}" if query else ""
-    )
-    sigv4.check_signature(signed, secret, request.method, url, request.headers.items(), body)
-    return caller_of(owner)
-
-
-def _run(request: Request, name: str, body: bytes) -> dict[str, Any]:
+    """The caller behind a valid signature. The key's owner is looked up at most once per
+    ``token_cache_seconds`` (the REST API's token cache, keyed by the derived secret); the
+    signature is checked on every request."""
     settings: Settings = request.app.state.settings
-    session = request_session(request)
-    with request_step(session):
-        caller = _authenticated(request, session, settings, body, utcnow())
-        params = _parse(name, body)
-    with request_step(session):
-        return OPERATIONS[name](Call(request, session, caller, settings, params))
+    cache = request.app.state.token_cache
+    if not access_keys.ACCESS_KEY_ID.fullmatch(signed.access_key_id):
+        raise AwsError(
+            "UnrecognizedClientException", "The security token included in the request is invalid."
+        )
+    secret = access_keys.access_secret(settings.signing_key(), signed.access_key_id)
+    caller = cache.get(secret)
+    if caller is None:
+        try:
+            owner, _ = access_keys.authenticate_access_key(
+                session,
+                settings.signing_key(),
+                signed.access_key_id,
+                touch_seconds=settings.token_touch_seconds,
+                read_only=read_only,
+            )
+        except ProfilerHubError as refused:
+            raise AwsError("UnrecognizedClientException", refused.message) from None
+        caller = caller_of(owner)
+        cache.put(secret, caller, owner.expires_at)
+    query = request.url.query
+    host = request.headers.get("host", "")
+    url = f"{request.url.scheme}://{host}{request.url.path}" + (f"?{query}" if query else "")
+    sigv4.check_signature(signed, secret, request.method, url, request.headers.items(), body)
+    return caller
+
+
+def _reads_only(name: str) -> bool:
+    """Operations that change nothing (they may run inline where reads are local, like REST reads)."""
+    return name.startswith(("Describe", "List")) or name == "CreatePresignedDomainUrl"
 
 
 @router.post(PREFIX)
 @router.post(PREFIX + "/")
 async def sagemaker_endpoint(request: Request) -> Response:
     """Every SageMaker operation ProfilerHub supports (see ``docs/sagemaker-api.md``)."""
+    settings: Settings = request.app.state.settings
     try:
         name = _operation_name(request)
         body = await request.body()
-        return _answer(await run_in_threadpool(_run, request, name, body))
+        signed = sigv4.parse_authorization(
+            request.headers.get("authorization"), request.headers.get("x-amz-date")
+        )
+        sigv4.check_clock(signed, utcnow(), settings.sagemaker_clock_skew_seconds)
+
+        def step(session: Session, read_only: bool) -> dict[str, Any]:
+            caller = _authenticated(request, session, signed, body, read_only)
+            params = _parse(name, body)
+            return OPERATIONS[name](Call(request, session, caller, settings, params))
+
+        if _reads_only(name):
+            return _answer(await run_step(request, step))
+
+        def in_thread() -> dict[str, Any]:
+            session = request_session(request)
+            with request_step(session):
+                return step(session, False)
+
+        return _answer(await run_in_threadpool(in_thread))
     except AwsError as error:
         return _error(error)
     except ProfilerHubError as error:

@@ -2,8 +2,9 @@
 between SageMaker's identifiers and ProfilerHub's.
 
     operation(name)          the botocore ``OperationModel`` (UnknownOperationException if none)
-    validate_input(op, body) botocore's ``ParamValidator`` over the request: required members,
-                             types, lengths, ranges, unknown members (ValidationException)
+    validate_input(op, body) botocore's ``ParamValidator`` over the request (required members,
+                             types, minima, unknown members), then what it leaves to the
+                             service: enums, maxima, patterns (ValidationException)
     domain_id(domain)        ``d-`` + the domain's uuid in hex: ``d-3f2a…`` (SageMaker's format)
     domain_uuid(domain_id)   back again (None when it is not one of ours)
     Arns(settings)           ``arn:aws:sagemaker:{region}:{account}:domain/{id}`` and friends
@@ -22,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import botocore.session
-from botocore.model import OperationModel, ServiceModel
+from botocore.model import OperationModel, ServiceModel, Shape
 from botocore.validate import ParamValidator
 
 from profilerhub_core.db.models import App, Domain
@@ -57,7 +58,55 @@ def validate_input(op: OperationModel, body: Any) -> dict[str, Any]:
     report = _validator().validate(body, op.input_shape)
     if report.has_errors():
         raise validation(report.generate_report().replace("\n", " "))
+    problems: list[str] = []
+    _constraints(op.input_shape, body, op.input_shape.name, problems)
+    if problems:
+        raise validation(f"{len(problems)} validation error(s) detected: " + "; ".join(problems[:10]))
     return body
+
+
+def _constraints(shape: Shape, value: Any, path: str, problems: list[str]) -> None:
+    """What botocore's ParamValidator leaves to the service: enums, maxima and patterns."""
+    if shape.type_name == "structure":
+        for name, member in shape.members.items():
+            if name in value:
+                _constraints(member, value[name], f"{path}.{name}", problems)
+    elif shape.type_name == "list":
+        for i, item in enumerate(value):
+            _constraints(shape.member, item, f"{path}[{i}]", problems)
+    elif shape.type_name == "map":
+        for key, item in value.items():
+            _constraints(shape.value, item, f"{path}.{key}", problems)
+    metadata = shape.metadata
+    if "max" in metadata:
+        size = value if shape.type_name in ("integer", "long", "float", "double") else _length(value)
+        if size is not None and size > metadata["max"]:
+            what = "value" if shape.type_name in ("integer", "long", "float", "double") else "length"
+            problems.append(f"Value at '{path}' failed to satisfy constraint: Member must have {what} "
+                            f"less than or equal to {metadata['max']}")  # fmt: skip
+    if shape.type_name == "string" and isinstance(value, str):
+        if shape.enum and value not in shape.enum:
+            problems.append(f"Value '{value[:80]}' at '{path}' failed to satisfy constraint: Member must "
+                            f"satisfy enum value set: [{', '.join(shape.enum)}]")  # fmt: skip
+        pattern = _pattern(metadata.get("pattern"))
+        if pattern is not None and not pattern.fullmatch(value):
+            problems.append(f"Value '{value[:80]}' at '{path}' failed to satisfy constraint: Member must "
+                            f"satisfy regular expression pattern: {metadata['pattern']}")  # fmt: skip
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, (str, list, dict)) else None
+
+
+@functools.cache
+def _pattern(text: str | None) -> re.Pattern[str] | None:
+    """The model's (Java) pattern as a Python one; None where Python reads it differently."""
+    if not text:
+        return None
+    try:
+        return re.compile(text, re.DOTALL)
+    except re.error:
+        return None
 
 
 def domain_id(domain: Domain | str) -> str:

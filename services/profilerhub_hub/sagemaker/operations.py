@@ -32,8 +32,8 @@ from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub import job_uploads
 from profilerhub_hub.app_schemas import DEFAULT_PRESIGNED_SECONDS
 from profilerhub_hub.audit import commit_audited
-from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolve
-from profilerhub_hub.permissions import Action, Caller, Target, check_domain_visible, visible_domain
+from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolve, resolved_domain, resolved_user
+from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.sagemaker.errors import validation
 from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
@@ -62,14 +62,12 @@ class Call:
 
     def domain(self, key: str = "DomainId") -> Resolved:
         """The domain named by ``params[key]``, looked up and hidden like the REST API's."""
-        sagemaker_id = self.params[key]
-        missing = NotFound(f"Domain '{sagemaker_id}' not found")
-        raw = domain_uuid(sagemaker_id)
+        missing = _domain_missing(self.params[key])
+        raw = domain_uuid(self.params[key])
         domain = self.session.get(Domain, raw) if raw is not None else None
         if domain is None:
             raise missing
-        check_domain_visible(self.caller, domain.id, missing)
-        return resolve(self.session, self.caller, {"domain": domain.name})
+        return resolved_domain(self.caller, domain, missing)
 
     def user(self) -> Resolved:
         name = self.params.get("UserProfileName")
@@ -77,9 +75,13 @@ class Call:
             raise validation("Spaces are not supported by ProfilerHub; give UserProfileName")
         if not name:
             raise validation("UserProfileName is required (ProfilerHub apps belong to user profiles)")
-        domain = self.domain().domain
+        raw = domain_uuid(self.params["DomainId"])
+        user = users.get_user_in_domain(self.session, raw, name) if raw and is_valid_name(name) else None
+        if user is not None:  # the common case in one query, as in REST's resolve
+            return resolved_user(self.caller, user, _domain_missing(self.params["DomainId"]))
+        domain = self.domain().domain  # raises when the domain is missing or hidden
         assert domain is not None
-        return resolve(self.session, self.caller, {"domain": domain.name, "user": name})
+        raise users.user_not_found(domain.name, name)
 
     def allowed(self, resolved: Resolved, action: Action) -> Resolved:
         return authorize_resolved(self.session, resolved, action)
@@ -100,6 +102,10 @@ class Call:
             descending=descending,
         )
         return list(result.items), result.next_token
+
+
+def _domain_missing(sagemaker_id: str) -> NotFound:
+    return NotFound(f"Domain '{sagemaker_id[:80]}' not found")
 
 
 def _named(name: str, what: str) -> str:
@@ -260,9 +266,9 @@ def list_user_profiles(call: Call) -> dict[str, Any]:
     contains = call.params.get("UserProfileNameContains")
     if contains:
         stmt = stmt.where(UserProfile.name.contains(contains, autoescape=True))
-    by_name = call.params.get("SortBy") == "UserProfileName"
-    order = [UserProfile.name, UserProfile.id] if by_name else [UserProfile.created_at, UserProfile.id]
-    rows, token = call.page(stmt, order, f"users:{scope_domain}:{contains}:{by_name}")
+    # SortBy CreationTime or LastModifiedTime: the same order here (profiles are never modified).
+    order = [UserProfile.created_at, UserProfile.id]
+    rows, token = call.page(stmt, order, f"users:{scope_domain}:{contains}")
     return _page_answer("UserProfiles", [_user_details(call, u) for u in rows], token)
 
 

@@ -1,0 +1,143 @@
+"""The hub's CPU per ``describe_app`` through boto3 (SigV4 check included), beside the REST GET.
+
+    .venv/bin/python benchmarks/bench_sagemaker.py [--requests 2000]
+
+Sets up a fresh SQLite hub home (migrated, a platform admin, domain ``bench``, user ``alice`` with
+a Pending app, a bearer token and an access key), starts ``profilerhub hub --workers 1`` on a free
+port, and sends the requests one after another from this process: boto3's ``describe_app`` to
+``/sagemaker`` and httpx's ``GET /api/v1/domains/bench/users/alice/apps/DetailedProfiler/default``
+(the anchor, measured in the same run). The hub's CPU time (user + system, from /proc via psutil)
+over each run, divided by the requests, is what a request costs the hub. Target (issue 13): under
+2 ms per ``describe_app``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import boto3
+import httpx
+import psutil
+from botocore.config import Config
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _prepare(env: dict[str, str]) -> tuple[str, str, str]:
+    """Migrate, bootstrap and seed the home in ``env``; the bearer token and the access key pair."""
+    os.environ.update(env)
+    from profilerhub_core.bootstrap import first_start
+    from profilerhub_core.db.migrate import upgrade
+    from profilerhub_core.db.models import AppType, Role
+    from profilerhub_core.db.session import make_engine, session_factory
+    from profilerhub_core.records import access_keys, apps, domains, tokens, users
+    from profilerhub_core.settings import Settings
+
+    settings = Settings()
+    engine = make_engine(settings)
+    upgrade(engine)
+    first_start(settings, engine)
+    with session_factory(engine)() as session:
+        domain = domains.create_domain(session, "bench")
+        alice = users.create_user(session, domain, "alice", Role.user)
+        apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default", actor="bench")
+        _, bearer = tokens.issue_token(session, alice, note="bench")
+        key, secret = access_keys.issue_access_key(session, alice, settings.signing_key())
+        session.commit()
+        key_id = key.prefix
+    engine.dispose()
+    return bearer, key_id, secret
+
+
+def _hub_cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    total = times.user + times.system
+    for child in process.children(recursive=True):
+        child_times = child.cpu_times()
+        total += child_times.user + child_times.system
+    return total
+
+
+def _measure(process: psutil.Process, call: Callable[[], object], requests: int) -> float:
+    for _ in range(min(200, requests)):  # warm: imports, the service model, caches, connections
+        call()
+    before = _hub_cpu(process)
+    for _ in range(requests):
+        call()
+    return (_hub_cpu(process) - before) / requests * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="profilerhub-bench-sagemaker-"))
+    port = _free_port()
+    env = {
+        "PROFILERHUB_HOME": str(home),
+        "PROFILERHUB_DATABASE_URL": f"sqlite:///{home}/hub.db",
+        "PROFILERHUB_SECRET_KEY": "bench-" + "k" * 40,
+        "PROFILERHUB_ENVIRONMENT": "development",
+        "PROFILERHUB_PUBLIC_URL": f"http://127.0.0.1:{port}",
+    }
+    bearer, key_id, secret = _prepare(env)
+    profilerhub = str(Path(sys.executable).with_name("profilerhub"))
+    hub_cmd = [profilerhub, "hub", "--port", str(port), "--workers", "1"]
+    hub = subprocess.Popen(hub_cmd, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or hub.poll() is not None:
+                raise SystemExit("the hub did not start")
+            time.sleep(0.1)
+        process = psutil.Process(hub.pid)
+        sm = boto3.client(
+            "sagemaker",
+            endpoint_url=f"{base}/sagemaker",
+            region_name="us-east-1",
+            aws_access_key_id=key_id,
+            aws_secret_access_key=secret,
+            config=Config(retries={"max_attempts": 1}),
+        )
+        domain_id = sm.list_domains()["Domains"][0]["DomainId"]
+        rest = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bearer}"})
+        path = "/api/v1/domains/bench/users/alice/apps/DetailedProfiler/default"
+        assert rest.get(path).status_code == 200
+
+        def describe() -> object:
+            return sm.describe_app(
+                DomainId=domain_id, UserProfileName="alice", AppType="DetailedProfiler", AppName="default"
+            )
+
+        rest_ms = _measure(process, lambda: rest.get(path), args.requests)
+        boto_ms = _measure(process, describe, args.requests)
+    finally:
+        hub.terminate()
+        hub.wait(20)
+    print(f"command: {' '.join([sys.executable, *sys.argv])}")
+    print(f"hub: {' '.join(hub_cmd)} (SQLite, {args.requests} sequential requests each)")
+    print(f"REST GET of the app (anchor):           {rest_ms:.3f} ms hub CPU per request")
+    print(f"boto3 describe_app (SigV4 included):    {boto_ms:.3f} ms hub CPU per request (target < 2 ms)")
+    print(f"ratio describe_app / REST GET:          {boto_ms / rest_ms:.2f}")
+
+
+if __name__ == "__main__":
+    main()
