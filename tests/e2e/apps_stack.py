@@ -85,7 +85,7 @@ class AppStack:
             except httpx.HTTPError:
                 return False
 
-        wait_for(answers, "the hub answering /healthz", 60)
+        wait_for(answers, "the hub answering /healthz", 180)
 
     def start_worker(self, **env: str) -> None:
         self.worker = self.start("worker", **env)

@@ -127,7 +127,7 @@ class JobStack:
 
     def start_hub(self) -> None:
         hub = self.hub = self._spawn("hub")
-        wait_for(lambda: _healthy(self.url) or hub.poll() is not None, "the hub answering", 60)
+        wait_for(lambda: _healthy(self.url) or hub.poll() is not None, "the hub answering", 180)
         assert hub.poll() is None, self.output()
 
     def stop_hub(self) -> None:

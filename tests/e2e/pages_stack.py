@@ -95,7 +95,7 @@ class PagesJobs:
             answer = httpx.get(f"{apps}/DetailedProfiler/default", headers=auth(self.token), timeout=30)
             return bool(answer.json()["status"] == "InService")
 
-        wait_for(in_service, "the profiler app InService", 60)
+        wait_for(in_service, "the profiler app InService", 180)
         return str(created.json()["app_id"])
 
     def presigned_url(self, stack: JobStack) -> str:

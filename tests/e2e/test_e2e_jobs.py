@@ -44,7 +44,7 @@ def test_a_training_run_becomes_a_ready_job_with_its_summary(job_stack: JobStack
             httpx.get(f"{apps}/DetailedProfiler/default", headers=auth(token)).json()["status"] == "InService"
         )
 
-    wait_for(in_service, "the profiler app InService", 60)
+    wait_for(in_service, "the profiler app InService", 180)
     listed = httpx.get(f"{job_stack.url}/apps/{app_id}/api/jobs", headers=auth(token), timeout=30)
     assert [(j["job_id"], j["status"]) for j in listed.json()["items"]] == [(run.job_id, "Ready")]
     full = httpx.get(f"{job_stack.url}/apps/{app_id}/api/jobs/{run.job_id}/summary", headers=auth(token))

@@ -43,6 +43,6 @@ def test_up_runs_apps_leaves_nothing_behind_and_brings_them_back(hub_process: An
         def opens() -> bool:
             return client.get(f"/apps/{app_id}/", headers=alice).status_code == 200
 
-        wait_for(opens, "the app open again after `up` restarted", 60)
+        wait_for(opens, "the app open again after `up` restarted", 180)
         assert client.get(describe, headers=alice).json()["status"] == "InService"
     assert again.stop() == 0

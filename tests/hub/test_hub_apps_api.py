@@ -16,7 +16,7 @@ from profilerhub_core.records.app_states import IllegalTransition, transition
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_worker import lifecycle
 from tests.support.apps import APPS, ONE, backdate, create, delete, describe, status_of
-from tests.support.hub import auth
+from tests.support.hub import auth, wait_for
 
 
 def test_create_app_answers_pending_at_once_and_enqueues_the_id_after_commit(
@@ -52,9 +52,7 @@ def test_app_goes_in_service_opens_for_its_owner_and_is_deleted_with_its_process
     assert answer.status_code == 202 and answer.json()["status"] == "Deleting"
     assert sent.sent[-1] == (DELETE_APP, running)
     assert lifecycle.delete(worker_ctx, running) == "deleted"
-    import psutil
-
-    assert not psutil.pid_exists(pid)
+    wait_for(lambda: _gone(pid), f"app process {pid} gone")
     kept = describe(apps_client, alice).json()  # deleted apps stay readable
     assert kept["status"] == "Deleted" and kept["app_id"] == running
     again = create(apps_client, alice)  # the name is free again
@@ -248,7 +246,7 @@ def test_reconciler_stops_instances_no_app_owns(
         session.commit()
     assert psutil.pid_exists(pid)
     assert lifecycle.reconcile(worker_ctx)["orphans_stopped"] == 1
-    assert not psutil.pid_exists(pid)
+    wait_for(lambda: _gone(pid), f"orphan process {pid} gone")
 
 
 def test_idle_app_is_culled_after_the_domains_idle_minutes(
@@ -278,3 +276,13 @@ def test_reconciler_leaves_an_instance_saved_before_its_port_was_known(
     instance.write_text(json.dumps(early))
     assert lifecycle.reconcile(worker_ctx)["orphans_stopped"] == 0
     assert psutil.pid_exists(early["pid"]) and status_of(seed, running) == AppStatus.InService
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited: no such process, or a zombie its parent has not reaped yet."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True

@@ -66,7 +66,7 @@ def test_admin_runs_the_whole_lifecycle_domain_user_app_in_service_and_back(
 
     app = check_output(sm, "CreateApp", sm.create_app(DomainId=domain_id, UserProfileName="alice", **APP))
     assert app["AppArn"].endswith(f":app/{domain_id}/alice/detailedprofiler/default")
-    wait_for(lambda: _status(sm, domain_id, "alice") == "InService", "the app InService", 60)
+    wait_for(lambda: _status(sm, domain_id, "alice") == "InService", "the app InService", 180)
 
     listed = check_output(sm, "ListApps", sm.list_apps(DomainIdEquals=domain_id))
     assert [(a["UserProfileName"], a["Status"]) for a in listed["Apps"]] == [("alice", "InService")]
@@ -80,7 +80,7 @@ def test_admin_runs_the_whole_lifecycle_domain_user_app_in_service_and_back(
         sm.delete_user_profile(DomainId=domain_id, UserProfileName="alice")
     assert _code(in_use) == "ResourceInUse"
     check_output(sm, "DeleteApp", sm.delete_app(DomainId=domain_id, UserProfileName="alice", **APP))
-    wait_for(lambda: _status(sm, domain_id, "alice") == "Deleted", "the app Deleted", 60)
+    wait_for(lambda: _status(sm, domain_id, "alice") == "Deleted", "the app Deleted", 180)
     with pytest.raises(ClientError) as has_users:
         sm.delete_domain(DomainId=domain_id)
     assert _code(has_users) == "ResourceInUse"
@@ -211,7 +211,7 @@ def test_a_users_key_manages_their_own_apps_and_cannot_see_another_users(
     alice = sm_client(issue_keys("iso", "alice"))
     bob = sm_client(issue_keys("iso", "bob"))
     alice.create_app(DomainId=domain_id, UserProfileName="alice", **APP)
-    wait_for(lambda: _status(alice, domain_id, "alice") == "InService", "alice's app InService", 60)
+    wait_for(lambda: _status(alice, domain_id, "alice") == "InService", "alice's app InService", 180)
 
     with pytest.raises(bob.exceptions.ResourceNotFound):  # hidden, worded like a missing app
         bob.describe_app(DomainId=domain_id, UserProfileName="alice", **APP)
@@ -242,7 +242,7 @@ def test_a_users_key_manages_their_own_apps_and_cannot_see_another_users(
         bob.create_presigned_domain_url(DomainId=domain_id, UserProfileName="alice")
     assert _code(bob_url) == "ResourceNotFound"
     alice.delete_app(DomainId=domain_id, UserProfileName="alice", **APP)
-    wait_for(lambda: _status(alice, domain_id, "alice") == "Deleted", "alice's app Deleted", 60)
+    wait_for(lambda: _status(alice, domain_id, "alice") == "Deleted", "alice's app Deleted", 180)
 
 
 def test_the_aws_cli_lists_domains_and_creates_an_app(

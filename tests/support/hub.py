@@ -337,7 +337,7 @@ def hub_process(tmp_path: Path) -> Iterator[Callable[..., RunningHub]]:
         env: dict[str, str] | None = None,
         args: Sequence[str] = (),
         wait: bool = True,
-        timeout: float = 60.0,
+        timeout: float = 180.0,
     ) -> RunningHub:
         home = home or tmp_path / f"home-{len(started)}"
         port = testservices.free_port()
