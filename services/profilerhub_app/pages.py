@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from profilerhub_app.settings import AppServiceSettings
+from profilerhub_core.web import SHARED_WEB
 
 STATIC = Path(__file__).parent / "static"
 
@@ -85,6 +86,7 @@ def render(settings: AppServiceSettings, page: str, job: str = "") -> str:
         f"<title>{_TITLES[page]} · {values['owner']}'s profiler</title>"
         f'<link rel="icon" href="{static}/favicon.svg" type="image/svg+xml">'
         f'<link rel="stylesheet" href="{static}/vendor/uplot/uPlot.min.css">'
+        f'<link rel="stylesheet" href="{static}/base/base.css">'
         f'<link rel="stylesheet" href="{static}/css/app.css">'
         f'<script type="module" src="{static}/js/{page}.js"></script></head>'
         f'<body data-base="{values["base"]}" data-job="{values["job"]}" data-page="{page}">'
@@ -123,5 +125,6 @@ def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[Base
         Route(f"{base}jobs/{{job_id}}", page("dashboard", True)),
         Route(f"{base}jobs/{{job_id}}/timeline", page("timeline", True)),
         Route(f"{base}compare", page("compare")),
+        Mount(f"{base}static/base", app=Static(directory=SHARED_WEB), name="static-base"),
         Mount(f"{base}static", app=Static(directory=STATIC), name="static"),
     ]

@@ -32,6 +32,7 @@ from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized
 from profilerhub_core.records import audit, sessions, tokens
 from profilerhub_core.settings import Settings
+from profilerhub_core.web import SHARED_WEB
 from profilerhub_hub.browser import (
     APP_COOKIE,
     CONSOLE_COOKIE,
@@ -298,6 +299,7 @@ def install_console(app: object) -> None:
 
     assert isinstance(app, FastAPI)
     app.include_router(router)
+    app.mount("/console/static/base", StaticFiles(directory=SHARED_WEB), name="console-static-base")
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
 
 
