@@ -62,7 +62,7 @@ from profilerhub_app.main import create_app
 from profilerhub_app.settings import AppServiceSettings
 root, port, app_id, domain_id, owner_id, pem, job_id = sys.argv[1:8]
 class OneJobHub:
-    def owner_jobs(self, token, only=None):
+    def owner_jobs(self, token, only=None, query=None):
         item = {"job_id": job_id, "name": "bench", "status": "Ready", "failure_reason": None,
                 "created_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00+00:00"}
         return {"domain_id": domain_id, "user_id": owner_id, "items": [item]}

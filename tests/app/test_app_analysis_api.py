@@ -8,7 +8,6 @@ import gzip
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +16,13 @@ from fastapi.testclient import TestClient
 
 from profilerhub_analysis.timeline.binary import decode_window
 from profilerhub_worker.ingest import IngestContext, ingest_job
-from tests.support.jobs import make_job, open_app, sdk_files
+from tests.support.jobs import make_job, sdk_files
 
 GPU_TRACE = "traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
 RANK_TRACES = ("traces/hta/tests/data/trace_filter/sampled_rank-0.json.gz",
                "traces/hta/tests/data/trace_filter/sampled_rank-1.json.gz")  # fmt: skip
 BASE = "traces/hta/tests/data/trace_compare/base/base.json.gz"
 TEST = "traces/hta/tests/data/trace_compare/test/test.json.gz"
-
-
-@pytest.fixture
-def app_client(
-    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
-) -> Iterator[TestClient]:
-    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as client:
-        yield client
 
 
 def _job(ctx: IngestContext, shared_dir: Path, *traces: str) -> str:
@@ -207,6 +198,9 @@ def test_a_running_job_shows_what_it_has_streamed_so_far(ctx: IngestContext, app
     assert doc["status"] == "InProgress" and doc["steps"]["count"] == 3
     assert doc["metrics"]["train:loss"]["count"] == 3 and doc["system"]["samples"] > 0
     assert {a["name"] for a in doc["annotations"]} == {"forward", "backward"}
+    # the panels the streamed records make, as the dashboard of the Ready job will have them
+    assert doc["panels"]["step_time"]["count"] == 3 and doc["panels"]["step_time"]["source"] == "sdk"
+    assert sum(doc["panels"]["annotations"]["histograms"]["forward"]["counts"]) == 3
     assert app_client.get(f"api/jobs/{job_id}/dashboard").status_code == 404  # not Ready
 
     # the same numbers as the summary ingest writes once the run completes
@@ -216,6 +210,9 @@ def test_a_running_job_shows_what_it_has_streamed_so_far(ctx: IngestContext, app
     summary = app_client.get(f"api/jobs/{done}/summary").json()
     for key in ("steps", "annotations", "metrics", "system"):
         assert live[key] == summary[key], key
+    panels = app_client.get(f"api/jobs/{done}/dashboard").json()["panels"]
+    for key in ("step_time", "annotations"):
+        assert live["panels"][key] == panels[key], key
 
 
 def test_the_app_maps_a_local_copy_of_the_timeline_once(

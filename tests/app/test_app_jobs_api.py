@@ -5,7 +5,6 @@ reads nothing outside those jobs' folders."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,6 @@ from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.hub import auth
 from tests.support.jobs import make_job, open_app, sdk_files
-
-
-@pytest.fixture
-def app_client(
-    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
-) -> Iterator[TestClient]:
-    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as client:
-        yield client
 
 
 def test_the_app_lists_its_owners_jobs_and_serves_a_summary(

@@ -3,11 +3,9 @@ records): the rules are the hub's, the report has every section, another user's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from profilerhub_analysis.html_report import SECTIONS
@@ -15,14 +13,6 @@ from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.jobs import make_job, open_app, sdk_files
 
 GPU_TRACE = "traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
-
-
-@pytest.fixture
-def app_client(
-    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
-) -> Iterator[TestClient]:
-    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as client:
-        yield client
 
 
 def test_the_app_serves_the_jobs_rules_and_report(

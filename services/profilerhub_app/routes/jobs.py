@@ -8,6 +8,10 @@ objects a deleted job, user or domain left behind (a crash between the row's del
 objects', swept later) are never shown, and a new user who takes a deleted user's name starts
 with nothing.
 
+The list is one page at a time, sorted and filtered by the hub in SQL (``limit``, ``next_token``,
+``sort``, ``order``, ``name_contains``, ``status`` pass through), so an owner with thousands of
+jobs costs one small query and a storage listing per job on the page, not per job owned.
+
 Other routes that read one job's objects go through :func:`owned_job` for the same check.
 """
 
@@ -30,13 +34,23 @@ from profilerhub_core.storage.layout import STATUS, SUMMARY
 
 JOBS = "jobs/"
 HUB_TIMEOUT_SECONDS = 10.0
+#: The list parameters the app passes on to the hub (``docs/app-api.md``).
+LIST_PARAMS = ("limit", "next_token", "sort", "order", "name_contains", "status")
+DEFAULT_LIMIT = 25
+
+
+class HubRejected(InvalidInput):
+    """The hub answered 400 or 422 to list parameters the app passed on (answered 400 with its message)."""
 
 
 class HubJobs(Protocol):
     """How the app asks the hub for its owner's jobs (a seam: tests pass an in-process hub)."""
 
-    def owner_jobs(self, token: str, job_id: str | None = None) -> dict[str, Any]:
-        """``{"domain_id", "user_id", "items": [...]}``; ``Unauthorized``/``Unavailable`` on failure."""
+    def owner_jobs(
+        self, token: str, job_id: str | None = None, query: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """``{"domain_id", "user_id", "items": [...], "next_token", "total", "status_counts"}``
+        (``query``: the list parameters); ``Unauthorized``/``Unavailable``/``HubRejected`` on failure."""
         ...
 
 
@@ -55,7 +69,9 @@ class HttpHub:
             self._client = httpx.Client(timeout=HUB_TIMEOUT_SECONDS)
         return self._client
 
-    def owner_jobs(self, token: str, job_id: str | None = None) -> dict[str, Any]:
+    def owner_jobs(
+        self, token: str, job_id: str | None = None, query: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         if not self.base_url:
             raise Unavailable("This app does not know where the hub is (PROFILERHUB_APP_HUB_API_URL)")
         url = f"{self.base_url}/api/v1/apps/{self.app_id}/owner/jobs"
@@ -63,12 +79,14 @@ class HttpHub:
             answer = self._http().get(
                 url,
                 headers={"Authorization": f"Bearer {token}"},
-                params={"job_id": job_id} if job_id else None,
+                params={**(query or {}), **({"job_id": job_id} if job_id else {})},
             )
         except Exception as exc:  # any transport error: the hub is unreachable for now
             raise Unavailable(f"The hub did not answer ({type(exc).__name__}); try again shortly") from exc
         if answer.status_code == 401:
             raise Unauthorized("the hub refused this app's token")
+        if answer.status_code in (400, 422):
+            raise HubRejected(_message(answer))
         if answer.status_code != 200:
             raise Unavailable(
                 f"The hub could not list the jobs (HTTP {answer.status_code}); try again shortly"
@@ -77,6 +95,13 @@ class HttpHub:
         if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
             raise Unavailable("The hub's job list was not understood")
         return doc
+
+
+def _message(answer: Any) -> str:
+    try:
+        return str(answer.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return "the hub refused the list parameters"
 
 
 @dataclass(frozen=True)
@@ -113,10 +138,20 @@ def _token(request: Request) -> str:
     return request.headers.get("authorization", "").partition(" ")[2].strip()
 
 
-def _listed(request: Request, job_id: str | None = None) -> tuple[ObjectStore, list[dict[str, Any]]]:
-    doc = request.app.state.hub.owner_jobs(_token(request), job_id)
+def _page(request: Request, job_id: str | None = None) -> tuple[ObjectStore, dict[str, Any]]:
+    query = None
+    if job_id is None:
+        query = {k: v for k in LIST_PARAMS if (v := request.query_params.get(k))}
+        query.setdefault("limit", str(DEFAULT_LIMIT))
+    doc = request.app.state.hub.owner_jobs(_token(request), job_id, query)
     store = _owner_store(request.app.state, str(doc.get("domain_id", "")), str(doc.get("user_id", "")))
-    return store, [item for item in doc["items"] if isinstance(item, dict) and item.get("job_id")]
+    doc["items"] = [item for item in doc["items"] if isinstance(item, dict) and item.get("job_id")]
+    return store, doc
+
+
+def _listed(request: Request, job_id: str) -> tuple[ObjectStore, list[dict[str, Any]]]:
+    store, doc = _page(request, job_id)
+    return store, doc["items"]
 
 
 def owned_job(request: Request, job_id: str) -> OwnedJob:
@@ -168,10 +203,16 @@ def _describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def list_jobs(request: Request) -> list[dict[str, Any]]:
-    """The owner's jobs, newest first, as the hub lists them, with what storage holds of each."""
-    store, items = _listed(request)
-    return [_describe(store, item) for item in items]
+def list_jobs(request: Request) -> dict[str, Any]:
+    """One page of the owner's jobs as the hub lists them (newest first unless sorted), with what
+    storage holds of each: ``{"items", "next_token", "total", "status_counts"}``."""
+    store, doc = _page(request)
+    return {
+        "items": [_describe(store, item) for item in doc["items"]],
+        "next_token": doc.get("next_token"),
+        "total": doc.get("total", len(doc["items"])),
+        "status_counts": doc.get("status_counts", {}),
+    }
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -188,12 +229,14 @@ def error_response(exc: ProfilerHubError) -> JSONResponse:
 
 
 async def jobs(request: Request) -> Response:
-    """``{"items": [...]}``: every job of the owner, newest first."""
+    """``{"items": [...], "next_token", "total", "status_counts", "listed_at"}``: one page."""
     try:
-        items = await run_in_threadpool(list_jobs, request)
+        page = await run_in_threadpool(list_jobs, request)
+    except HubRejected as exc:
+        return _error(400, "InvalidInput", exc.message)
     except ProfilerHubError as exc:
         return error_response(exc)
-    return JSONResponse({"items": items, "listed_at": datetime.now().astimezone().isoformat()})
+    return JSONResponse({**page, "listed_at": datetime.now().astimezone().isoformat()})
 
 
 def _one(request: Request, job_id: str) -> dict[str, Any]:

@@ -8,12 +8,20 @@ token, that the app is live and owned by the subject, and lists that user's jobs
 reads storage only under those job ids (``{domain_id}/{user_id}/jobs/{job_id}/``).
 
 Any failure of the token, a missing app or a deleted one answers 401 alike.
+
+The list is paged, sorted and filtered here, in SQL, so an owner with thousands of jobs costs the
+app one small page: ``limit`` (≤ the hub's ``max_page_size``, 1000) and ``next_token`` (keyset,
+signed, bound to the sort and filters it came from), ``sort`` (``created_at``, ``updated_at``,
+``name``, ``status``) and ``order``, ``name_contains`` (case-insensitive, or a job id's prefix)
+and ``status`` (one or several, comma-separated). The answer adds ``total`` (jobs matching the
+filters) and ``status_counts`` (per status, for the name filter alone).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from enum import StrEnum
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
@@ -21,12 +29,30 @@ from pydantic import BaseModel, Field
 
 from profilerhub_core.apptokens import hub_signing_key, verify_app_token
 from profilerhub_core.db.models import App, AppStatus, Job, JobStatus
-from profilerhub_core.errors import Unauthorized
-from profilerhub_hub.deps import SessionDep
+from profilerhub_core.errors import InvalidInput, Unauthorized
+from profilerhub_hub.deps import PageDep, SessionDep
 
 router = APIRouter(tags=["apps"])
 
-MAX_JOBS = 10_000
+
+class JobSort(StrEnum):
+    created_at = "created_at"
+    updated_at = "updated_at"
+    name = "name"
+    status = "status"
+
+
+class SortOrder(StrEnum):
+    asc = "asc"
+    desc = "desc"
+
+
+_SORT_COLUMNS: dict[JobSort, Any] = {
+    JobSort.created_at: Job.created_at,
+    JobSort.updated_at: Job.updated_at,
+    JobSort.name: Job.name,
+    JobSort.status: Job.status,
+}
 
 
 class OwnerJob(BaseModel):
@@ -44,6 +70,9 @@ class OwnerJobs(BaseModel):
     domain_id: str
     user_id: str
     items: list[OwnerJob]
+    next_token: str | None = Field(default=None, description="Pass back for the next page; null on the last.")
+    total: int = Field(description="Jobs that match the filters (all pages).")
+    status_counts: dict[str, int] = Field(description="Jobs per status matching the name filter alone.")
 
 
 def _verified_app(request: Request, session: SessionDep, app_id: str) -> App:
@@ -58,30 +87,83 @@ def _verified_app(request: Request, session: SessionDep, app_id: str) -> App:
     return app
 
 
+def _statuses(raw: str | None) -> list[JobStatus]:
+    if not raw:
+        return []
+    wanted = []
+    for part in (p.strip() for p in raw.split(",")):
+        try:
+            wanted.append(JobStatus(part))
+        except ValueError:
+            names = ", ".join(s.value for s in JobStatus)
+            raise InvalidInput(f"status must be one of {names}, not {part[:40]!r}") from None
+    return wanted
+
+
+def _name_filter(text: str) -> Any:
+    """Name contains ``text`` (any case), or the job id starts with it."""
+    lowered = text.lower()
+    return sa.or_(
+        sa.func.lower(Job.name).contains(lowered, autoescape=True),
+        Job.id.startswith(lowered, autoescape=True),
+    )
+
+
 @router.get("/apps/{app_id}/owner/jobs")
 def owner_jobs(
     app_id: str,
     request: Request,
     session: SessionDep,
+    page: PageDep,
     job_id: Annotated[str | None, Query(max_length=128, description="Only this job.")] = None,
+    sort: Annotated[JobSort, Query(description="Column to sort by.")] = JobSort.created_at,
+    order: Annotated[SortOrder, Query(description="asc or desc.")] = SortOrder.desc,
+    name_contains: Annotated[
+        str | None, Query(max_length=200, description="Name contains this (any case), or id starts with it.")
+    ] = None,
+    status: Annotated[
+        str | None, Query(max_length=200, description="Only jobs in these statuses (comma-separated).")
+    ] = None,
 ) -> OwnerJobs:
-    """The jobs of the app's owner, newest first (for the app itself, with its request's token)."""
+    """One page of the jobs of the app's owner (for the app itself, with its request's token)."""
     app = _verified_app(request, session, app_id)
-    stmt = sa.select(Job).where(Job.user_id == app.user_id)
+    wanted = _statuses(status)
+    mine = [Job.user_id == app.user_id]
     if job_id is not None:
-        stmt = stmt.where(Job.id == job_id)
-    rows = session.scalars(stmt.order_by(Job.created_at.desc(), Job.id.desc()).limit(MAX_JOBS))
-    items = [
-        OwnerJob(
-            job_id=job.id,
-            name=job.name,
-            status=job.status,
-            failure_reason=job.failure_reason,
-            warnings=list((job.summary or {}).get("warnings") or []),
-            created_at=job.created_at,
-            updated_at=job.updated_at,
-            completed_at=job.completed_at,
-        )
-        for job in rows
-    ]
-    return OwnerJobs(domain_id=app.domain_id, user_id=app.user_id, items=items)
+        mine.append(Job.id == job_id)
+    if name_contains:
+        mine.append(_name_filter(name_contains))
+    counted = session.execute(sa.select(Job.status, sa.func.count()).where(*mine).group_by(Job.status)).all()
+    status_counts = {JobStatus(s).value: int(n) for s, n in counted}
+    filters = [*mine, Job.status.in_(wanted)] if wanted else mine
+    total = sum(n for s, n in status_counts.items() if not wanted or JobStatus(s) in wanted)
+    scope = f"owner-jobs:{app.id}:{sort}:{order}:{job_id}:{name_contains}:{','.join(sorted(wanted))}"
+    result = page.fetch(
+        session,
+        sa.select(Job).where(*filters),
+        [_SORT_COLUMNS[sort], Job.id],
+        _owner_job,
+        scope=scope,
+        descending=order is SortOrder.desc,
+    )
+    return OwnerJobs(
+        domain_id=app.domain_id,
+        user_id=app.user_id,
+        items=result.items,
+        next_token=result.next_token,
+        total=total,
+        status_counts=status_counts,
+    )
+
+
+def _owner_job(job: Job) -> OwnerJob:
+    return OwnerJob(
+        job_id=job.id,
+        name=job.name,
+        status=job.status,
+        failure_reason=job.failure_reason,
+        warnings=list((job.summary or {}).get("warnings") or []),
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        completed_at=job.completed_at,
+    )

@@ -1,18 +1,23 @@
-// The jobs page: the owner's jobs, sortable, filterable by name and status, paginated; the URL
-// keeps filter, sort and page. While a job is still InProgress/Processing the list refreshes
-// itself every few seconds (slower once every job is final, to pick up new runs).
+// The jobs page: the owner's jobs, one page at a time, sorted, filtered (name, status) and paged
+// by the hub (`api/jobs?limit=&next_token=&sort=&order=&name_contains=&status=`), so thousands of
+// jobs cost one small page. The URL keeps filter, sort and page size. While any job is still
+// InProgress/Processing the page refreshes itself every few seconds (slower once all are final).
 import { api, base, bytes, count, el, errorBox, fill, query, seconds, setQuery, statusBadge, when } from "./common.js";
 
-const PAGE_SIZE = 25;
+const PAGE_SIZES = [25, 50, 100];
 const LIVE_MS = 3000;
 const IDLE_MS = 30000;
 const FINAL = new Set(["Ready", "Failed"]);
+const STATUSES = ["InProgress", "Processing", "Ready", "Failed"];
 
+// `sort`: the hub's sort key (the hub sorts, filters and pages in SQL); columns without one are
+// shown, not sortable (their figures live in each job's folder, read for the page shown only).
 const COLUMNS = [
-  { key: "pick", label: "", sortable: false },
-  { key: "name", label: "Name" },
-  { key: "status", label: "Status" },
-  { key: "first_upload_at", label: "Started" },
+  { key: "pick", label: "" },
+  { key: "name", label: "Name", sort: "name" },
+  { key: "status", label: "Status", sort: "status" },
+  { key: "created_at", label: "Started", sort: "created_at" },
+  { key: "finished_at", label: "Finished", sort: "updated_at" },
   { key: "duration_s", label: "Duration", num: true },
   { key: "steps", label: "Steps", num: true },
   { key: "gpus", label: "GPUs", num: true },
@@ -29,48 +34,26 @@ const compareButton = document.getElementById("compare-selected");
 
 const initial = query();
 const state = {
-  jobs: [],
+  page: null, // the hub's answer for the page shown: items, next_token, total, status_counts
   q: initial.q || "",
-  status: initial.status || "",
-  sort: initial.sort || "first_upload_at",
+  status: STATUSES.includes(initial.status) ? initial.status : "",
+  sort: COLUMNS.some((c) => c.sort && c.sort === initial.sort) ? initial.sort : "created_at",
   dir: initial.dir === "asc" ? "asc" : "desc",
-  page: Math.max(1, Number(initial.page) || 1),
-  picked: new Set(),
+  size: PAGE_SIZES.includes(Number(initial.size)) ? Number(initial.size) : PAGE_SIZES[0],
+  tokens: [null], // next_token of each page walked so far (page 1 has none)
+  picked: new Map(), // job id -> name, kept across pages
 };
 nameInput.value = state.q;
 statusSelect.value = state.status;
-
-function compareValues(a, b) {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return 1; // blanks last either way
-  if (b === null || b === undefined) return -1;
-  return typeof a === "number" && typeof b === "number" ? a - b : String(a).localeCompare(String(b));
-}
-
-function visibleJobs() {
-  const q = state.q.trim().toLowerCase();
-  const rows = state.jobs.filter(
-    (job) =>
-      (!q || (job.name || "").toLowerCase().includes(q) || job.job_id.includes(q)) &&
-      (!state.status || job.status === state.status),
-  );
-  const sign = state.dir === "asc" ? 1 : -1;
-  rows.sort((a, b) => {
-    const av = a[state.sort];
-    const bv = b[state.sort];
-    if (av === null || av === undefined || bv === null || bv === undefined) return compareValues(av, bv);
-    return sign * compareValues(av, bv);
-  });
-  return rows;
-}
 
 function header() {
   return el(
     "tr",
     {},
     COLUMNS.map((col) => {
-      if (col.sortable === false) return el("th", { scope: "col" }, el("span", { class: "hidden" }, "pick"));
-      const sorted = state.sort === col.key;
+      if (col.key === "pick") return el("th", { scope: "col" }, el("span", { class: "sr-only" }, "compare"));
+      if (!col.sort) return el("th", { scope: "col", class: col.num ? "num" : "" }, col.label);
+      const sorted = state.sort === col.sort;
       return el(
         "th",
         {
@@ -83,11 +66,11 @@ function header() {
           {
             type: "button",
             class: "sort",
-            "data-sort": col.key,
+            "data-sort": col.sort,
             onclick: () => {
-              if (state.sort === col.key) state.dir = state.dir === "asc" ? "desc" : "asc";
-              else [state.sort, state.dir] = [col.key, col.num || col.key === "first_upload_at" ? "desc" : "asc"];
-              render();
+              if (state.sort === col.sort) state.dir = state.dir === "asc" ? "desc" : "asc";
+              else [state.sort, state.dir] = [col.sort, col.key.endsWith("_at") ? "desc" : "asc"];
+              restart();
             },
           },
           col.label,
@@ -113,7 +96,7 @@ function row(job) {
         checked: picked,
         disabled: !ready,
         onchange: (event) => {
-          if (event.target.checked) state.picked.add(job.job_id);
+          if (event.target.checked) state.picked.set(job.job_id, name);
           else state.picked.delete(job.job_id);
           updateCompare();
         },
@@ -132,10 +115,12 @@ function row(job) {
       {},
       statusBadge(job.status),
       job.failure_reason ? el("div", { class: "reason" }, job.failure_reason) : null,
+      warnings(job.warnings),
       // a run still going: how much has arrived so far (grows with each refresh)
       FINAL.has(job.status) ? null : el("div", { class: "muted progress" }, `${count(job.raw_files)} files · ${bytes(job.bytes)} so far`),
     ),
-    el("td", {}, when(job.first_upload_at)),
+    el("td", {}, when(job.created_at)),
+    el("td", {}, FINAL.has(job.status) ? when(job.finished_at) : el("span", { class: "muted" }, "running")),
     el("td", { class: "num" }, seconds(job.duration_s)),
     el("td", { class: "num" }, count(job.steps)),
     el("td", { class: "num" }, count(job.gpus)),
@@ -144,23 +129,45 @@ function row(job) {
   );
 }
 
+/** A Ready job's warnings (files left out) or a Failed job's parts that could still be read. */
+function warnings(list) {
+  if (!list || !list.length) return null;
+  return el(
+    "details",
+    { class: "warnings" },
+    el("summary", {}, `⚠ ${list.length} warning${list.length === 1 ? "" : "s"}`),
+    el("ul", {}, list.map((w) => el("li", {}, w))),
+  );
+}
+
 function updateCompare() {
   compareButton.disabled = state.picked.size !== 2;
-  compareButton.textContent = state.picked.size === 2 ? "Compare selected" : `Compare selected (${state.picked.size}/2)`;
+  compareButton.textContent =
+    state.picked.size === 2 ? `Compare ${[...state.picked.values()].join(" and ")}` : `Compare selected (${state.picked.size}/2)`;
+}
+
+function showCounts(counts) {
+  const all = Object.values(counts).reduce((a, b) => a + b, 0);
+  for (const option of statusSelect.options) {
+    const n = option.value ? counts[option.value] || 0 : all;
+    option.textContent = `${option.value || "any"} (${count(n)})`;
+  }
 }
 
 function render() {
-  const rows = visibleJobs();
-  const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
-  state.page = Math.min(state.page, pages);
+  const page = state.page;
+  const index = state.tokens.length; // 1-based number of the page shown
+  const pages = Math.max(1, Math.ceil(page.total / state.size));
   setQuery({
     q: state.q,
     status: state.status,
-    sort: state.sort === "first_upload_at" ? "" : state.sort,
+    sort: state.sort === "created_at" ? "" : state.sort,
     dir: state.dir === "desc" ? "" : state.dir,
-    page: state.page > 1 ? state.page : "",
+    size: state.size === PAGE_SIZES[0] ? "" : state.size,
   });
-  if (!state.jobs.length) {
+  showCounts(page.status_counts || {});
+  const owned = Object.values(page.status_counts || {}).reduce((a, b) => a + b, 0);
+  if (!owned && !state.q) {
     fill(
       table,
       el(
@@ -173,68 +180,100 @@ function render() {
     fill(pager);
     return;
   }
-  const shown = rows.slice((state.page - 1) * PAGE_SIZE, state.page * PAGE_SIZE);
   fill(
     table,
     el(
       "table",
       { id: "jobs" },
-      el("caption", { class: "hidden" }, "Jobs"),
+      el("caption", { class: "sr-only" }, "Jobs"),
       el("thead", {}, header()),
-      el("tbody", {}, shown.length ? shown.map(row) : el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "No job matches the filter."))),
+      el("tbody", {}, page.items.length ? page.items.map(row) : el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "No job matches the filter."))),
     ),
   );
-  const go = (page) => () => {
-    state.page = page;
-    render();
-  };
+  const sizes = el(
+    "select",
+    { id: "page-size", "aria-label": "jobs per page" },
+    PAGE_SIZES.map((n) => el("option", { value: n, selected: n === state.size }, `${n} a page`)),
+  );
+  sizes.addEventListener("change", () => {
+    state.size = Number(sizes.value);
+    restart();
+  });
   fill(
     pager,
-    el("button", { type: "button", disabled: state.page <= 1, onclick: go(state.page - 1), "aria-label": "previous page" }, "‹ Prev"),
-    el("span", { id: "page-info" }, `Page ${state.page} of ${pages} · ${count(rows.length)} job${rows.length === 1 ? "" : "s"}`),
-    el("button", { type: "button", disabled: state.page >= pages, onclick: go(state.page + 1), "aria-label": "next page" }, "Next ›"),
+    el("button", { type: "button", id: "page-first", disabled: index <= 1, onclick: () => go([null]), "aria-label": "first page" }, "« First"),
+    el("button", { type: "button", id: "page-prev", disabled: index <= 1, onclick: () => go(state.tokens.slice(0, -1)), "aria-label": "previous page" }, "‹ Prev"),
+    el("span", { id: "page-info" }, `Page ${count(index)} of ${count(pages)} · ${count(page.total)} job${page.total === 1 ? "" : "s"}`),
+    el("button", { type: "button", id: "page-next", disabled: !page.next_token, onclick: () => go([...state.tokens, page.next_token]), "aria-label": "next page" }, "Next ›"),
+    sizes,
   );
   updateCompare();
 }
 
+function listQuery() {
+  const params = new URLSearchParams({ limit: String(state.size), sort: state.sort, order: state.dir });
+  if (state.q.trim()) params.set("name_contains", state.q.trim());
+  if (state.status) params.set("status", state.status);
+  const token = state.tokens[state.tokens.length - 1];
+  if (token) params.set("next_token", token);
+  return params;
+}
+
+let asked = 0; // the newest request wins (typing in the filter sends several)
+let timer = null;
+
 async function load() {
-  const answer = await api("jobs");
-  state.jobs = answer.items;
-  const known = new Set(state.jobs.filter((j) => j.status === "Ready").map((j) => j.job_id));
-  for (const id of [...state.picked]) if (!known.has(id)) state.picked.delete(id);
+  const mine = ++asked;
+  const answer = await api(`jobs?${listQuery()}`);
+  if (mine !== asked) return null;
+  state.page = answer;
+  for (const job of answer.items) if (job.status !== "Ready") state.picked.delete(job.job_id);
   render();
-  const running = state.jobs.filter((j) => !FINAL.has(j.status)).length;
-  live.textContent = running ? `${running} running · updating every ${LIVE_MS / 1000} s` : "";
+  const counts = answer.status_counts || {};
+  const running = (counts.InProgress || 0) + (counts.Processing || 0);
+  live.textContent = running ? `${count(running)} running · updating every ${LIVE_MS / 1000} s` : "";
   return running > 0;
 }
 
 async function refresh() {
+  clearTimeout(timer);
   let running = false;
   try {
-    running = await load();
+    const answer = await load();
+    if (answer === null) return; // a newer request took over
+    running = answer;
   } catch (error) {
     fill(table, errorBox(error));
   }
-  setTimeout(refresh, running ? LIVE_MS : IDLE_MS);
+  timer = setTimeout(refresh, running ? LIVE_MS : IDLE_MS);
+}
+
+/** Show the page after the tokens walked so far (`[null]` = the first page). */
+function go(tokens) {
+  state.tokens = tokens;
+  refresh();
 }
 
 let typing = null;
+
+/** Sort or filter changed: back to the first page (with the name filter as typed so far). */
+function restart() {
+  clearTimeout(typing);
+  state.q = nameInput.value;
+  go([null]);
+}
+
 nameInput.addEventListener("input", () => {
   clearTimeout(typing);
-  typing = setTimeout(() => {
-    state.q = nameInput.value;
-    state.page = 1;
-    render();
-  }, 120);
+  typing = setTimeout(restart, 200);
 });
 statusSelect.addEventListener("change", () => {
   state.status = statusSelect.value;
-  state.page = 1;
-  render();
+  restart();
 });
 document.getElementById("job-filters").addEventListener("submit", (event) => event.preventDefault());
 compareButton.addEventListener("click", () => {
-  const [a, b] = [...state.picked];
+  const [a, b] = [...state.picked.keys()];
   location.href = `${base}compare?base=${encodeURIComponent(a)}&test=${encodeURIComponent(b)}`;
 });
 
