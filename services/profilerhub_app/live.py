@@ -5,6 +5,10 @@ live view decodes them with the same structs and summarises them with the same f
 ingest (``profilerhub_analysis.sdk_records``), so a running job's numbers are those its summary
 will have. Chunks never change once written, so each is decoded once and kept (bounded); a poll
 every few seconds reads only the chunks that are new.
+
+``panels`` holds the dashboard panels the streamed records make (``step_time`` from the SDK's
+steps, ``annotations`` with a histogram per name), assembled by the engine's ``dashboard`` as the
+Ready dashboard's are, so a live page draws them with the same code.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from profilerhub_analysis.dashboard import dashboard
 from profilerhub_analysis.sdk_records import (
     AnnotationRecord,
     MetricRecord,
@@ -29,6 +34,8 @@ from profilerhub_app.routes.jobs import OwnedJob
 from profilerhub_core.errors import NotFound
 
 KINDS = ("annotations", "metrics", "system")
+#: The dashboard panels a live view carries (the rest need a trace, which ingest reads).
+LIVE_PANELS = ("step_time", "annotations")
 #: A chunk larger than this once decompressed is skipped (counted in ``skipped_chunks``).
 MAX_CHUNK_BYTES = 64 << 20
 #: Newest chunks read per kind (a very long run shows its latest part).
@@ -70,7 +77,7 @@ class LiveView:
         return records
 
     def view(self, job: OwnedJob) -> dict[str, Any]:
-        """``{"job_id", "status", "steps", "annotations", "metrics", "system", "chunks", ...}``."""
+        """``{"job_id", "status", "steps", "annotations", "metrics", "system", "panels", "chunks", ...}``."""
         raw = job.key("raw") + "/"
         by_kind: dict[str, list[tuple[str, int]]] = {k: [] for k in KINDS}
         job_doc: dict[str, Any] = {}
@@ -96,6 +103,10 @@ class LiveView:
                     decoded[kind].extend(records)
         start = job_doc.get("start_ns") if isinstance(job_doc.get("start_ns"), int) else None
         steps, annotations = steps_and_annotations(decoded["annotations"])
+        metrics = training_metrics(decoded["metrics"], start)
+        system = system_metrics(decoded["system"], start)
+        streamed = {"steps": steps, "annotations": annotations}
+        panels = dashboard({}, {}, streamed)
         return {
             "job_id": job.job_id,
             "status": job.record.get("status"),
@@ -103,8 +114,9 @@ class LiveView:
             "start_ns": start,
             "steps": steps,
             "annotations": annotations,
-            "metrics": training_metrics(decoded["metrics"], start),
-            "system": system_metrics(decoded["system"], start),
+            "metrics": metrics,
+            "system": system,
+            "panels": {k: panels[k] for k in LIVE_PANELS},
             "chunks": {k: len(v) for k, v in by_kind.items()},
             "skipped_chunks": skipped,
         }

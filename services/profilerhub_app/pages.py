@@ -10,7 +10,10 @@ Pages:
     ``/``                       jobs        the owner's jobs; tick two to compare
     ``/jobs/{job_id}``          dashboard   one job's panels
     ``/jobs/{job_id}/timeline`` timeline    the CPU/GPU timeline on a canvas
-    ``/compare?base=…&test=…``  compare     two jobs side by side
+    ``/compare?base=…&test=…``  compare     two jobs side by side, with both timelines
+
+``?embed=1`` on the timeline page drops the top bar and crumbs (``<body data-embed>``): the compare
+page shows two timelines so, one above the other, each the timeline page itself in a frame.
 """
 
 from __future__ import annotations
@@ -32,12 +35,16 @@ STATIC = Path(__file__).parent / "static"
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-src 'self'; frame-ancestors 'self'"
 )
+# Framing: only by the app's own pages (compare embeds two timelines); the hub keeps an answer's
+# own X-Frame-Options instead of adding DENY.
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"SAMEORIGIN"),
 ]
 
 
@@ -70,8 +77,8 @@ _BODIES = {
 _TITLES = {"jobs": "Jobs", "dashboard": "Dashboard", "timeline": "Timeline", "compare": "Compare"}
 
 
-def render(settings: AppServiceSettings, page: str, job: str = "") -> str:
-    """The HTML of one page (every interpolated value escaped)."""
+def render(settings: AppServiceSettings, page: str, job: str = "", embed: bool = False) -> str:
+    """The HTML of one page (every interpolated value escaped); ``embed``: framed, no top bar."""
     base = settings.base_path
     values = {"base": html.escape(base), "owner": html.escape(settings.owner), "job": html.escape(job)}
     body = _BODIES[page].format(**values)
@@ -89,7 +96,8 @@ def render(settings: AppServiceSettings, page: str, job: str = "") -> str:
         f'<link rel="stylesheet" href="{static}/base/base.css">'
         f'<link rel="stylesheet" href="{static}/css/app.css">'
         f'<script type="module" src="{static}/js/{page}.js"></script></head>'
-        f'<body data-base="{values["base"]}" data-job="{values["job"]}" data-page="{page}">'
+        f'<body data-base="{values["base"]}" data-job="{values["job"]}" data-page="{page}"'
+        f"{' data-embed' if embed else ''}>"
         '<a class="skip" href="#main">Skip to content</a>'
         f'<header class="topbar"><a class="brand" href="{values["base"]}">ProfilerHub</a>'
         f'<nav aria-label="app">{nav}</nav><span class="grow"></span>'
@@ -116,7 +124,8 @@ def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[Base
         async def endpoint(request: Request) -> Response:
             touch()
             job = request.path_params.get("job_id", "") if job_param else ""
-            return HTMLResponse(render(settings, name, job))
+            embed = name == "timeline" and request.query_params.get("embed") == "1"
+            return HTMLResponse(render(settings, name, job, embed))
 
         return endpoint
 

@@ -25,9 +25,13 @@ def test_every_page_is_a_shell_with_a_strict_csp_and_nothing_inline(
             assert page.status_code == 200, path
             csp = page.headers["content-security-policy"]
             assert "script-src 'self'" in csp and "style-src 'self'" in csp and "unsafe" not in csp
+            # framed only by the app's own pages (compare shows two timelines)
+            assert "frame-ancestors 'self'" in csp and page.headers["x-frame-options"] == "SAMEORIGIN"
             assert re.search(r"<script(?![^>]*\bsrc=)", page.text) is None  # no inline script
             assert " style=" not in page.text and "<style" not in page.text
             assert "alice&#x27;s profiler" in page.text or "alice's profiler" in page.text
+        assert "data-embed" in app.get("jobs/x/timeline?embed=1").text
+        assert "data-embed" not in app.get("jobs/x/timeline").text
         scripts = re.findall(r'src="([^"]+\.js)"', app.get("compare").text)
         assert scripts and all(
             app.get(s.split("/apps/", 1)[1].split("/", 1)[1]).status_code == 200 for s in scripts

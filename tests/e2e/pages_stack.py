@@ -10,6 +10,7 @@ the hub proxies).
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ CHROMIUM = "/usr/bin/chromium"
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 HTA = TRACES / "hta" / "tests" / "data"
 DOMAIN, USER = "ml", "alice"  # the domain JobStack.wait_for_job reads
-SHOTS = Path("/tmp/ui-shots")
+SHOTS = Path(os.environ.get("PROFILERHUB_TEST_SHOTS", "/tmp/ui-shots"))
 
 # name -> trace files (one job each; several files = several ranks)
 TRACE_JOBS = {
@@ -150,9 +151,14 @@ def launch_browser() -> Iterator[Any]:
         chromium.close()
 
 
+def shot_path(name: str) -> Path:
+    """Where the screenshot ``name`` goes: outside the repository (``PROFILERHUB_TEST_SHOTS``)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS / f"{name}.png"
+
+
 def shot(page: Any, name: str) -> Path:
     """Save a full-page screenshot outside the repository (a test artefact to look at)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
+    path = shot_path(name)
     page.screenshot(path=str(path), full_page=True)
     return path

@@ -7,6 +7,8 @@ console error, uncaught exception or failed request. Screenshots land in /tmp/ui
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.jobs_stack import JobStack
-from tests.e2e.pages_stack import BrowserLog, PagesJobs, launch_browser, shot
+from tests.e2e.pages_stack import BrowserLog, PagesJobs, launch_browser, shot, shot_path
 from tests.support.hub import auth, wait_for
 
 pytestmark = pytest.mark.slow
@@ -63,8 +65,8 @@ def test_the_jobs_page_lists_every_job_with_its_status_and_figures(app: Any, job
     assert row(app, jobs.ids["broken"]).locator(".status").inner_text() == "Failed"
     assert "gzip data is truncated" in row(app, jobs.ids["broken"]).locator(".reason").inner_text()
     two = row(app, jobs.ids["two-ranks"]).locator("td")
-    assert two.nth(7).inner_text() == "2"  # ranks
-    assert row(app, jobs.ids["sdk-cpu"]).locator("td").nth(5).inner_text() == "6"  # steps
+    assert two.nth(8).inner_text() == "2"  # ranks
+    assert row(app, jobs.ids["sdk-cpu"]).locator("td").nth(6).inner_text() == "6"  # steps
     shot(app, "jobs")
 
     app.select_option("#filter-status", "Failed")
@@ -76,6 +78,7 @@ def test_the_jobs_page_lists_every_job_with_its_status_and_figures(app: Any, job
     expect(app.locator("#jobs tbody tr")).to_have_count(2)
     app.fill("#filter-name", "")
     app.click("th button[data-sort='name']")
+    expect(app.locator("th[aria-sort='ascending'] button[data-sort='name']")).to_have_count(1)
     names = app.locator("#jobs tbody td.name a, #jobs tbody td.name:not(:has(a))").all_inner_texts()
     firsts = [n.splitlines()[0] for n in names]
     assert firsts == sorted(firsts)
@@ -177,7 +180,9 @@ def test_the_dashboard_shows_every_panel_with_the_numbers_of_profilerhub_analyze
     assert bars.nth(3).inner_text().startswith(f"other ({expected['distinct_kernels'] - 3} kernels)")
 
 
-def test_a_multi_rank_job_has_a_rank_picker_and_ranks_side_by_side(app: Any, jobs: PagesJobs) -> None:
+def test_a_multi_rank_job_has_a_rank_picker_and_ranks_side_by_side(
+    app: Any, jobs: PagesJobs, pages_stack: JobStack
+) -> None:
     open_page(app, f"jobs/{jobs.ids['two-ranks']}")
     app.wait_for_selector("#panels[data-ready='true']")
     expect(app.locator("#ranks tbody tr")).to_have_count(2)
@@ -189,6 +194,21 @@ def test_a_multi_rank_job_has_a_rank_picker_and_ranks_side_by_side(app: Any, job
     assert download.endswith("/traces/1/raw")
     raw = app.request.get(app.app_base.split("/apps/")[0] + download)
     assert raw.status == 200 and raw.body()[:2] == b"\x1f\x8b"  # gzip, for Perfetto
+    assert "traceEvents" in json.loads(gzip.decompress(raw.body()))  # Chrome-trace JSON
+
+    # The per-rank table: the straggler is marked in words and a glyph, not colour alone; a
+    # click on a rank shows its panels; one link compares it with the fastest rank.
+    ranks = app.locator("#ranks")
+    expected = jobs.api(pages_stack, f"jobs/{jobs.ids['two-ranks']}/ranks")
+    for straggler in expected["stragglers"]["stragglers"]:
+        expect(ranks.locator("tr.straggler")).to_contain_text(f"⚠ {straggler['rank']}")
+    expect(ranks.locator(".note")).to_contain_text("Stragglers")
+    ranks.locator("button.rank-pick").first.click()
+    app.wait_for_selector("#panels[data-trace='0']")
+    expect(app.locator("#rank-select")).to_have_value("0")
+    href = app.locator("#compare-ranks").get_attribute("href")
+    assert f"base={jobs.ids['two-ranks']}" in href and "test_trace=" in href
+    ranks.screenshot(path=str(shot_path("dashboard-ranks-table")))
     shot(app, "dashboard-ranks")
 
 
@@ -222,6 +242,55 @@ def test_a_dashboard_opened_while_the_job_runs_turns_into_the_full_one(
         assert http.post(f"{jobs.jobs_url}/{job_id}/complete").status_code == 202
     app.wait_for_selector("#panels[data-ready='true']", timeout=90_000)  # no reload
     expect(app.locator("#kernel-time")).to_have_attribute("data-empty", "false")
+
+
+def test_a_real_sdk_run_streams_into_its_dashboard_which_then_turns_into_the_full_one(
+    app: Any, jobs: PagesJobs, pages_stack: JobStack
+) -> None:
+    """The SDK's training script, paused at step 4 (after chunks of steps 0-3 went up): the
+    dashboard shows its steps, metrics and system samples so far, redraws as more arrive, and
+    turns into the Ready dashboard without a reload when the run ends and ingest finishes."""
+    from tests.e2e.jobs_stack import wait_for_file
+
+    gate = pages_stack.tmp / "live-gate"
+    seen: dict[str, Any] = {}
+
+    def running_job_id() -> str | None:
+        listed = httpx.get(
+            f"{pages_stack.url}{jobs.jobs_url}", headers=auth(jobs.token), params={"limit": 100}, timeout=30
+        ).json()["items"]
+        mine = [j for j in listed if j["name"] == "mlp-e2e" and j["status"] == "InProgress"]
+        return str(mine[0]["job_id"]) if mine else None
+
+    def while_paused() -> None:
+        wait_for_file(gate.with_suffix(".reached"))
+        job_id = running_job_id()
+        assert job_id is not None
+        seen["job_id"] = job_id
+        open_page(app, f"jobs/{job_id}")
+        app.evaluate("window.__notReloaded = true")
+        expect(app.locator("#panels")).to_have_attribute("data-live", "true")
+        # the chunks of steps 0-3 arrive (the SDK uploads every 0.5 s); the page redraws itself
+        wait_for(
+            lambda: int(app.locator("#panels").get_attribute("data-live-steps") or 0) >= 4, "4 steps live", 60
+        )
+        expect(app.locator("#metrics")).to_have_attribute("data-empty", "false")
+        expect(app.locator("#system")).to_have_attribute("data-empty", "false")
+        expect(app.locator("#step-time")).to_have_attribute("data-empty", "false")
+        expect(app.locator("#job-live")).to_contain_text("InProgress")
+        assert "train:loss" in app.locator("#metrics").inner_text()
+        rows = table_of(app, "step-time")
+        assert rows.count() >= 4
+        shot(app, "dashboard-live")
+        gate.with_suffix(".go").touch()
+
+    run = pages_stack.train(jobs.token, 8, env={"GATES": f"4:{gate}"}, on_output=while_paused)
+    assert run.returncode == 0, run.output
+    assert run.job_id == seen["job_id"]
+    app.wait_for_selector("#panels[data-ready='true']", timeout=120_000)  # ingest done: the full dashboard
+    assert app.evaluate("window.__notReloaded") is True
+    expect(app.locator("[data-fact='steps']")).to_have_text("8")
+    expect(app.locator("#cpu-ops")).to_have_attribute("data-empty", "false")
 
 
 def test_the_timeline_draws_lanes_zooms_finds_a_kernel_and_shows_its_launch(
@@ -322,4 +391,110 @@ def test_compare_shows_two_jobs_with_their_deltas(app: Any, jobs: PagesJobs, pag
     launches = app.locator("#compare-body tr", has_text="kernel launches")
     expect(launches.locator(".delta-better, .delta-worse")).to_contain_text(f"{abs(kernel_count['diff'])}")
     assert app.locator("#cmp-added").inner_text() == str(len(expected["compare"]["added"]))
+
+    # Both timelines, one above the other, start at the chosen step and span the same width.
+    app.locator("#cmp-timelines").scroll_into_view_if_needed()
+    for side in ("base", "test"):
+        frame = app.frame_locator(f"#cmp-tl-{side}")
+        expect(frame.locator("#tl-view[data-ready='true']")).to_have_count(1)
+        canvas = frame.locator("#tl-canvas")
+        wait_for(lambda c=canvas: int(c.get_attribute("data-drawn") or 0) > 0, f"{side} timeline drawn", 30)
+        iframe = app.locator(f"#cmp-tl-{side}")
+        start, end = int(canvas.get_attribute("data-start")), int(canvas.get_attribute("data-end"))
+        assert abs(start - int(iframe.get_attribute("data-start"))) <= 1
+        assert abs((end - start) - int(iframe.get_attribute("data-width"))) <= 2
+    app.locator("#cmp-timelines").screenshot(path=str(shot_path("compare-timelines")))
     shot(app, "compare")
+
+
+def test_compare_two_ranks_of_one_job(app: Any, jobs: PagesJobs, pages_stack: JobStack) -> None:
+    two = jobs.ids["two-ranks"]
+    open_page(app, f"compare?base={two}&test={two}&base_trace=0&test_trace=1")
+    app.wait_for_selector("#compare-body[data-ready='true']")
+    expect(app.locator("#cmp-base-rank")).to_have_value("0")
+    expect(app.locator("#cmp-test-rank")).to_have_value("1")
+    expected = jobs.api(pages_stack, f"compare?base={two}&test={two}&base_trace=0&test_trace=1")["compare"]
+    step = next(r for r in expected["summary"] if r["metric"] == "step_time_us")
+    row_text = app.locator("#compare-body tr", has_text="step time").first.inner_text()
+    assert "rank 0" in app.locator("#compare-body thead").first.inner_text()
+    assert (step["diff"] == 0) == ("no change" in row_text)
+    expect(app.frame_locator("#cmp-tl-test").locator("#tl-view[data-ready='true']")).to_have_count(1)
+    shot(app, "compare-ranks")
+
+
+def _insert_old_jobs(stack: JobStack, n: int) -> None:
+    """``n`` jobs of alice straight into the stack's database (the fast path), older than every
+    other job so the tests above see none of them: ``sweep-0000``…, every tenth Failed."""
+    from datetime import UTC, datetime, timedelta
+
+    import sqlalchemy as sa
+
+    from profilerhub_core.db.models import Job, JobStatus, UserProfile, new_id
+
+    engine = sa.create_engine(f"sqlite:///{stack.tmp / 'home' / 'profilerhub.db'}")
+    with engine.begin() as db:
+        owner = db.execute(
+            sa.select(UserProfile.id, UserProfile.domain_id).where(UserProfile.name == "alice")
+        ).one()
+        t0 = datetime(2025, 1, 1, tzinfo=UTC)
+        rows = [
+            {
+                "id": new_id(),
+                "domain_id": owner.domain_id,
+                "user_id": owner.id,
+                "name": f"sweep-{i:04d}",
+                "status": JobStatus.Failed if i % 10 == 0 else JobStatus.Ready,
+                "failure_reason": "raw/torch/t.json: not valid JSON" if i % 10 == 0 else None,
+                "metric_definitions": [],
+                "created_at": t0 + timedelta(seconds=i),
+                "updated_at": t0 + timedelta(seconds=i),
+            }
+            for i in range(n)
+        ]
+        db.execute(sa.insert(Job), rows)
+    engine.dispose()
+
+
+def test_the_jobs_page_pages_sorts_and_filters_thousands_of_jobs_in_the_hub(
+    app: Any, jobs: PagesJobs, pages_stack: JobStack
+) -> None:
+    """Last in this module: it adds 3,000 jobs to alice's list."""
+    n = 3000
+    _insert_old_jobs(pages_stack, n)
+    listed: list[str] = []
+    app.on("request", lambda r: "/api/jobs?" in r.url and listed.append(r.url))
+    open_page(app, "")
+    hub = jobs.api(pages_stack, "jobs?limit=1")  # the other tests' jobs and these
+    total, failed = hub["total"], hub["status_counts"]["Failed"]
+    assert total >= n + len(jobs.ids) and failed >= n // 10 + 1
+    expect(app.locator("#page-info")).to_have_text(f"Page 1 of {-(-total // 25)} · {total:,} jobs")
+    expect(app.locator("#jobs tbody tr")).to_have_count(25)
+    assert all("limit=25" in url for url in listed)  # one page asked for, never the whole list
+    expect(app.locator("#filter-status option[value='Failed']")).to_have_text(f"Failed ({failed:,})")
+
+    app.click("#page-next")
+    expect(app.locator("#page-info")).to_contain_text("Page 2 of")
+    app.click("#page-next")
+    expect(app.locator("#page-info")).to_contain_text("Page 3 of")
+    app.click("#page-prev")
+    expect(app.locator("#page-info")).to_contain_text("Page 2 of")
+
+    app.fill("#filter-name", "sweep-01")
+    app.select_option("#filter-status", "Failed")
+    expect(app.locator("#page-info")).to_have_text("Page 1 of 1 · 10 jobs")  # sweep-0100 … sweep-0190
+    assert "q=sweep-01" in app.url and "status=Failed" in app.url
+    reasons = app.locator("#jobs tbody .reason").all_inner_texts()
+    assert len(reasons) == 10 and all("not valid JSON" in r for r in reasons)
+
+    app.select_option("#filter-status", "")
+    app.fill("#filter-name", "sweep")
+    app.click("th button[data-sort='name']")
+    expect(app.locator("th[aria-sort='ascending'] button[data-sort='name']")).to_have_count(1)
+    expect(app.locator("#jobs tbody tr").first).to_contain_text("sweep-0000")
+    app.select_option("#page-size", "100")
+    expect(app.locator("#jobs tbody tr")).to_have_count(100)
+    names = [t.splitlines()[0] for t in app.locator("#jobs tbody td.name").all_inner_texts()]
+    assert names == [f"sweep-{i:04d}" for i in range(100)]
+    app.click("#page-next")
+    expect(app.locator("#jobs tbody tr").first).to_contain_text("sweep-0100")
+    shot(app, "jobs-thousands")

@@ -1,10 +1,12 @@
 // One job's dashboard: `GET api/jobs/{id}/dashboard?trace=N&top=K` drawn as panels (panels.js),
 // a rank picker and per-rank table when the job has several traces, links into the timeline.
-// A job that is not Ready yet shows its state and turns into the dashboard by itself when
-// ingest finishes (no reload). The URL keeps trace and top-k.
+// A job that is not Ready yet shows what it has streamed so far (`api/jobs/{id}/live`: training
+// and system metrics, steps, annotations), redrawn every few seconds as chunks arrive, and turns
+// into the full dashboard by itself when ingest finishes (no reload). A Failed job shows its
+// reason and whatever of it could still be read. The URL keeps trace and top-k.
 import { clearCharts, dataTable, panel } from "./charts.js";
-import { api, base, count, el, errorBox, fill, jobId, pct, query, seconds, setQuery, statusBadge, us } from "./common.js";
-import { buildPanels } from "./panels.js";
+import { api, base, bytes, count, el, errorBox, fill, jobId, pct, query, seconds, setQuery, statusBadge, us } from "./common.js";
+import { buildLivePanels, buildPanels } from "./panels.js";
 
 const LIVE_MS = 3000;
 const panelsNode = document.getElementById("panels");
@@ -86,18 +88,47 @@ async function ranksPanel() {
   const data = await api(`${jobPath}/ranks`);
   const stragglers = new Set(((data.stragglers && data.stragglers.stragglers) || []).map((s) => s.rank));
   const list = (data.stragglers && data.stragglers.stragglers) || [];
+  const rows = data.ranks || [];
+  // Compare the worst straggler with the rank of the shortest step time (or rank 0).
+  const timed = rows.filter((r) => r.step_time_us !== null && r.step_time_us !== undefined);
+  const fastest = timed.length ? timed.reduce((a, b) => (b.step_time_us < a.step_time_us ? b : a)) : rows[0];
+  const slow = list.length ? rows.find((r) => r.rank === list[0].rank) : null;
+  const pair = slow && fastest && slow.index !== fastest.index ? [fastest, slow] : rows.length > 1 ? [rows[0], rows[1]] : null;
+  const compareLink = pair
+    ? el(
+        "a",
+        { class: "button", id: "compare-ranks", href: `${base}compare?base=${encodeURIComponent(jobId)}&test=${encodeURIComponent(jobId)}&base_trace=${pair[0].index}&test_trace=${pair[1].index}` },
+        `Compare rank ${pair[0].rank} with rank ${pair[1].rank}`,
+      )
+    : null;
+  const pick = (r) =>
+    el(
+      "button",
+      {
+        type: "button",
+        class: "ghost rank-pick",
+        "aria-pressed": String(r.index === state.trace),
+        "aria-label": `show rank ${r.rank}${stragglers.has(r.rank) ? " (straggler)" : ""}`,
+        onclick: () => {
+          state.trace = r.index;
+          load();
+        },
+      },
+      stragglers.has(r.rank) ? `⚠ ${r.rank}` : String(r.rank),
+    );
   return panel({
     id: "ranks",
     title: "Ranks side by side",
     wide: true,
+    tools: compareLink ? [compareLink] : [],
     note: list.length
-      ? `Stragglers (highlighted): ${list.map((s) => `rank ${s.rank} (${s.metric} ${Number(s.ratio).toFixed(2)}× the median)`).join(", ")}.`
-      : "No straggler: every rank is within the threshold of the median.",
+      ? `Stragglers (⚠, highlighted): ${list.map((s) => `rank ${s.rank} (${s.metric} ${Number(s.ratio).toFixed(2)}× the median)`).join(", ")}. Click a rank to show its panels.`
+      : "No straggler: every rank is within the threshold of the median. Click a rank to show its panels.",
     draw: (node) =>
       node.append(
         dataTable(
           [
-            { label: "rank", num: true, get: (r) => (stragglers.has(r.rank) ? `⚠ ${r.rank}` : r.rank) },
+            { label: "rank", num: true, get: pick },
             { label: "file", get: (r) => r.file },
             { label: "step time", num: true, get: (r) => us(r.step_time_us) },
             { label: "GPU util.", num: true, get: (r) => pct(r.gpu_utilization_pct) },
@@ -105,7 +136,7 @@ async function ranksPanel() {
             { label: "compute", num: true, get: (r) => us(r.compute_us) },
             { label: "idle", num: true, get: (r) => us(r.idle_us) },
           ],
-          data.ranks,
+          rows,
           { rowClass: (r) => (stragglers.has(r.rank) ? "straggler" : "") },
         ),
       ),
@@ -116,18 +147,66 @@ let waiting = null;
 let ready = false;
 let listed = null; // the job as the jobs list shows it (steps, GPUs, duration)
 
+let liveSeen = ""; // what the live panels last drew (redrawn only when new chunks arrived)
+
+/** The panels' view state a redraw keeps: open tables and the picked annotation. */
+function viewState() {
+  const open = [...panelsNode.querySelectorAll(".table-toggle[aria-pressed='true']")].map((b) => b.closest(".panel").id);
+  const pick = document.getElementById("annotation-pick");
+  return { open, annotation: pick ? pick.value : null };
+}
+
+function restoreView(view) {
+  for (const id of view.open) document.querySelector(`#${id} .table-toggle`)?.click();
+  const pick = document.getElementById("annotation-pick");
+  if (pick && view.annotation && [...pick.options].some((o) => o.value === view.annotation) && pick.value !== view.annotation) {
+    pick.value = view.annotation;
+    pick.dispatchEvent(new Event("change"));
+  }
+}
+
+function liveFacts(job, streamed) {
+  const steps = streamed.steps || {};
+  const last = (steps.items || []).at(-1);
+  const sys = streamed.system || {};
+  fill(
+    facts,
+    fact("status", statusBadge(job.status), "status"),
+    fact("steps so far", count(steps.count || 0), "live-steps"),
+    last ? fact("last step", us(last.dur_ms * 1000), "last-step") : null,
+    sys.duration_s ? fact("running for", seconds(sys.duration_s), "live-duration") : null,
+    fact("files uploaded", count(job.raw_files), "files"),
+    fact("uploaded", bytes(job.bytes), "bytes"),
+  );
+}
+
 async function notReady(job) {
-  // Not Ready: show the job's state, check again in a few seconds (the page turns into the
-  // dashboard by itself when ingest finishes).
+  // Not Ready: what has streamed so far, checked again in a few seconds (the page turns into the
+  // dashboard by itself when ingest finishes). A Failed job: its reason, and what could be read.
   title.textContent = job.name || jobId;
-  fill(facts, fact("status", statusBadge(job.status), "status"), fact("files uploaded", count(job.raw_files), "files"));
-  if (job.status === "Failed") {
+  document.title = `${job.name || jobId} · ${job.status}`;
+  const streamed = await api(`${jobPath}/live`);
+  liveFacts(job, streamed);
+  const failed = job.status === "Failed";
+  const seen = JSON.stringify([job.status, streamed.chunks, streamed.skipped_chunks]);
+  if (seen !== liveSeen) {
+    liveSeen = seen;
+    const view = viewState();
+    clearCharts();
+    const any = Object.values(streamed.chunks || {}).some((n) => n > 0);
+    const lead = failed
+      ? el("div", { class: "error-box panel wide", role: "alert" }, el("b", {}, "This job failed: "), job.failure_reason || "no reason recorded", any ? el("p", { class: "note" }, "What it streamed before failing is below.") : null)
+      : el("p", { class: "muted panel wide live-note" }, job.status === "Processing" ? "Ingest is reading the traces; the full dashboard appears here when it finishes." : "This run is still going: what it has streamed so far is below, updated as it arrives. The full dashboard appears when ingest finishes.");
+    fill(panelsNode, lead, any || !failed ? buildLivePanels(streamed, ctx) : null);
+    restoreView(view);
+    panelsNode.dataset.live = String(!failed);
+    panelsNode.dataset.liveSteps = String((streamed.steps || {}).count || 0);
+  }
+  if (failed) {
     live.textContent = "";
-    fill(panelsNode, el("div", { class: "error-box", role: "alert" }, `This job failed: ${job.failure_reason || "no reason recorded"}`));
     return;
   }
-  live.textContent = `${job.status}: the dashboard appears when ingest finishes · checking every ${LIVE_MS / 1000} s`;
-  fill(panelsNode, el("p", { class: "muted" }, "This job is still running or being processed."));
+  live.textContent = `${job.status} · updating every ${LIVE_MS / 1000} s`;
   waiting = setTimeout(load, LIVE_MS);
 }
 
@@ -138,13 +217,15 @@ async function load() {
   try {
     if (!ready) {
       const job = await api(jobPath);
-      if (job.status !== "Ready") return notReady(job);
+      if (job.status !== "Ready") return await notReady(job);
       listed = job;
       ready = true;
+      delete panelsNode.dataset.live;
     }
     d = await api(`${jobPath}/dashboard?trace=${state.trace}&top=${state.top}`);
   } catch (error) {
     fill(panelsNode, errorBox(error));
+    if (!ready) waiting = setTimeout(load, LIVE_MS); // a running job: try again (the hub may be restarting)
     return;
   }
   live.textContent = "";

@@ -361,12 +361,29 @@ function seriesPanel(id, title, entries, { xLabel, xFormat, emptyText }) {
   });
 }
 
-/** Every panel of one trace's dashboard, in reading order. */
-export function buildPanels(d, ctx) {
-  const p = d.panels;
+function metricPanels(p) {
   const metrics = Object.entries(p.metrics || {}).filter(([, m]) => (m.series || []).length);
   const timeMetrics = Object.entries(p.metrics || {}).filter(([, m]) => (m.time_series || []).length);
   const system = Object.entries((p.system && p.system.metrics) || {}).filter(([, m]) => (m.series || []).length);
+  return {
+    metrics: seriesPanel("metrics", "Training metrics by step", metrics.map(([n, m]) => [n, m, m.series]), { xLabel: "step", xFormat: (v) => count(v), emptyText: "No training metrics (ph.log_metric or metric_definitions) for this job." }),
+    time: seriesPanel("metrics-time", "Training metrics over time", timeMetrics.map(([n, m]) => [n, m, m.time_series]), { xLabel: "seconds", xFormat: (v) => num(v), emptyText: "No training metrics over time for this job." }),
+    system: seriesPanel("system", "System metrics", system.map(([n, m]) => [n, m, m.series]), { xLabel: "seconds", xFormat: (v) => num(v), emptyText: "No system metrics (the SDK samples them while a job runs)." }),
+  };
+}
+
+/** The panels of what a job still running has streamed (`api/jobs/{id}/live`): its training and
+ * system metrics, steps and annotations, drawn by the same panels as the full dashboard. */
+export function buildLivePanels(live, ctx) {
+  const p = { ...(live.panels || {}), metrics: live.metrics, system: live.system };
+  const m = metricPanels(p);
+  return [m.metrics, m.system, stepTimePanel(p.step_time, ctx), annotationsPanel(p.annotations), m.time];
+}
+
+/** Every panel of one trace's dashboard, in reading order. */
+export function buildPanels(d, ctx) {
+  const p = d.panels;
+  const m = metricPanels(p);
   return [
     activePanel("gpu-active", "GPU active time", p.gpu_active, "devices", (r) => `GPU ${r.device}`),
     activePanel("cpu-active", "CPU active time", p.cpu_active, "threads", (r) => r.name || `thread ${r.tid}`),
@@ -456,9 +473,9 @@ export function buildPanels(d, ctx) {
       NO_GPU,
       "As in TensorBoard's profiler overview.",
     ),
-    seriesPanel("metrics", "Training metrics by step", metrics.map(([n, m]) => [n, m, m.series]), { xLabel: "step", xFormat: (v) => count(v), emptyText: "No training metrics (ph.log_metric or metric_definitions) for this job." }),
-    seriesPanel("metrics-time", "Training metrics over time", timeMetrics.map(([n, m]) => [n, m, m.time_series]), { xLabel: "seconds", xFormat: (v) => num(v), emptyText: "No training metrics over time for this job." }),
-    seriesPanel("system", "System metrics", system.map(([n, m]) => [n, m, m.series]), { xLabel: "seconds", xFormat: (v) => num(v), emptyText: "No system metrics (the SDK samples them while a job runs)." }),
+    m.metrics,
+    m.time,
+    m.system,
   ];
 }
 
