@@ -422,6 +422,48 @@ def test_compare_two_ranks_of_one_job(app: Any, jobs: PagesJobs, pages_stack: Jo
     shot(app, "compare-ranks")
 
 
+def _tab_to(app: Any, selector: str, presses: int = 60) -> dict[str, Any]:
+    """Press Tab until ``selector`` has the focus; its focus ring as the browser draws it."""
+    for _ in range(presses):
+        app.keyboard.press("Tab")
+        if app.evaluate("(s) => document.activeElement.matches(s)", selector):
+            ring: dict[str, Any] = app.evaluate(
+                "() => { const s = getComputedStyle(document.activeElement);"
+                " return {style: s.outlineStyle, width: parseFloat(s.outlineWidth)}; }"
+            )
+            return ring
+    raise AssertionError(f"{selector} is not reachable with Tab")
+
+
+def test_controls_take_the_keyboard_focus_visibly_and_every_chart_has_a_table(
+    app: Any, jobs: PagesJobs
+) -> None:
+    app.wait_for_selector("#jobs tbody tr")
+    for selector in (
+        "#filter-name",
+        "#filter-status",
+        "th button[data-sort='name']",
+        "#jobs input[type=checkbox]",
+    ):
+        ring = _tab_to(app, selector)
+        assert ring["style"] != "none" and ring["width"] >= 2, (selector, ring)
+    app.keyboard.press("Space")  # ticks the focused job, by keyboard alone
+    expect(app.locator("#compare-selected")).to_contain_text("(1/2)")
+
+    open_page(app, f"jobs/{jobs.ids['alexnet']}")
+    app.wait_for_selector("#panels[data-ready='true']")
+    charts = app.locator(".panel:has(canvas), .panel:has(.bars), .panel:has(.stack)")
+    assert charts.count() >= 10
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        assert chart.locator(".table-toggle").count() == 1, chart.get_attribute("id")
+    ring = _tab_to(app, "#kernel-time .table-toggle", 200)
+    assert ring["style"] != "none"
+    app.keyboard.press("Enter")  # the table view, by keyboard
+    expect(app.locator("#kernel-time .table-view table")).to_be_visible()
+    expect(app.locator("#kernel-time .table-toggle")).to_have_attribute("aria-pressed", "true")
+
+
 def _insert_old_jobs(stack: JobStack, n: int) -> None:
     """``n`` jobs of alice straight into the stack's database (the fast path), older than every
     other job so the tests above see none of them: ``sweep-0000``…, every tenth Failed."""

@@ -335,6 +335,13 @@ function cpuOpsPanel(rows, ctx) {
   });
 }
 
+/** How a series' values read: bytes and bytes per second by the name's unit, else a number. */
+function unitOf(name) {
+  if (name.endsWith("_bytes_per_s")) return (v) => (v === null || v === undefined ? "–" : `${bytes(v)}/s`);
+  if (name.endsWith("_bytes")) return bytes;
+  return num;
+}
+
 function seriesPanel(id, title, entries, { xLabel, xFormat, emptyText }) {
   if (!entries.length) return panel({ id, title, empty: emptyText });
   return panel({
@@ -346,9 +353,10 @@ function seriesPanel(id, title, entries, { xLabel, xFormat, emptyText }) {
       node.append(grid);
       entries.forEach(([name, m, series], i) => {
         const box = el("div");
-        grid.append(el("div", {}, el("p", { class: "note" }, el("b", {}, name), m.last !== undefined ? ` · last ${num(m.last)}` : ` · mean ${num(m.mean)}`, ` · min ${num(m.min)} · max ${num(m.max)}`), box));
+        const f = unitOf(name);
+        grid.append(el("div", {}, el("p", { class: "note" }, el("b", {}, name), m.last !== undefined ? ` · last ${f(m.last)}` : ` · mean ${f(m.mean)}`, ` · min ${f(m.min)} · max ${f(m.max)}`), box));
         requestAnimationFrame(() =>
-          lineChart(box, { x: series.map((p) => p[0]), series: [{ label: name, values: series.map((p) => p[1]), colorIndex: i }], xLabel, xFormat, yFormat: num, height: 170 }),
+          lineChart(box, { x: series.map((p) => p[0]), series: [{ label: name, values: series.map((p) => p[1]), colorIndex: i }], xLabel, xFormat, yFormat: f, height: 170 }),
         );
       });
     },
@@ -356,7 +364,7 @@ function seriesPanel(id, title, entries, { xLabel, xFormat, emptyText }) {
       el(
         "div",
         {},
-        entries.map(([name, , series]) => el("div", {}, el("h3", { class: "note" }, name), dataTable([{ label: xLabel, num: true, get: (p) => xFormat(p[0]) }, { label: "value", num: true, get: (p) => num(p[1]) }], series))),
+        entries.map(([name, , series]) => el("div", {}, el("h3", { class: "note" }, name), dataTable([{ label: xLabel, num: true, get: (p) => xFormat(p[0]) }, { label: "value", num: true, get: (p) => unitOf(name)(p[1]) }], series))),
       ),
   });
 }
