@@ -12,6 +12,7 @@ They carry no HTTP status: the hub and the app map them in one place
     ├── LimitExceeded         ResourceLimitExceeded  quota reached
     │   └── Throttled         ThrottlingException    too many attempts; ``retry_after`` seconds
     ├── PayloadTooLarge       PayloadTooLarge      upload over a configured limit
+    │   └── QuotaExceeded     StorageQuotaExceeded the user's stored bytes would pass their quota
     └── Unavailable           ServiceUnavailable   a dependency (database, Redis, storage) is down; retry
 """
 
@@ -66,6 +67,10 @@ class PayloadTooLarge(ProfilerHubError):
     code = "PayloadTooLarge"
 
 
+class QuotaExceeded(PayloadTooLarge):
+    code = "StorageQuotaExceeded"
+
+
 class Unavailable(ProfilerHubError):
     code = "ServiceUnavailable"
 
@@ -78,6 +83,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "ProfilerHubError",
+    "QuotaExceeded",
     "Throttled",
     "Unauthorized",
     "Unavailable",

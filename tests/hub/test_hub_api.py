@@ -35,6 +35,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "create_users_on_sign_in": False,
         "max_live_apps": 50,
         "job_idle_hours": 24,
+        "user_storage_quota_bytes": 0,
         "rules": [],
     }
     assert created.json()["status"] == "InService"
@@ -53,6 +54,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "create_users_on_sign_in": False,
         "max_live_apps": 50,
         "job_idle_hours": 6,
+        "user_storage_quota_bytes": 0,
         "rules": [],
     }
 

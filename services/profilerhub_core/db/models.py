@@ -291,6 +291,11 @@ class Job(Timestamped, Base):
     """Rules configured for the job (``[{"rule", "parameters"}]``); None = the domain's defaults."""
     rule_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
     """The rules' latest evaluation: ``{"evaluated_at", "final", "status", "rules": [...]}``."""
+    undelivered: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+    """What the run's ``complete`` said did not arrive (``{"missing_files", "lost_files", "spill"}``);
+    None when everything did."""
+    raw_bytes: Mapped[int] = mapped_column(sa.BigInteger, default=0, server_default="0")
+    """Bytes of the job's raw files as last counted by an upload (the storage quota's usage)."""
 
 
 __all__ = [
