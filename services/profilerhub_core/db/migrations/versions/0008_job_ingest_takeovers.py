@@ -4,8 +4,8 @@ A worker killed mid-ingest (an operator, a node restart, the OOM killer) is not 
 so it no longer spends one of ``ingest_attempts``; these are counted apart, with a bound of their
 own, so a job that kills every worker that reads it still ends Failed.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
