@@ -72,6 +72,8 @@ async def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.ProfilerHubError)
     status = status_of(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, errors.Throttled):
+        headers = {"Retry-After": str(exc.retry_after)}
     if status >= 500:
         log.warning("%s: %s", exc.code, exc.message)
     return error_response(status, exc.code, exc.message, headers)
