@@ -33,8 +33,8 @@ def _settings(home: Path | None):
 
 
 def worker(
-    concurrency: int = typer.Option(None, help="Tasks run at once [env PROFILERHUB_WORKER_CONCURRENCY]."),
-    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME]."),
+    concurrency: int = typer.Option(None, help="Tasks run at once (env PROFILERHUB_WORKER_CONCURRENCY)."),
+    home: Path = typer.Option(None, help="Home directory (env PROFILERHUB_HOME)."),
     loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
 ) -> None:
     """Run a Celery worker: spawns, stops, reconciles and culls apps."""
@@ -125,7 +125,7 @@ def _run_worker(celery: Any, threads: int, queue: str, loglevel: str, hostname: 
 
 
 def beat(
-    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME]."),
+    home: Path = typer.Option(None, help="Home directory (env PROFILERHUB_HOME)."),
     loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
 ) -> None:
     """Run the scheduler that sends the periodic tasks (reconcile, poll, cull idle apps)."""
