@@ -32,8 +32,10 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "idle_minutes": 30,
         "users_manage_own_apps": True,
         "allow_impersonation": False,
+        "create_users_on_sign_in": False,
         "max_live_apps": 50,
         "job_idle_hours": 24,
+        "user_storage_quota_bytes": 0,
         "rules": [],
     }
     assert created.json()["status"] == "InService"
@@ -49,8 +51,10 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "idle_minutes": 30,
         "users_manage_own_apps": False,
         "allow_impersonation": False,
+        "create_users_on_sign_in": False,
         "max_live_apps": 50,
         "job_idle_hours": 6,
+        "user_storage_quota_bytes": 0,
         "rules": [],
     }
 
