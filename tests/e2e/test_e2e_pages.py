@@ -396,7 +396,8 @@ def test_compare_shows_two_jobs_with_their_deltas(app: Any, jobs: PagesJobs, pag
     app.locator("#cmp-timelines").scroll_into_view_if_needed()
     for side in ("base", "test"):
         frame = app.frame_locator(f"#cmp-tl-{side}")
-        expect(frame.locator("#tl-view[data-ready='true']")).to_have_count(1)
+        # a whole timeline page loading in a frame: more than expect's default 5 s on a busy machine
+        expect(frame.locator("#tl-view[data-ready='true']")).to_have_count(1, timeout=60_000)
         canvas = frame.locator("#tl-canvas")
         wait_for(lambda c=canvas: int(c.get_attribute("data-drawn") or 0) > 0, f"{side} timeline drawn", 30)
         iframe = app.locator(f"#cmp-tl-{side}")
@@ -418,7 +419,10 @@ def test_compare_two_ranks_of_one_job(app: Any, jobs: PagesJobs, pages_stack: Jo
     row_text = app.locator("#compare-body tr", has_text="step time").first.inner_text()
     assert "rank 0" in app.locator("#compare-body thead").first.inner_text()
     assert (step["diff"] == 0) == ("no change" in row_text)
-    expect(app.frame_locator("#cmp-tl-test").locator("#tl-view[data-ready='true']")).to_have_count(1)
+    app.locator("#cmp-tl-test").scroll_into_view_if_needed()  # the frames load when in view
+    expect(app.frame_locator("#cmp-tl-test").locator("#tl-view[data-ready='true']")).to_have_count(
+        1, timeout=60_000
+    )
     shot(app, "compare-ranks")
 
 

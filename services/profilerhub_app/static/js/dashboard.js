@@ -122,7 +122,7 @@ async function ranksPanel() {
     wide: true,
     tools: compareLink ? [compareLink] : [],
     note: list.length
-      ? `Stragglers (⚠, highlighted): ${list.map((s) => `rank ${s.rank} (${s.metric} ${Number(s.ratio).toFixed(2)}× the median)`).join(", ")}. Click a rank to show its panels.`
+      ? `Stragglers (⚠, highlighted): ${list.map((s) => `rank ${s.rank} (${METRIC_WORDS[s.metric] || s.metric} ${Number(s.ratio).toFixed(2)}× the median)`).join(", ")}. Click a rank to show its panels.`
       : "No straggler: every rank is within the threshold of the median. Click a rank to show its panels.",
     draw: (node) =>
       node.append(
@@ -142,6 +142,13 @@ async function ranksPanel() {
       ),
   });
 }
+
+// The straggler metrics of the engine (profilerhub_analysis.ranks), in words.
+const METRIC_WORDS = {
+  step_time_us: "step time",
+  compute_us: "compute time",
+  gpu_busy_us: "GPU busy time",
+};
 
 let waiting = null;
 let ready = false;
