@@ -29,7 +29,9 @@ def hub(
     import uvicorn
 
     from profilerhub_core.db.session import make_engine
+    from profilerhub_core.outage import name_this_process
 
+    name_this_process("hub")
     # Options become environment variables so that worker processes build the same settings.
     for name, value in (("HOST", host), ("PORT", port), ("HOME", home), ("HUB_WORKERS", workers)):
         if value is not None:
