@@ -19,6 +19,11 @@ class DomainSettings(BaseModel):
         description="Tokens and sign-in links that an administrator made for a user may open that "
         "user's apps (every such opening is audited as impersonation). Off: only the user's own.",
     )
+    create_users_on_sign_in: bool = Field(
+        False,
+        description="Someone signing in through OpenID Connect whose domain claim maps here gets a user "
+        "profile (role user) on first sign-in. Off: only existing users may sign in.",
+    )
     max_live_apps: int = Field(
         50, ge=0, le=10_000, description="Live (not Deleted) apps allowed in the domain."
     )
@@ -28,6 +33,13 @@ class DomainSettings(BaseModel):
         le=90 * 24,
         description="An InProgress job with no upload for this long is closed (its run died): ingested "
         "as a partial job when its job.json was uploaded, else Failed; 0 = never.",
+    )
+    user_storage_quota_bytes: int = Field(
+        0,
+        ge=0,
+        le=1 << 60,
+        description="Raw trace bytes each user of the domain may keep stored (all their jobs); an "
+        "upload that would pass it answers 413 StorageQuotaExceeded; 0 = no quota.",
     )
     rules: list[dict[str, Any]] = Field(
         default_factory=list,

@@ -1,13 +1,18 @@
 """The job state machine, written down once.
 
     InProgress ──► Processing ──► Ready
-        │              │
+        │   ▲          │            │
+        │   └──────────┼────────────┤  redelivery: files the run could not deliver arrive later
         └──────────────┴──────► Failed
 
 ``InProgress``: the run is uploading raw files. ``complete`` stamps ``completed_at`` and sends the
 ingest task; the task claims the job (InProgress -> Processing) and ends it Ready or Failed.
 ``Processing -> Processing`` is a *reclaim*: a worker that died mid-ingest leaves the job in
 Processing, and the reconciler (or a later task) takes it over once its claim is stale.
+
+``Ready``/``Failed -> InProgress`` is a *redelivery*: a job whose run completed it with files
+missing (``Job.undelivered``) takes them when they arrive (``profilerhub upload --spilled``, the
+next run) and a new ``complete`` sends it back to be ingested with everything.
 
 ``transition`` is the only code that changes ``Job.status`` after the row is created: a
 compare-and-set on the one mechanism in ``records.states``, optionally also on ``updated_at``
@@ -30,8 +35,8 @@ from profilerhub_core.records.states import IllegalTransition, StateMachine
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.InProgress: frozenset({JobStatus.Processing, JobStatus.Failed}),
     JobStatus.Processing: frozenset({JobStatus.Processing, JobStatus.Ready, JobStatus.Failed}),
-    JobStatus.Ready: frozenset(),
-    JobStatus.Failed: frozenset(),
+    JobStatus.Ready: frozenset({JobStatus.InProgress}),
+    JobStatus.Failed: frozenset({JobStatus.InProgress}),
 }
 
 FINAL = frozenset({JobStatus.Ready, JobStatus.Failed})
@@ -40,7 +45,18 @@ JOB_STATES = StateMachine(
     model=Job,
     noun="a job",
     transitions=TRANSITIONS,
-    fields=frozenset({"failure_reason", "summary", "ingest_attempts", "ingest_heartbeat_at", "rule_results"}),
+    fields=frozenset(
+        {
+            "failure_reason",
+            "summary",
+            "ingest_attempts",
+            "ingest_takeovers",
+            "ingest_heartbeat_at",
+            "rule_results",
+            "undelivered",
+            "completed_at",
+        }
+    ),
     stamps=("updated_at",),
     outcome=lambda to: FAILED if to is JobStatus.Failed else SUCCESS,
 )
@@ -60,6 +76,7 @@ def transition(
     claimed_at: datetime | None = None,
     now: datetime | None = None,
     attempt: bool = True,
+    takeover: bool = False,
     **fields: Any,
 ) -> bool:
     """Move job ``job_id`` from ``from_`` to ``to`` if it is still there; True if it moved.
@@ -69,11 +86,14 @@ def transition(
     becomes the new ``updated_at`` (the new claim's stamp). ``fields`` may set
     ``failure_reason`` and ``summary``. A move into Processing (a claim) counts one more
     ``ingest_attempts`` unless ``attempt`` is False (a worker taking back its own claim to retry
-    a storage failure: not a new attempt). Flushes; the caller commits.
+    a storage failure, or taking over from a worker that died: not a new attempt). ``takeover``
+    counts one more ``ingest_takeovers`` instead. Flushes; the caller commits.
     """
     guards = [Job.updated_at == claimed_at] if claimed_at is not None else []
     if to is JobStatus.Processing and attempt:
         fields["ingest_attempts"] = Job.ingest_attempts + 1
+    if to is JobStatus.Processing and takeover:
+        fields["ingest_takeovers"] = Job.ingest_takeovers + 1
     return JOB_STATES.move(session, job_id, from_, to, actor=actor, guards=guards, now=now, **fields)
 
 
