@@ -110,7 +110,10 @@ def _name_filter(text: str) -> Any:
     )
 
 
-@router.get("/apps/{app_id}/owner/jobs")
+@router.get(
+    "/apps/{app_id}/owner/jobs",
+    responses={401: {"description": "Not the app token of a live app (any failure alike)"}},
+)
 def owner_jobs(
     app_id: str,
     request: Request,
