@@ -112,7 +112,10 @@ def _name_filter(text: str) -> Any:
 
 @router.get(
     "/apps/{app_id}/owner/jobs",
-    responses={401: {"description": "Not the app token of a live app (any failure alike)"}},
+    responses={
+        400: {"description": "A status the hub does not know, or a next_token of another listing"},
+        401: {"description": "Not the app token of a live app (any failure alike)"},
+    },
 )
 def owner_jobs(
     app_id: str,
