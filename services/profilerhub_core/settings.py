@@ -124,6 +124,18 @@ class Settings(BaseSettings):
     job_ingest_max_attempts: int = Field(
         default=3, ge=1, description="Ingest attempts before a job is Failed."
     )
+    job_ingest_heartbeat_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How often a running ingest marks its job alive; a job unmarked for three times "
+        "this (its worker died) is taken over at the next reconcile, without spending an attempt.",
+    )
+    job_ingest_max_takeovers: int = Field(
+        default=10,
+        ge=1,
+        description="Takeovers from a worker that died mid-ingest before the job is Failed (a job "
+        "that kills every worker reading it).",
+    )
     default_page_size: int = Field(
         default=50, ge=1, description="Items per page when a list request gives no limit."
     )

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from profilerhub_core import errors
+from profilerhub_core.outage import is_outage
 
 log = logging.getLogger("profilerhub.hub")
 
@@ -134,7 +135,8 @@ async def _data_error(_request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _database_error(_request: Request, exc: Exception) -> JSONResponse:
-    log.warning("database error mapped to 503: %s", exc)
+    if not is_outage(exc):  # an outage is logged once, when it starts and ends (the engine's events)
+        log.warning("database error mapped to 503: %s", exc)
     return error_response(503, "ServiceUnavailable", "The database is unavailable or busy; retry shortly")
 
 

@@ -18,12 +18,14 @@ from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
 from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
+from profilerhub_core.outage import name_this_process
 from profilerhub_core.settings import Settings
 from profilerhub_core.version import installed_version
 from profilerhub_hub.browser import SecurityHeaders
 from profilerhub_hub.console import install_console
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
+from profilerhub_hub.openapi import install_openapi
 from profilerhub_hub.proxy import install_app_proxy
 from profilerhub_hub.ratelimit import RateLimits
 from profilerhub_hub.routes import api_routers, health
@@ -72,6 +74,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.include_router(health.router, include_in_schema=False)
     app.include_router(sagemaker_router)  # boto3's door: /sagemaker (docs/sagemaker-api.md)
     install_app_proxy(app)
+    install_openapi(app, settings)
     install_console(app)
     app.add_middleware(SessionCloser)
     app.add_middleware(
@@ -83,6 +86,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory profilerhub_hub.main:app_from_env``."""
+    name_this_process("hub")
     app = create_app(Settings())
     freeze_startup_objects()
     return app
