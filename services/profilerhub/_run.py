@@ -68,6 +68,7 @@ class Run:
             cfg.token,
             [d.as_dict() for d in cfg.metric_definitions] or None,
             list(cfg.rules) or None,
+            stop_on=list(cfg.stop_on) or None,
         )
         self.uploader = Uploader(self.sink, max_pending_bytes=cfg.max_pending_bytes)
         self.torch_profiler: Any = None
@@ -76,6 +77,7 @@ class Run:
         self._collector: threading.Thread | None = None
         self._finish_lock = threading.Lock()
         self._summary: dict[str, Any] | None = None
+        self.stop_raised = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -203,6 +205,14 @@ class Run:
                 self.sink.location,
             )
         return summary
+
+    def stop_requested(self) -> str | None:
+        """The rule the hub asked this run to stop for, the first time it is asked (opted-in runs)."""
+        rule = self.sink.stop_request
+        if rule is None or self.stop_raised or not self.cfg.stop_on:
+            return None
+        self.stop_raised = True
+        return rule
 
     # -- records ------------------------------------------------------------------------------
 
@@ -333,6 +343,7 @@ class Run:
             "chunk_interval_s": cfg.chunk_interval_s,
             "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
             "rules": list(cfg.rules),
+            "stop_on": list(cfg.stop_on),
             "torch_profiler": None
             if tp is None
             else {

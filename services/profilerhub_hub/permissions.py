@@ -62,6 +62,10 @@ class Action(enum.StrEnum):
     CompleteJob = "CompleteJob"
     UploadJobFile = "UploadJobFile"
     DeleteJob = "DeleteJob"
+    CreateWebhook = "CreateWebhook"
+    ListWebhooks = "ListWebhooks"
+    DescribeWebhook = "DescribeWebhook"
+    DeleteWebhook = "DeleteWebhook"
 
 
 class Rule(enum.Enum):
@@ -102,6 +106,11 @@ RULES: dict[Action, Rule] = {
     Action.CompleteJob: Rule.OWNER,
     Action.UploadJobFile: Rule.OWNER,
     Action.DeleteJob: Rule.OWNER,
+    # A user's webhooks are theirs; the domain's own (every job there) its administrators'.
+    Action.CreateWebhook: Rule.OWNER,
+    Action.ListWebhooks: Rule.OWNER,
+    Action.DescribeWebhook: Rule.OWNER,
+    Action.DeleteWebhook: Rule.OWNER,
 }
 
 # Actions that change something: refusals of these are written to the audit log.
