@@ -139,7 +139,7 @@ def main() -> None:
 
         def ingest() -> None:
             job = {"name": "bench", "metric_definitions": []}
-            build_summary(ctx, place, job, lambda f, s, entry: s.to_files())
+            build_summary(ctx, place, job, lambda f, s, entry, notes: s.to_files())
 
         floor = best(lambda: decode_floor(store, place), args.repeat)
         trace_only = best(lambda: analyze_file(args.trace), args.repeat)

@@ -24,6 +24,14 @@ pytest_plugins = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _spill_dir_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runs spill undelivered files to a folder of the test's own, never the user's cache."""
+    root = tmp_path_factory.mktemp("spill")
+    monkeypatch.setenv("PROFILERHUB_SPILL_DIR", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """SQLAlchemy URL of a real PostgreSQL database (found or started)."""

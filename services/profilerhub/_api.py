@@ -63,6 +63,8 @@ def init(
     token: str | None = None,
     flush_timeout_s: float = 10.0,
     max_pending_bytes: int = 256 << 20,
+    spill_dir: str | os.PathLike[str] | None = None,
+    spill_max_bytes: int | None = None,
     _sink: Sink | None = None,
 ) -> Run:
     """Start profiling this process as the job ``job``.
@@ -81,7 +83,11 @@ def init(
     finds issues while the job runs, the hub asks the run to stop and the next ``ph.step`` raises
     ``ph.StopTraining`` (hub runs only; learnt from the uploads' answers, no extra request).
     ``flush_timeout_s``: how long
-    ``finish`` (and exit) may wait for uploads.  A run already started is finished first.
+    ``finish`` (and exit) may wait for uploads.  ``spill_dir`` / ``spill_max_bytes`` (default
+    ``$PROFILERHUB_SPILL_DIR`` or ``~/.cache/profilerhub/spill``, and ``$PROFILERHUB_SPILL_MAX_BYTES``
+    or 2 GiB; 0 = off): where files the hub or S3 did not take are kept for a later delivery.  A
+    hub run also delivers, in the background, what earlier runs spilled for the same hub.  A run
+    already started is finished first.
     """
     global _current
     from ._config import build_config
@@ -101,6 +107,8 @@ def init(
         token=token,
         flush_timeout_s=flush_timeout_s,
         max_pending_bytes=max_pending_bytes,
+        spill_dir=spill_dir,
+        spill_max_bytes=spill_max_bytes,
     )
     with _init_lock:
         if _current is not None:

@@ -12,7 +12,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+
+from ._spill import DEFAULT_MAX_BYTES as DEFAULT_SPILL_MAX_BYTES
+from ._spill import spill_root
 
 #: SageMaker's limits for metric definitions (CreateTrainingJob ``MetricDefinitions``).
 MAX_METRIC_DEFINITIONS = 40
@@ -73,6 +77,9 @@ class Config:
     max_pending_bytes: int
     rules: tuple[dict[str, Any], ...] = ()
     stop_on: tuple[str, ...] = ()
+    #: Where undelivered files are kept (``profilerhub._spill``) and how much it may hold; 0 = off.
+    spill_dir: Path = field(default_factory=lambda: spill_root())
+    spill_max_bytes: int = DEFAULT_SPILL_MAX_BYTES
 
 
 def default_job_name() -> str:
@@ -187,6 +194,8 @@ def build_config(
     max_pending_bytes: int,
     rules: Sequence[str | Mapping[str, Any]] | None = None,
     stop_on: Sequence[str] | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
+    spill_max_bytes: int | None = None,
 ) -> Config:
     """Validate ``init``'s arguments (raising ValueError) and resolve environment defaults."""
     if not isinstance(sample_interval_s, (int, float)) or not (
@@ -201,6 +210,10 @@ def build_config(
         raise ValueError("flush_timeout_s must be a non-negative number of seconds")
     if max_pending_bytes < 1 << 20:
         raise ValueError("max_pending_bytes must be at least 1 MiB")
+    if spill_max_bytes is None:
+        spill_max_bytes = _env_int("PROFILERHUB_SPILL_MAX_BYTES", DEFAULT_SPILL_MAX_BYTES)
+    if isinstance(spill_max_bytes, bool) or not isinstance(spill_max_bytes, int) or spill_max_bytes < 0:
+        raise ValueError("spill_max_bytes must be a non-negative number of bytes (0 turns spilling off)")
     hub_url = hub_url or os.environ.get("PROFILERHUB_URL") or None
     token = token or os.environ.get("PROFILERHUB_TOKEN") or None
     sink, location = parse_output(output, hub_url)
@@ -218,7 +231,19 @@ def build_config(
         max_pending_bytes=int(max_pending_bytes),
         rules=parse_rules(rules),
         stop_on=parse_stop_on(stop_on),
+        spill_dir=spill_root(spill_dir),
+        spill_max_bytes=spill_max_bytes,
     )
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a whole number of bytes") from None
 
 
 MAX_RULES = 20

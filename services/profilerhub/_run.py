@@ -24,6 +24,7 @@ from . import __version__
 from ._clock import clock_info, now_ns
 from ._config import Config
 from ._log import log_once, logger
+from ._spill import Spill, upload_command
 from ._stdio import TeeStream
 from ._uploader import Uploader
 from .sinks import Sink, make_sink
@@ -70,7 +71,10 @@ class Run:
             list(cfg.rules) or None,
             stop_on=list(cfg.stop_on) or None,
         )
-        self.uploader = Uploader(self.sink, max_pending_bytes=cfg.max_pending_bytes)
+        self.spill = self._make_spill()
+        self.uploader = Uploader(self.sink, max_pending_bytes=cfg.max_pending_bytes, spill=self.spill)
+        self.complete_sent = False
+        self.delivery: Any = None  # the thread delivering earlier runs' spills (hub runs)
         self.torch_profiler: Any = None
         self._tees: list[TeeStream] = []
         self._stop = threading.Event()
@@ -81,8 +85,27 @@ class Run:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    def _make_spill(self) -> Spill | None:
+        """Where undelivered files go: remote sinks only (a local sink that fails is the disk)."""
+        cfg = self.cfg
+        if cfg.sink == "local" or cfg.spill_max_bytes <= 0:
+            return None
+        meta = {
+            "format": "profilerhub-spill/1",
+            "job": cfg.job,
+            "sink": cfg.sink,
+            "location": cfg.location,
+            "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
+            "rules": list(cfg.rules),
+        }
+        return Spill(cfg.spill_dir, cfg.spill_max_bytes, meta)
+
     def start(self) -> None:
         self.uploader.start()
+        if self.cfg.sink == "hub" and self.cfg.token and self.cfg.spill_max_bytes > 0:
+            from ._delivery import deliver_in_background
+
+            self.delivery = deliver_in_background(self.cfg)
         self.uploader.submit("job.json", self._job_json(status="InProgress"))
         self._collector = threading.Thread(target=self._collect, name="profilerhub-collector", daemon=True)
         self._collector.start()
@@ -174,30 +197,50 @@ class Run:
             self.uploader.abandon_pending()
         self.uploader.submit("job.json", self._job_json(status="Completed", end_ns=end_ns))
         self.uploader.submit("_SUCCESS", json.dumps({"job": self.cfg.job, "end_ns": end_ns}).encode())
-        self.uploader.submit_call(self.sink.complete)
+        self.uploader.submit_call(self._complete)
         self.uploader.close(max(0.0, deadline - time.monotonic()))
-        dropped = self.uploader.dropped
+        dropped, spilled = self.uploader.dropped, self.uploader.spilled
+        spill_dir = self._close_spill()
         summary = {
             "job": self.cfg.job,
             "location": self.sink.location,
             "sink": self.sink.kind,
             "uploaded_files": self.uploader.uploaded_files,
             "uploaded_bytes": self.uploader.uploaded_bytes,
+            "spilled_files": dict(spilled.files),
+            "spilled_bytes": spilled.bytes,
+            "spill_dir": spill_dir,
             "dropped_files": dict(dropped.files),
             "dropped_bytes": dropped.bytes,
             "invalid_metrics": self.invalid_metrics,
-            "completed": self.uploader.opened and not self.uploader.dead and dropped.total() == 0,
+            "complete_sent": self.complete_sent,
+            "completed": self.complete_sent and dropped.total() == 0 and spilled.total() == 0,
         }
+        if spill_dir is not None:
+            logger.warning(
+                "profilerhub: job %s finished; %d file(s) (%d bytes) not delivered to %s%s, kept in %s; "
+                "they are delivered by the next ph.init to this hub, or now with: %s",
+                self.cfg.job,
+                spilled.total(),
+                spilled.bytes,
+                self.sink.location,
+                " (the job is not completed yet)"
+                if not self.complete_sent and getattr(self.sink, "job", None) is not None
+                else "",
+                spill_dir,
+                upload_command(self.cfg.spill_dir, self.cfg.location if self.cfg.sink == "hub" else None),
+            )
         if dropped.total():
             logger.warning(
-                "profilerhub: job %s finished; %d file(s) (%d bytes) could not be written to %s: %s",
+                "profilerhub: job %s finished; %d file(s) (%d bytes) could not be written to %s and are "
+                "lost: %s",
                 self.cfg.job,
                 dropped.total(),
                 dropped.bytes,
                 self.sink.location,
                 dict(dropped.files),
             )
-        else:
+        elif spill_dir is None:
             logger.info(
                 "profilerhub: job %s finished; %d file(s) in %s",
                 self.cfg.job,
@@ -213,6 +256,51 @@ class Run:
             return None
         self.stop_raised = True
         return rule
+
+    def _complete(self) -> None:
+        """``complete`` the job, telling the hub how many files it will not get now and why."""
+        self.sink.complete(self._missing_report())
+        self.complete_sent = True
+
+    def _missing_report(self) -> dict[str, Any] | None:
+        spilled, dropped = self.uploader.spilled, self.uploader.dropped
+        missing = spilled.total() + dropped.total()
+        if not missing:
+            return None
+        report: dict[str, Any] = {"missing_files": missing, "lost_files": dropped.total()}
+        if spilled.total() and self.spill is not None:
+            report["spill"] = {
+                "host": socket.gethostname(),
+                "dir": str(self.spill.dir),
+                "files": spilled.total(),
+                "command": upload_command(self.cfg.spill_dir, self.cfg.location),
+            }
+        return report
+
+    def _close_spill(self) -> str | None:
+        """Describe the spill entry for its delivery and release it; its folder, if there is one.
+
+        A hub job that was registered but not completed (the hub went down near the end) gets an
+        entry even with no file in it, so a later delivery sends the ``complete``.
+        """
+        spill = self.spill
+        if spill is None:
+            return None
+        job = getattr(self.sink, "job", None)
+        fields: dict[str, Any] = {
+            "lost_files": self.uploader.dropped.total(),
+            "complete_sent": self.complete_sent,
+            "destination": self.sink.info(),
+        }
+        if job is not None and hasattr(job, "job_id"):
+            fields["hub_job"] = dict(job.__dict__)
+        if self.cfg.sink == "s3" and self.uploader.opened:
+            fields["job_dir"] = getattr(self.sink, "job_dir", None)
+        if spill.dir is None and job is not None and not self.complete_sent:
+            spill.ensure()
+        spill.update(**fields)
+        spill.close()
+        return str(spill.dir) if spill.dir is not None else None
 
     # -- records ------------------------------------------------------------------------------
 
@@ -361,6 +449,7 @@ class Run:
                 "bytes": self.uploader.dropped.bytes,
                 "invalid_metrics": self.invalid_metrics,
             },
+            "spilled": {"files": dict(self.uploader.spilled.files), "bytes": self.uploader.spilled.bytes},
             "destination": self.sink.info(),
         }
         return json.dumps(doc, indent=1).encode()

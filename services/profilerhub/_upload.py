@@ -74,7 +74,7 @@ class PlannedFile:
 @dataclass
 class Plan:
     job: str
-    kind: str  # "sdk" or "torch"
+    kind: str  # "sdk", "torch" or "spill"
     files: list[PlannedFile] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files that are not traces (plain dirs)
     notes: list[str] = field(default_factory=list)
@@ -232,8 +232,10 @@ def run_upload(
     state: State,
     on_progress: Callable[[PlannedFile, bool], None],
     sleep: Callable[[float], None] = time.sleep,
+    report: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Send ``plan`` through ``sink`` (resuming from ``state``), then complete the job.
+    """Send ``plan`` through ``sink`` (resuming from ``state``), then complete the job (with
+    ``report``: what is missing for good, see ``Sink.complete``).
 
     ``on_progress(file, skipped)`` is called after each file.  Raises UploadError when a file
     cannot be sent after retries; the state is saved so the same command resumes.
@@ -259,7 +261,7 @@ def run_upload(
         state.save()
         sent += 1
         on_progress(f, False)
-    _retry(sink.complete, "complete the job", sleep, state)
+    _retry(functools.partial(sink.complete, report), "complete the job", sleep, state)
     state.data["complete"] = True
     state.save()
     return {"job": plan.job, "location": sink.location, "sent": sent, "skipped": skipped, "info": sink.info()}

@@ -1,10 +1,15 @@
 """The bounded background upload queue between a run and its sink.
 
 One daemon thread takes files in order and hands them to the sink.  Nothing here raises into the
-caller: ``submit`` never blocks (a full queue drops the file and counts it), sink errors are
-logged once per kind, transient ones are retried with backoff (the file stays at the head of the
-queue, so order is kept and a hub that comes back gets everything that was buffered), and
-``close`` gives up at its deadline, counting what was left as dropped.
+caller: ``submit`` never blocks on the network, sink errors are logged once per kind, transient
+ones are retried with backoff (the file stays at the head of the queue, so order is kept and a hub
+that comes back gets everything that was buffered), and ``close`` gives up at its deadline.
+
+A file that will not reach the sink (the queue is full, the sink is dead after a bad token, the
+sink refused it, ``close`` ran out of time) is *given up*: handed to the run's spill
+(``profilerhub._spill``) when there is one and it fits, and counted in ``spilled``; otherwise
+counted in ``dropped`` (lost). A full queue spills in the caller's thread; everything else is
+spilled by the upload thread or by ``close``.
 
 Fork safety: the thread does not exist in a forked child, and the run that owns this queue
 disables itself there (``profilerhub._api``), so a DataLoader worker never uploads anything.
@@ -21,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._log import log_once, logger
+from ._spill import Spill
 from .sinks.base import Sink, SinkError
 
 _BACKOFF_START_S = 0.2
@@ -50,12 +56,20 @@ class Uploader:
     """Hands files to ``sink`` from a daemon thread; bounded by ``max_pending_bytes``."""
 
     def __init__(
-        self, sink: Sink, *, max_pending_bytes: int = 256 << 20, max_pending_files: int = 10_000
+        self,
+        sink: Sink,
+        *,
+        max_pending_bytes: int = 256 << 20,
+        max_pending_files: int = 10_000,
+        spill: Spill | None = None,
     ) -> None:
         self.sink = sink
         self.max_pending_bytes = max_pending_bytes
         self.max_pending_files = max_pending_files
-        self.dropped = DropCounts()
+        self.spill = spill
+        self.dropped = DropCounts()  # lost: neither delivered nor spilled
+        self.spilled = DropCounts()
+        self._spilled_paths: set[str] = set()
         self.uploaded_files = 0
         self.uploaded_bytes = 0
         self.opened = False
@@ -74,40 +88,50 @@ class Uploader:
     def submit(self, path: str, data: bytes) -> bool:
         """Queue one file; False (and counted as dropped) if the queue is full or the sink is dead."""
         with self._cond:
-            if self.dead or self._stop_at is not None:
-                self.dropped.add(path, len(data))
-                return False
-            if (
+            full = self._stop_at is not None or (
                 self._pending_bytes + len(data) > self.max_pending_bytes
                 or len(self._queue) >= self.max_pending_files
-            ):
-                self.dropped.add(path, len(data))
+            )
+            if not full:
+                self._queue.append((path, data))
+                self._pending_bytes += len(data)
+                self._cond.notify()
+                return True
+            if self._stop_at is None:
                 log_once(
                     "queue-full",
                     logging.WARNING,
-                    "profilerhub: upload queue full (%d MiB pending, %s unreachable?); dropping new files "
-                    "and counting them",
+                    "profilerhub: upload queue full (%d MiB pending, %s unreachable?); %s new files",
                     self._pending_bytes >> 20,
                     self.sink.kind,
+                    "spilling" if self.spill is not None else "dropping and counting",
                 )
-                return False
-            self._queue.append((path, data))
-            self._pending_bytes += len(data)
-            self._cond.notify()
-            return True
+        self.give_up(path, data)
+        return False
+
+    def give_up(self, path: str, data: bytes) -> None:
+        """``path`` will not reach the sink: spill it when it fits, else count it as dropped."""
+        if self.spill is not None and self.spill.put(path, data):
+            with self._cond:
+                if path not in self._spilled_paths:  # job.json is given up twice: one file kept
+                    self._spilled_paths.add(path)
+                    self.spilled.add(path, len(data))
+        else:
+            with self._cond:
+                self.dropped.add(path, len(data))
 
     def submit_call(self, fn: Callable[[], None]) -> None:
-        """Queue ``fn`` (e.g. ``sink.complete``) to run after every file queued before it."""
+        """Queue ``fn`` (e.g. ``sink.complete``) to run after every file queued before it (not run
+        once the sink is dead)."""
         with self._cond:
-            if not self.dead:
-                self._queue.append(fn)
-                self._cond.notify()
+            self._queue.append(fn)
+            self._cond.notify()
 
     def drain(self, timeout: float) -> bool:
         """Wait until everything queued so far is done (or given up); False at the timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while (self._queue or self._busy) and not self.dead:
+            while self._queue or self._busy:
                 left = deadline - time.monotonic()
                 if left <= 0 or self._thread is None or not self._thread.is_alive():
                     return False
@@ -115,16 +139,13 @@ class Uploader:
             return True
 
     def abandon_pending(self) -> None:
-        """Drop (and count) every file still queued; calls queued are kept."""
+        """Give up (spill or count) every file still queued; calls queued are kept."""
         with self._cond:
-            keep: collections.deque[_Item] = collections.deque()
-            for item in self._queue:
-                if isinstance(item, tuple):
-                    self.dropped.add(item[0], len(item[1]))
-                else:
-                    keep.append(item)
-            self._queue = keep
+            files = [item for item in self._queue if isinstance(item, tuple)]
+            self._queue = collections.deque(item for item in self._queue if not isinstance(item, tuple))
             self._pending_bytes = 0
+        for path, data in files:
+            self.give_up(path, data)
 
     def close(self, timeout: float) -> None:
         """Finish what is queued within ``timeout`` seconds, then stop; the rest is dropped."""
@@ -146,7 +167,7 @@ class Uploader:
             with self._cond:
                 while not self._queue and self._stop_at is None:
                     self._cond.wait()
-                if self._stop_at is not None or self.dead:
+                if self._stop_at is not None:
                     return
                 item = self._queue[0]
                 self._busy = True
@@ -158,7 +179,7 @@ class Uploader:
                 logger.exception("profilerhub: unexpected error in the uploader: %s", exc)
                 ok = True
                 if isinstance(item, tuple):
-                    self.dropped.add(item[0], len(item[1]))
+                    self.give_up(*item)
             with self._cond:
                 self._busy = False
                 if ok:
@@ -178,6 +199,10 @@ class Uploader:
 
     def _do(self, item: _Item) -> bool:
         """Run one item; True when it is done with (uploaded or given up), False to retry it."""
+        if self.dead:  # nothing reaches the sink any more: keep the files, skip the calls
+            if isinstance(item, tuple):
+                self.give_up(*item)
+            return True
         try:
             if not self.opened:
                 self.sink.open()
@@ -207,28 +232,19 @@ class Uploader:
             log_once(
                 f"fatal-{self.sink.kind}",
                 logging.ERROR,
-                "profilerhub: %s; nothing more will be written to %s, dropped data is counted",
+                "profilerhub: %s; nothing more will be sent to %s, %s",
                 exc.message,
                 self.sink.kind,
+                "the files are spilled to local disk"
+                if self.spill is not None
+                else "dropped data is counted",
             )
             with self._cond:
                 self.dead = True
-                if isinstance(item, tuple):
-                    self.dropped.add(item[0], len(item[1]))
-                if self._queue and self._queue[0] is item:
-                    self._queue.popleft()
-                self._queue_dropped_locked()
-            return True
-        log_once(f"refused-{self.sink.kind}", logging.WARNING, "profilerhub: %s; file dropped", exc.message)
+        else:
+            log_once(
+                f"refused-{self.sink.kind}", logging.WARNING, "profilerhub: %s; file given up", exc.message
+            )
         if isinstance(item, tuple):
-            with self._cond:
-                self.dropped.add(item[0], len(item[1]))
+            self.give_up(*item)
         return True
-
-    def _queue_dropped_locked(self) -> None:
-        for queued in self._queue:
-            if isinstance(queued, tuple):
-                self.dropped.add(queued[0], len(queued[1]))
-        self._queue.clear()
-        self._pending_bytes = 0
-        self._cond.notify_all()

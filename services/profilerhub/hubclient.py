@@ -161,9 +161,11 @@ class HubClient:
             )
         return answer.headers.get(STOP_HEADER) or None
 
-    def complete(self, job: HubJob) -> None:
-        """``POST …/jobs/{job_id}/complete`` -> 202: the hub starts ingesting the job."""
-        self._send(self._http, "POST", f"{job.path}/complete", what="job completion")
+    def complete(self, job: HubJob, report: dict[str, Any] | None = None) -> None:
+        """``POST …/jobs/{job_id}/complete`` -> 202: the hub starts ingesting the job.
+
+        ``report`` (``{"missing_files", ...}``) tells it which files the run could not deliver."""
+        self._send(self._http, "POST", f"{job.path}/complete", json_body=report, what="job completion")
 
     def _json(
         self, method: str, path: str, *, json_body: Any = None, missing_is_fatal: bool = False

@@ -3,8 +3,18 @@
 Everything here was computed at ingest (``profilerhub_worker.ingest.views``); the app only reads
 it, through :func:`profilerhub_app.routes.jobs.owned_job` so a job the hub does not list is never
 read. Parsed summaries and open timelines are kept in small LRU caches: a summary per job
-version, a timeline per (job, trace) mapped from a local copy of its files (``cache_dir``), so
-reopening costs a few file opens and two jobs open share nothing but the page cache.
+version, a timeline per (job, trace).
+
+How a timeline opens (the first drawn timeline waits for it):
+
+- the first view (the whole trace) is drawn from the overview ingest wrote (the window answer
+  at ``OVERVIEW_PX`` columns), so it never waits for the index (``JobTimeline``);
+- on a local store, the files are memory-mapped where ingest wrote them: nothing is copied, and
+  nothing read at open but small JSON files; pages come in as queries touch them, and every
+  process mapping them shares the one page-cache copy;
+- on S3, only ``lanes.json`` and the overview are fetched at open; the other files come down in
+  the background, in parallel, into ``cache_dir`` (once per job version), and every query the
+  overview cannot answer waits for them.
 """
 
 from __future__ import annotations
@@ -15,15 +25,18 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 
-from profilerhub_analysis.timeline.bundle import TraceTimeline
+from profilerhub_analysis.timeline.binary import select_window
+from profilerhub_analysis.timeline.bundle import LANES_FILE, OVERVIEW_FILE, OVERVIEW_PX, TraceTimeline
 from profilerhub_app.routes.jobs import OwnedJob, owned_job
-from profilerhub_core.errors import InvalidInput, NotFound
+from profilerhub_core.errors import InvalidInput, NotFound, Unavailable
+from profilerhub_core.storage import ObjectStore
 from profilerhub_core.storage.layout import SUMMARY
 
 TIMELINE_DONE = "done"
@@ -31,6 +44,9 @@ SUMMARY_CACHE = 16
 #: How long the hub's word that a job is the owner's and Ready is reused (a timeline pan asks
 #: several windows a second; each need not ask the hub again).
 READY_SECONDS = 2.0
+#: Files of one timeline fetched from S3 at once, and how long a query waits for them.
+FETCH_THREADS = 8
+FETCH_WAIT_SECONDS = 300.0
 
 
 class BadParameter(InvalidInput):
@@ -86,6 +102,10 @@ class _Lru(OrderedDict[Any, Any]):
                 self.popitem(last=False)
         return value
 
+    def drop(self, key: Any) -> None:
+        with self.lock:
+            self.pop(key, None)
+
 
 class JobData:
     """Readers of Ready jobs for one app (kept on ``app.state``)."""
@@ -134,39 +154,67 @@ class JobData:
         version = (job.job_id, job.record.get("updated_at"), "panels", index)
         return self._summaries.fetch(version, lambda: json.loads(job.store.get(job.key(key))))
 
-    def timeline(self, job: OwnedJob, index: int) -> TraceTimeline:
+    def timeline(self, job: OwnedJob, index: int) -> JobTimeline:
         entry = self.trace(job, index)
         prefix = entry.get("timeline")
         if not prefix:
             raise NotFound(f"Job '{job.job_id}' was ingested without a timeline; re-ingest it")
         version = (job.job_id, str(job.record.get("updated_at")), index)
-        return self._timelines.fetch(
-            version, lambda: TraceTimeline.open(self._local_copy(job, prefix, version))
+        opened = self._timelines.fetch(version, lambda: self._open(job, prefix, version))
+        if opened.failed:
+            self._timelines.drop(version)  # the next request tries the download again
+        return opened
+
+    def _open(self, job: OwnedJob, prefix: str, version: tuple[str, str, int]) -> JobTimeline:
+        folder = job.key(prefix.rstrip("/"))
+        local_path = getattr(job.store, "local_path", None)
+        if local_path is not None:  # a local store: map the files where they are
+            try:
+                done = local_path(f"{folder}/{TIMELINE_DONE}")
+            except NotFound:
+                raise NotFound(f"Job '{job.job_id}' has no complete timeline") from None
+            full = TraceTimeline.open(Path(done).parent)
+            saved = Path(done).parent / OVERVIEW_FILE
+            return JobTimeline(full.lanes, saved.read_bytes() if saved.exists() else None, full)
+        infos = list(job.store.list(folder + "/"))
+        if not any(i.key.endswith("/" + TIMELINE_DONE) for i in infos):
+            raise NotFound(f"Job '{job.job_id}' has no complete timeline")
+        names = {i.key.rsplit("/", 1)[1] for i in infos}
+        lanes = json.loads(job.store.get(f"{folder}/{LANES_FILE}"))
+        overview = job.store.get(f"{folder}/{OVERVIEW_FILE}") if OVERVIEW_FILE in names else None
+        return JobTimeline(
+            lanes, overview, fetch=lambda: self._local_copy(job.store, job.job_id, folder, infos, version)
         )
 
-    def _local_copy(self, job: OwnedJob, prefix: str, version: tuple[str, str, int]) -> Path:
-        folder = self.cache_dir / _safe(version[0])
+    def _local_copy(
+        self, store: ObjectStore, job_id: str, folder: str, infos: list[Any], version: tuple[str, str, int]
+    ) -> Path:
+        """The timeline's files under ``cache_dir`` (fetched, in parallel, unless already there)."""
+        parent = self.cache_dir / _safe(job_id)
         safe = _safe(f"{version[1]}-{version[2]}")
-        target = folder / safe
+        target = parent / safe
         if (target / TIMELINE_DONE).exists():
             return target
         with self._fetching:
             if (target / TIMELINE_DONE).exists():
                 return target
-            infos = list(job.store.list(job.key(prefix.rstrip("/")) + "/"))
-            if not any(i.key.endswith("/" + TIMELINE_DONE) for i in infos):
-                raise NotFound(f"Job '{job.job_id}' has no complete timeline")
-            folder.mkdir(parents=True, exist_ok=True)
-            partial = Path(tempfile.mkdtemp(prefix=safe + ".", dir=folder))
+            parent.mkdir(parents=True, exist_ok=True)
+            partial = Path(tempfile.mkdtemp(prefix=safe + ".", dir=parent))
+
+            def fetch(key: str) -> None:
+                with (partial / key.rsplit("/", 1)[1]).open("wb") as fh:
+                    for chunk in store.stream(key):
+                        fh.write(chunk)
+
             try:
-                for info in infos:
-                    name = info.key.rsplit("/", 1)[1]
-                    with (partial / name).open("wb") as fh:
-                        for chunk in job.store.stream(info.key):
-                            fh.write(chunk)
+                # Largest first, so the long downloads overlap; "done" last, as ingest wrote it.
+                keys = [i.key for i in sorted(infos, key=lambda i: -i.size) if not i.key.endswith("/done")]
+                with ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="timeline-fetch") as pool:
+                    list(pool.map(fetch, keys))
+                (partial / TIMELINE_DONE).write_bytes(b"")
                 shutil.rmtree(target, ignore_errors=True)
                 partial.rename(target)
-                for other in folder.glob(f"*-{version[2]}"):  # earlier versions (a re-ingested job)
+                for other in parent.glob(f"*-{version[2]}"):  # earlier versions (a re-ingested job)
                     if other != target and other.is_dir():
                         shutil.rmtree(other, ignore_errors=True)
             except BaseException:
@@ -175,8 +223,89 @@ class JobData:
         return target
 
 
+class JobTimeline:
+    """One trace's timeline as the app serves it (see the module docstring).
+
+    The same queries as :class:`TraceTimeline`. A window over the whole trace is answered from the
+    overview written at ingest, cut to the lanes and counters asked for (its header says what it
+    covers, so the page draws it like any answer), so the first view never touches the index;
+    everything else is answered by the mapped files, waiting for them while they are fetched.
+    """
+
+    def __init__(
+        self,
+        lanes: dict[str, Any],
+        overview: bytes | None,
+        full: TraceTimeline | None = None,
+        fetch: Callable[[], Path] | None = None,
+    ) -> None:
+        self.lanes = lanes
+        self._overview = overview
+        self._full = full
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        if fetch is None:
+            self._done.set()
+        else:
+            threading.Thread(target=self._fetch, args=(fetch,), name="timeline-fetch", daemon=True).start()
+
+    def _fetch(self, fetch: Callable[[], Path]) -> None:
+        try:
+            self._full = TraceTimeline.open(fetch())
+        except BaseException as exc:  # kept for the queries waiting on it
+            self._error = exc
+        finally:
+            self._done.set()
+
+    @property
+    def failed(self) -> bool:
+        return self._error is not None
+
+    def full(self) -> TraceTimeline:
+        """The mapped timeline, once its files are here."""
+        if not self._done.wait(FETCH_WAIT_SECONDS):
+            raise Unavailable("The timeline is still being fetched from storage; try again shortly")
+        if self._full is None:
+            if isinstance(self._error, NotFound | Unavailable):
+                raise self._error
+            raise Unavailable(f"The timeline could not be fetched ({type(self._error).__name__})")
+        return self._full
+
+    def window_bytes(
+        self,
+        start: int,
+        end: int,
+        px: int,
+        lanes: Sequence[int] | None = None,
+        counters: Sequence[int] | None = None,
+        min_px: float = 1.0,
+    ) -> bytes:
+        whole = start <= 0 and end >= int(self.lanes["t_end"]) and px <= 2 * OVERVIEW_PX and min_px == 1.0
+        if self._overview is not None and whole:
+            return select_window(self._overview, lanes, counters)
+        return self.full().window_bytes(start, end, px, lanes, counters, min_px)
+
+    def overview(self) -> bytes:
+        """The whole trace at ``OVERVIEW_PX`` columns, every lane and counter (what the page draws
+        first, and under any view until its own answer lands)."""
+        if self._overview is None:  # a job ingested before overviews were written
+            self._overview = self.full().window_bytes(0, max(int(self.lanes["t_end"]), 1), OVERVIEW_PX)
+        return self._overview
+
+    def event(self, event_id: int) -> dict[str, Any] | None:
+        return self.full().event(event_id)
+
+    def search(self, q: str, limit: int = 100, after: int | None = None) -> dict[str, Any]:
+        return self.full().search(q, limit, after)
+
+    def aggregate(
+        self, start: int, end: int, lanes: Sequence[int] | None = None, limit: int = 15
+    ) -> dict[str, Any]:
+        return self.full().aggregate(start, end, lanes, limit)
+
+
 def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-__all__ = ["BadParameter", "JobData", "id_list", "int_param"]
+__all__ = ["BadParameter", "JobTimeline", "JobData", "id_list", "int_param"]

@@ -29,6 +29,13 @@ class DomainSettings(BaseModel):
         description="An InProgress job with no upload for this long is closed (its run died): ingested "
         "as a partial job when its job.json was uploaded, else Failed; 0 = never.",
     )
+    user_storage_quota_bytes: int = Field(
+        0,
+        ge=0,
+        le=1 << 60,
+        description="Raw trace bytes each user of the domain may keep stored (all their jobs); an "
+        "upload that would pass it answers 413 StorageQuotaExceeded; 0 = no quota.",
+    )
     rules: list[dict[str, Any]] = Field(
         default_factory=list,
         max_length=20,

@@ -11,6 +11,7 @@ They carry no HTTP status: the hub and the app map them in one place
     ├── Conflict              ResourceInUse        state forbids it (has users, live apps, duplicate)
     ├── LimitExceeded         ResourceLimitExceeded  quota reached
     ├── PayloadTooLarge       PayloadTooLarge      upload over a configured limit
+    │   └── QuotaExceeded     StorageQuotaExceeded the user's stored bytes would pass their quota
     └── Unavailable           ServiceUnavailable   a dependency (database, Redis, storage) is down; retry
 """
 
@@ -55,6 +56,10 @@ class PayloadTooLarge(ProfilerHubError):
     code = "PayloadTooLarge"
 
 
+class QuotaExceeded(PayloadTooLarge):
+    code = "StorageQuotaExceeded"
+
+
 class Unavailable(ProfilerHubError):
     code = "ServiceUnavailable"
 
@@ -67,6 +72,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "ProfilerHubError",
+    "QuotaExceeded",
     "Unauthorized",
     "Unavailable",
 ]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.names import ResourceName
+from profilerhub_core.records.jobs import undelivered_warning
 from profilerhub_hub.rule_schemas import RuleConfigs, StopOn
 
 # SageMaker's limits for metric definitions.
@@ -53,6 +54,33 @@ class JobCreate(BaseModel):
     )
 
 
+class SpillInfo(BaseModel):
+    """Where the SDK kept the files it could not deliver, and the command that delivers them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("", max_length=255)
+    dir: str = Field("", max_length=4096)
+    files: int = Field(0, ge=0, le=10_000_000)
+    command: str = Field("", max_length=4096)
+
+
+class JobComplete(BaseModel):
+    """The optional body of ``complete``: what the run could not deliver (nothing: all arrived)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    missing_files: StrictInt = Field(0, ge=0, le=10_000_000, description="Files not delivered.")
+    lost_files: StrictInt = Field(0, ge=0, le=10_000_000, description="Of those, kept nowhere.")
+    spill: SpillInfo | None = Field(None, description="Where the rest waits to be delivered.")
+
+    def undelivered(self) -> dict[str, Any] | None:
+        """What ``Job.undelivered`` records: None when nothing is missing."""
+        if not self.missing_files:
+            return None
+        return self.model_dump(exclude_none=True)
+
+
 class UploadInfo(BaseModel):
     """Where the job's raw files go.
 
@@ -79,7 +107,13 @@ class JobRead(BaseModel):
     updated_at: datetime
     completed_at: datetime | None
     warnings: list[str] = Field(
-        default_factory=list, description="Raw files a Ready job was ingested without, each with why."
+        default_factory=list,
+        description="Files the run did not deliver (and how to deliver them), and raw files a Ready "
+        "job was ingested without, each with why.",
+    )
+    undelivered: dict[str, Any] | None = Field(
+        None,
+        description="What the run's complete said it could not deliver: missing_files, lost_files, spill.",
     )
     summary: dict[str, Any] | None = Field(
         None, description="The compact summary once Ready (only when one job is read)."
@@ -105,12 +139,19 @@ class JobRead(BaseModel):
             created_at=job.created_at,
             updated_at=job.updated_at,
             completed_at=job.completed_at,
-            warnings=list((job.summary or {}).get("warnings") or []),
+            warnings=job_warnings(job),
+            undelivered=job.undelivered,
             summary=job.summary if summary else None,
             upload=upload,
             stop_on=list(job.stop_on or []),
             stop_request=job.stop_request,
         )
+
+
+def job_warnings(job: Job) -> list[str]:
+    """The run's undelivered files first, then the raw files ingest left out."""
+    first = undelivered_warning(job)
+    return ([first] if first else []) + list((job.summary or {}).get("warnings") or [])
 
 
 class UploadGrantCreate(BaseModel):
@@ -138,10 +179,13 @@ class FileStored(BaseModel):
 
 __all__ = [
     "FileStored",
+    "JobComplete",
     "JobCreate",
     "JobRead",
     "MetricDefinition",
+    "SpillInfo",
     "UploadGrant",
     "UploadGrantCreate",
     "UploadInfo",
+    "job_warnings",
 ]

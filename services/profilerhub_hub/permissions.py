@@ -44,6 +44,7 @@ class Action(enum.StrEnum):
     CreateUserProfile = "CreateUserProfile"
     ListUserProfiles = "ListUserProfiles"
     DescribeUserProfile = "DescribeUserProfile"
+    UpdateUserProfile = "UpdateUserProfile"
     DeleteUserProfile = "DeleteUserProfile"
     CreateToken = "CreateToken"
     ListTokens = "ListTokens"
@@ -53,6 +54,7 @@ class Action(enum.StrEnum):
     CreateApp = "CreateApp"
     ListApps = "ListApps"
     DescribeApp = "DescribeApp"
+    UpdateApp = "UpdateApp"
     DeleteApp = "DeleteApp"
     OpenApp = "OpenApp"
     ListAllApps = "ListAllApps"
@@ -88,6 +90,7 @@ RULES: dict[Action, Rule] = {
     Action.CreateUserProfile: Rule.DOMAIN_ADMIN,
     Action.ListUserProfiles: Rule.DOMAIN_ADMIN,
     Action.DescribeUserProfile: Rule.OWNER,
+    Action.UpdateUserProfile: Rule.DOMAIN_ADMIN,
     Action.DeleteUserProfile: Rule.DOMAIN_ADMIN,
     Action.CreateToken: Rule.OWNER,
     Action.ListTokens: Rule.OWNER,
@@ -97,6 +100,7 @@ RULES: dict[Action, Rule] = {
     Action.CreateApp: Rule.OWNER_IF_SELF_SERVICE,
     Action.ListApps: Rule.OWNER,
     Action.DescribeApp: Rule.OWNER,
+    Action.UpdateApp: Rule.OWNER_IF_SELF_SERVICE,
     Action.DeleteApp: Rule.OWNER_IF_SELF_SERVICE,
     Action.OpenApp: Rule.SELF,
     Action.ListAllApps: Rule.DOMAIN_ADMIN,

@@ -59,6 +59,19 @@ def test_binary_window_holds_what_the_window_query_returned(
     assert header["names"][str(int(cols["ev_name"][i]))] == tl.index.names[int(first.events.name_id[0])]
 
 
+def test_integer_columns_go_in_the_narrowest_type_that_holds_the_answer(
+    real: tuple[TraceTimeline, TraceTimeline],
+) -> None:
+    _, tl = real
+    end = tl.lanes["t_end"]
+    header, cols = decode_window(tl.window_bytes(0, end, 1500))
+    types = {name: c["type"] for name, c in header["columns"].items()}
+    for name in ("ev_name", "ev_depth", "bl_depth", "bl_count", "ct_column", "ct_span"):
+        top = int(cols[name].max()) if len(cols[name]) else 0
+        assert types[name] == ("u8" if top < 256 else "u16" if top < 65536 else "u32"), name
+    assert types["ct_column"] == "u16" and types["ev_start"] == "f32"
+
+
 def test_lane_tree_has_hosts_gpus_and_utilisation_counters(real: tuple[TraceTimeline, TraceTimeline]) -> None:
     _, tl = real
     groups = {g["kind"]: g for g in tl.lanes["groups"]}

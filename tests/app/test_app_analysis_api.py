@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from profilerhub_analysis.timeline.binary import decode_window
+from profilerhub_analysis.timeline.bundle import OVERVIEW_PX
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.jobs import make_job, open_app, sdk_files
 
@@ -91,6 +92,10 @@ def test_timeline_lanes_window_event_and_search_answer_from_the_ingested_index(
                                                    "lanes": str(stream), "counters": ""})  # fmt: skip
     one_header, _ = decode_window(one.content)
     assert [lane["lane_id"] for lane in one_header["lanes"]] == [stream] and one_header["counters"] == []
+    overview = app_client.get(f"{base}/window", params={"overview": "1"})
+    over_header, _ = decode_window(overview.content)
+    assert (over_header["t0"], over_header["t1"], over_header["px"]) == (0, lanes["t_end"], OVERVIEW_PX)
+    assert len(over_header["lanes"]) == sum(len(g["lanes"]) for g in lanes["groups"])
 
     found = app_client.get(f"{base}/search", params={"q": "ncclKernel", "limit": 5}).json()
     assert found["total"] > 5 and len(found["matches"]) == 5 and found["more"]
@@ -218,13 +223,10 @@ def test_a_running_job_shows_what_it_has_streamed_so_far(ctx: IngestContext, app
         assert live[key] == summary[key], key
 
 
-def test_the_app_maps_a_local_copy_of_the_timeline_once(
+def test_the_app_maps_the_ingested_timeline_in_place_without_a_copy(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path, tmp_path: Path
 ) -> None:
     job_id = _job(ctx, shared_dir, BASE)
     for _ in range(2):
         assert app_client.get(f"api/jobs/{job_id}/timeline/lanes").status_code == 200
-    cache = tmp_path / "app-cache-alice"
-    (copy,) = [p for p in (cache / job_id).iterdir()]
-    assert (copy / "done").exists() and (copy / "lanes.json").exists()
-    assert copy.name.endswith("-0")
+    assert not (tmp_path / "app-cache-alice").exists()

@@ -34,6 +34,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "allow_impersonation": False,
         "max_live_apps": 50,
         "job_idle_hours": 24,
+        "user_storage_quota_bytes": 0,
         "rules": [],
     }
     assert created.json()["status"] == "InService"
@@ -51,6 +52,7 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "allow_impersonation": False,
         "max_live_apps": 50,
         "job_idle_hours": 6,
+        "user_storage_quota_bytes": 0,
         "rules": [],
     }
 

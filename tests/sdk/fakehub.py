@@ -42,6 +42,7 @@ class FakeJob:
     files: dict[str, bytes] = field(default_factory=dict)
     puts: collections.Counter[str] = field(default_factory=collections.Counter)
     completions: int = 0
+    reports: list[Any] = field(default_factory=list)  # the body of each complete (None: none)
 
 
 class FakeHub:
@@ -210,6 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and rest == "/complete":
             with hub.lock:
                 job.completions += 1
+                job.reports.append(json.loads(body) if body else None)
                 job.status = "Processing"
             return 202, {"job_id": job.job_id, "status": job.status}
         return 405, _err("MethodNotAllowed", f"{method} {path}")

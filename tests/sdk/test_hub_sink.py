@@ -64,7 +64,7 @@ def test_hub_down_half_way_training_finishes_and_buffered_data_arrives_when_it_r
     assert len(warnings) == 1 and "retrying" in warnings[0].getMessage()
 
 
-def test_hub_down_at_the_end_reports_dropped_counts_and_returns_in_time(
+def test_hub_down_at_the_end_spills_what_is_left_and_returns_in_time(
     torch: ModuleType, fakehub: FakeHub, sdk_log: pytest.LogCaptureFixture
 ) -> None:
     ph.init(job="gone", chunk_interval_s=0.1)
@@ -74,14 +74,14 @@ def test_hub_down_at_the_end_reports_dropped_counts_and_returns_in_time(
     t0 = time.monotonic()
     summary = ph.finish(timeout=1.5)
     assert time.monotonic() - t0 < 5
-    assert not summary["completed"]
-    assert summary["dropped_files"]["annotations"] >= 1 and summary["dropped_files"]["_SUCCESS"] == 1
+    assert not summary["completed"] and not summary["complete_sent"] and summary["dropped_files"] == {}
+    assert summary["spilled_files"]["annotations"] >= 1 and summary["spilled_files"]["_SUCCESS"] == 1
     messages = [r.getMessage() for r in sdk_records(sdk_log)]
-    assert len(messages) == 2, messages  # one "retrying", one final account of what was dropped
-    assert "could not be written" in messages[-1]
+    assert len(messages) == 2, messages  # one "retrying", one final account of what was spilled
+    assert "not delivered" in messages[-1] and "profilerhub upload --spilled" in messages[-1]
 
 
-def test_bad_token_is_logged_once_and_everything_is_counted_as_dropped(
+def test_bad_token_is_logged_once_and_everything_is_spilled(
     torch: ModuleType, fakehub: FakeHub, sdk_log: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PROFILERHUB_TOKEN", "forged")
@@ -93,7 +93,8 @@ def test_bad_token_is_logged_once_and_everything_is_counted_as_dropped(
     assert [s for _, _, s in fakehub.requests] == [401]
     errors = sdk_records(sdk_log, logging.ERROR)
     assert len(errors) == 1 and "rejected the token" in errors[0].getMessage()
-    assert summary["dropped_files"]["job.json"] == 2 and summary["dropped_files"]["annotations"] >= 1
+    assert summary["spilled_files"]["job.json"] == 1 and summary["spilled_files"]["annotations"] >= 1
+    assert summary["dropped_files"] == {} and summary["spill_dir"]
 
 
 def test_hub_in_s3_mode_hands_out_presigned_urls_and_files_land_in_the_bucket(
@@ -135,5 +136,5 @@ def test_a_hub_that_stops_answering_cannot_hold_finish_past_its_timeout(
     t0 = time.monotonic()
     summary = ph.finish(timeout=1.0)
     assert time.monotonic() - t0 < 5  # not the 30 s HTTP timeout
-    assert not summary["completed"] and summary["dropped_files"]["_SUCCESS"] == 1
+    assert not summary["completed"] and summary["spilled_files"]["_SUCCESS"] == 1
     assert not [r for r in sdk_records(sdk_log, logging.ERROR)]

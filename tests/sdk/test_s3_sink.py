@@ -64,4 +64,4 @@ def test_a_missing_bucket_is_logged_once_and_training_goes_on(
     summary = ph.finish(timeout=5)
     errors = [r for r in caplog.records if r.name == "profilerhub" and r.levelname == "ERROR"]
     assert len(errors) == 1 and "NoSuchBucket" in errors[0].getMessage()
-    assert summary["dropped_files"]["job.json"] == 2 and not summary["completed"]
+    assert summary["spilled_files"]["job.json"] == 1 and not summary["completed"]

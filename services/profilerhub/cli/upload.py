@@ -1,8 +1,10 @@
-"""``profilerhub upload DIR``: send an offline SDK run or plain torch.profiler traces to the hub or S3."""
+"""``profilerhub upload DIR``: send an offline SDK run or plain torch.profiler traces to the hub or S3;
+``profilerhub upload --spilled``: deliver what runs kept on local disk because the hub did not take it."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -13,7 +15,9 @@ def register(app: typer.Typer) -> None:
 
 def upload(
     directory: Path = typer.Argument(
-        ..., help="An SDK output folder (<output>/<job>) or a folder of torch.profiler traces."
+        None,
+        help="An SDK output folder (<output>/<job>), a folder of torch.profiler traces, or one "
+        "spilled run's folder.",
     ),
     job: str = typer.Option(
         None, "--job", "-j", help="Job name (required for plain torch.profiler folders)."
@@ -26,6 +30,15 @@ def upload(
         None, "--token", envvar="PROFILERHUB_TOKEN", help="API token.", show_envvar=True
     ),
     force: bool = typer.Option(False, "--force", help="Upload again as a new job even if done before."),
+    spilled: bool = typer.Option(
+        False, "--spilled", help="Deliver every run spilled to local disk (see --spill-dir)."
+    ),
+    spill_dir: Path = typer.Option(
+        None,
+        "--spill-dir",
+        envvar="PROFILERHUB_SPILL_DIR",
+        help="Where runs spill undelivered files (default ~/.cache/profilerhub/spill).",
+    ),
 ) -> None:
     """Upload a run's traces; run it again after an interruption to resume where it stopped."""
     from rich.console import Console
@@ -49,6 +62,12 @@ def upload(
             console.print(f"[yellow]what to do:[/yellow] {exc.hint}")
         return typer.Exit(exc.code)
 
+    if spilled or (directory is not None and (directory / ".spill.json").is_file()):
+        if spilled and directory is not None:
+            raise fail(UploadError("pass either DIR or --spilled", "--spilled delivers every spilled run"))
+        raise typer.Exit(_upload_spilled(console, spill_dir, directory, hub, token))
+    if directory is None:
+        raise fail(UploadError("no folder to upload", "pass DIR, or --spilled for the runs spilled to disk"))
     try:
         plan = plan_upload(directory, job)
     except UploadError as exc:
@@ -132,3 +151,37 @@ def upload(
     info = result["info"]
     if "job_id" in info:
         console.print(f"job id {info['job_id']}: the hub is processing it")
+
+
+def _upload_spilled(
+    console: Any, spill_dir: Path | None, entry: Path | None, hub: str | None, token: str | None
+) -> int:
+    """Deliver the spilled runs under the spill folder (or the one ``entry``); the exit status."""
+    from .._delivery import deliver_entry
+    from .._spill import deliver_spills, spill_root
+
+    root = entry.parent if entry is not None else spill_root(spill_dir)
+
+    def deliver(found: Path, meta: dict[str, Any]) -> str:
+        console.print(f"delivering spilled run [bold]{found.name}[/bold] (job {meta.get('job')})")
+        return deliver_entry(found, meta, hub_url=hub, token=token)
+
+    outcome = deliver_spills(root, deliver, only=entry)
+    for found, where in outcome["delivered"]:
+        console.print(f"[green]delivered[/green] {found.name} to {where}")
+    for found in outcome["busy"]:
+        console.print(f"[yellow]busy:[/yellow] {found.name} is being written or delivered by another process")
+    code = 1 if outcome["busy"] else 0
+    for found, exc in outcome["failed"]:
+        code = max(code, _failed(console, found, exc))
+    if not any(outcome.values()):
+        console.print(f"nothing spilled in {root}")
+    return code
+
+
+def _failed(console: Any, entry: Path, exc: Exception) -> int:
+    message, hint, code = getattr(exc, "message", str(exc)), getattr(exc, "hint", ""), getattr(exc, "code", 2)
+    console.print(f"[red]error:[/red] {entry.name}: {message} (kept in {entry})")
+    if hint:
+        console.print(f"[yellow]what to do:[/yellow] {hint}")
+    return int(code)

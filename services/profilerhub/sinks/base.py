@@ -49,8 +49,9 @@ class Sink(ABC):
         """Store ``data`` as the file ``path`` (relative, ``/``-separated) of the job."""
 
     @abstractmethod
-    def complete(self) -> None:
-        """Mark the job complete (after every ``put``)."""
+    def complete(self, report: dict[str, Any] | None = None) -> None:
+        """Mark the job complete (after every ``put``); ``report`` says what did not arrive
+        (``{"missing_files", "lost_files", "spill": {"host", "dir", "files", "command"}}``)."""
 
     @property
     @abstractmethod

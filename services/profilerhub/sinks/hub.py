@@ -74,16 +74,27 @@ class HubSink(Sink):
             raise SinkError(f"the hub's /api/v1/me answer lacks {exc}", fatal=True) from exc
 
     def _still_open(self, job: HubJob) -> bool:
-        """Whether a job given to resume (``self.job`` set before ``open``) still takes files."""
+        """Whether a job given to resume (``self.job`` set before ``open``) still takes files.
+
+        A Ready or Failed job the run completed with files missing takes them again (``upload``
+        is given); one being ingested answers a retryable error, so its files are not sent to a
+        new job meanwhile.
+        """
         assert self._client is not None
         try:
             found = self._client.get_job(job)
-            # A completed job may stay InProgress until ingest starts; "upload": null tells it apart.
-            return found.get("status") == "InProgress" and found.get("upload", {}) is not None
         except HubError as exc:
             if exc.status == 404:
                 return False
             raise
+        status, upload = found.get("status"), found.get("upload", {})
+        if upload is not None and status in ("InProgress", "Ready", "Failed"):
+            return True
+        if status in ("InProgress", "Processing"):  # completed, being ingested: ask again later
+            raise SinkError(
+                f"job {job.job_id} is being ingested; its files go up once it is done", retryable=True
+            )
+        return False
 
     def put(self, path: str, data: bytes) -> None:
         assert self._client is not None and self.job is not None, "open() first"
@@ -94,10 +105,10 @@ class HubSink(Sink):
         if stop and self.stop_request is None:
             self.stop_request = stop
 
-    def complete(self) -> None:
+    def complete(self, report: dict[str, Any] | None = None) -> None:
         assert self._client is not None and self.job is not None, "open() first"
         try:
-            self._client.complete(self.job)
+            self._client.complete(self.job, report)
         except HubError as exc:
             raise _sink_error(exc) from exc
 

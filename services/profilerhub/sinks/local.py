@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 from .base import Sink, SinkError, check_relative_path
 
@@ -58,7 +59,7 @@ class LocalSink(Sink):
                 tmp.unlink(missing_ok=True)
             raise _error(exc, f"cannot write {target}") from exc
 
-    def complete(self) -> None:
+    def complete(self, report: dict[str, Any] | None = None) -> None:
         """Nothing to do: the run writes ``_SUCCESS`` itself as its last file."""
 
 

@@ -46,10 +46,11 @@ class S3Sink(Sink):
 
     kind = "s3"
 
-    def __init__(self, url: str, job: str) -> None:
+    def __init__(self, url: str, job: str, job_dir: str | None = None) -> None:
         self.bucket, self.prefix = split_s3_url(url)
         self.job = job
-        self.job_dir = job
+        self.job_dir = job_dir or job
+        self._resume = job_dir is not None  # keep writing to the folder an earlier run began
         self._client: Any = None
 
     @property
@@ -63,7 +64,7 @@ class S3Sink(Sink):
         try:
             self._client = s3_client()
             n = 1
-            while self._exists(self._key("job.json")):
+            while not self._resume and self._exists(self._key("job.json")):
                 n += 1
                 self.job_dir = f"{self.job}-{n}"
         except SinkError:
@@ -89,7 +90,7 @@ class S3Sink(Sink):
         except Exception as exc:
             raise _error(exc) from exc
 
-    def complete(self) -> None:
+    def complete(self, report: dict[str, Any] | None = None) -> None:
         """Nothing to do: the run writes ``_SUCCESS`` itself as its last file."""
 
     def close(self) -> None:

@@ -8,10 +8,13 @@
   zoom;
 - per event (by event id = store row) the columns the event panel shows, and the reverse launch
   link (GPU ops by the row of their launch call);
-- the lane tree (``lanes``, JSON): hosts with their threads, GPUs with their streams, counters.
+- the lane tree (``lanes``, JSON): hosts with their threads (each followed by its lane of the
+  SDK's annotations and steps, when the job has them), GPUs with their streams, counters.
 
-``to_files()`` writes it as ``.npy`` arrays + JSON (see ``persist``); ``TraceTimeline.open(dir)``
-maps them back read-only without rebuilding anything. Queries: ``window_bytes`` (the binary window
+``to_files()`` writes it as ``.npy`` arrays + JSON (see ``persist``), plus the overview: the window
+answer for the whole trace at ``OVERVIEW_PX`` columns, so a reader that has not fetched the arrays
+yet (the app on S3) can draw the first view; ``TraceTimeline.open(dir)`` maps them back read-only
+without rebuilding anything. Queries: ``window_bytes`` (the binary window
 of ``docs/app-api.md``), ``event``, ``search``.
 """
 
@@ -28,8 +31,10 @@ import numpy.typing as npt
 from .binary import encode_window
 from .index import TimelineIndex
 from .persist import index_files, npy_bytes, open_index
+from .sdk_lanes import LANE_KIND, with_sdk_lanes
 
 if TYPE_CHECKING:
+    from ..sdk_records import AnnotationRecord
     from ..store import EventStore
 
 BUNDLE_FORMAT = "profilerhub-timeline/1"
@@ -41,8 +46,13 @@ DETAIL_COLUMNS = (
 KIND_NAMES = (
     "other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver",
     "kernel", "gpu_memcpy", "gpu_memset", "python_function", "cuda_sync", "trace",
+    "sdk_annotation", "sdk_step",
 )  # fmt: skip
 MAX_SEARCH = 1000
+LANES_FILE = "lanes.json"
+OVERVIEW_FILE = "overview.phw"
+#: Columns of the overview: what the page asks for a first view 2048 px wide (twice its width).
+OVERVIEW_PX = 4096
 _ARG_NAMES = {
     "correlation": "correlation",
     "bytes": "bytes",
@@ -126,8 +136,13 @@ class TraceTimeline:
     lanes: dict[str, Any]
 
     @classmethod
-    def build(cls, store: EventStore, source: str = "") -> TraceTimeline:
+    def build(
+        cls, store: EventStore, source: str = "", annotations: Sequence[AnnotationRecord] = ()
+    ) -> TraceTimeline:
+        """Everything above from ``store``; ``annotations``: the SDK's records of the job, drawn
+        on lanes of their own (``sdk_lanes``), their event ids after the store's rows."""
         self = cls.__new__(cls)
+        store, sdk_step_rows, sdk_step_numbers = with_sdk_lanes(store, annotations)
         util_names, util_ts, util_vals, util_tracks = _util_counters(store)
         self.index = TimelineIndex.from_store(store, list(zip(util_names, util_ts, util_vals, strict=True)))
         first_util = len(self.index.counter_names or []) - len(util_names)
@@ -137,11 +152,18 @@ class TraceTimeline:
         ops = np.flatnonzero(launch >= 0)
         order = np.argsort(launch[ops], kind="stable")
         self.launched_by, self.launched_op = launch[ops][order], ops[order]
-        self.lanes = self._lane_tree(store, source, counter_tracks + util_tracks, first_util)
+        self.lanes = self._lane_tree(
+            store, source, counter_tracks + util_tracks, first_util, (sdk_step_rows, sdk_step_numbers)
+        )
         return self
 
     def _lane_tree(
-        self, store: EventStore, source: str, tracks: list[dict[str, Any]], first_util: int
+        self,
+        store: EventStore,
+        source: str,
+        tracks: list[dict[str, Any]],
+        first_util: int,
+        sdk_steps: tuple[np.ndarray, np.ndarray],
     ) -> dict[str, Any]:
         index = self.index
         counts = np.bincount(store.col("lane_id"), minlength=len(store.lane_column("kind")))
@@ -159,7 +181,7 @@ class TraceTimeline:
                 key = ("gpu", device)
                 head = {"kind": "gpu", "device": device, "name": f"GPU {device}",
                         "util_counter": util_of.get(("gpu_util", device))}  # fmt: skip
-            elif kind == "cpu_thread":
+            elif kind == "cpu_thread" or (kind == LANE_KIND and pid >= 0):
                 key = ("host", pid)
                 head = {"kind": "host", "pid": pid, "name": f"Host process {pid}",
                         "util_counter": util_of.get(("cpu_util", pid))}  # fmt: skip
@@ -171,21 +193,24 @@ class TraceTimeline:
                 group = by_key[key] = head | {"lanes": []}
                 groups.append(group)
             lanes: list[dict[str, Any]] = group["lanes"]
-            lanes.append(
-                {
-                    "lane_id": ln,
-                    "kind": kind,
-                    "tid": tid,
-                    "name": str(store.lane_column("name")[ln]),
-                    "rows": index.lane_depth(ln),
-                    "events": int(counts[ln]),
-                }
-            )
+            lane = {
+                "lane_id": ln,
+                "kind": kind,
+                "tid": tid,
+                "name": str(store.lane_column("name")[ln]),
+                "rows": index.lane_depth(ln),
+                "events": int(counts[ln]),
+            }
+            # A thread's SDK lane goes right below that thread's lane.
+            at = [i for i, other in enumerate(lanes) if kind == LANE_KIND and other["tid"] == tid]
+            lanes.insert(at[-1] + 1 if at else len(lanes), lane)
         names = index.counter_names or []
         counters = [{"counter_id": i, "name": n} | tracks[i] for i, n in enumerate(names)]
         from ..steps import step_rows
 
         rows, numbers = step_rows(store)
+        if not len(rows):  # no ProfilerStep in the trace: the SDK's ph.step records, if any
+            rows, numbers = sdk_steps
         ts, dur = store.col("ts_ns"), store.col("dur_ns")
         steps = [
             {"step": int(n), "start": int(ts[r]) - index.t_min, "end": int(ts[r] + dur[r]) - index.t_min}
@@ -214,7 +239,8 @@ class TraceTimeline:
             files[f"event.{name}.npy"] = npy_bytes(col)
         files["launched_by.npy"] = npy_bytes(self.launched_by)
         files["launched_op.npy"] = npy_bytes(self.launched_op)
-        files["lanes.json"] = json.dumps(self.lanes).encode()
+        files[LANES_FILE] = json.dumps(self.lanes).encode()
+        files[OVERVIEW_FILE] = self.window_bytes(0, max(int(self.lanes["t_end"]), 1), OVERVIEW_PX)
         return files
 
     @classmethod
@@ -226,7 +252,7 @@ class TraceTimeline:
         self.columns = {n: np.load(root / f"event.{n}.npy", mmap_mode="r") for n in DETAIL_COLUMNS}
         self.launched_by = np.load(root / "launched_by.npy", mmap_mode="r")
         self.launched_op = np.load(root / "launched_op.npy", mmap_mode="r")
-        self.lanes = json.loads((root / "lanes.json").read_text())
+        self.lanes = json.loads((root / LANES_FILE).read_text())
         return self
 
     # -- queries -----------------------------------------------------------------------------
@@ -348,4 +374,12 @@ class TraceTimeline:
         }
 
 
-__all__ = ["BUNDLE_FORMAT", "DETAIL_COLUMNS", "KIND_NAMES", "TraceTimeline"]
+__all__ = [
+    "BUNDLE_FORMAT",
+    "DETAIL_COLUMNS",
+    "KIND_NAMES",
+    "LANES_FILE",
+    "OVERVIEW_FILE",
+    "OVERVIEW_PX",
+    "TraceTimeline",
+]

@@ -1,7 +1,7 @@
 """The timeline routes: lanes, binary windows, one event, search, a range's aggregate
 (``docs/app-api.md``).
 
-Each answers from the trace's timeline written at ingest and mapped by ``JobData.timeline``.
+Each answers from the trace's timeline written at ingest and opened by ``JobData.timeline``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from profilerhub_analysis.timeline.bundle import MAX_SEARCH, TraceTimeline
+from profilerhub_analysis.timeline.bundle import MAX_SEARCH
 from profilerhub_analysis.timeline.index import MAX_WIDTH_PX
-from profilerhub_app.jobdata import BadParameter, id_list, int_param
+from profilerhub_app.jobdata import BadParameter, JobTimeline, id_list, int_param
 from profilerhub_app.routes.analysis import MAX_TRACES, answer, data
 from profilerhub_core.errors import NotFound
 
@@ -23,7 +23,7 @@ MAX_QUERY = 200
 _NS = 1 << 62
 
 
-def _timeline(request: Request) -> TraceTimeline:
+def _timeline(request: Request) -> JobTimeline:
     jd = data(request)
     job = jd.ready_job(request, request.path_params["job_id"])
     return jd.timeline(job, int_param(request, "trace", 0, 0, MAX_TRACES))
@@ -40,6 +40,9 @@ def _lanes(request: Request) -> dict[str, Any]:
 
 
 def _window(request: Request) -> Response:
+    headers = {"Cache-Control": "private, max-age=300"}
+    if request.query_params.get("overview") not in (None, "", "0"):
+        return Response(content=_timeline(request).overview(), media_type=WINDOW_TYPE, headers=headers)
     start = int_param(request, "start", None, -_NS, _NS)
     end = int_param(request, "end", None, -_NS, _NS)
     px = int_param(request, "px", None, 1, MAX_WIDTH_PX)
@@ -54,7 +57,7 @@ def _window(request: Request) -> Response:
         raise BadParameter("'min_px' must be between 1 and 1000")
     tl = _timeline(request)
     body = tl.window_bytes(start, end, px, id_list(request, "lanes"), id_list(request, "counters"), min_px)
-    return Response(content=body, media_type=WINDOW_TYPE, headers={"Cache-Control": "private, max-age=300"})
+    return Response(content=body, media_type=WINDOW_TYPE, headers=headers)
 
 
 def _event(request: Request) -> dict[str, Any]:

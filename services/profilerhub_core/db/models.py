@@ -134,6 +134,10 @@ class UserProfile(Base):
     role: Mapped[Role] = mapped_column(_enum(Role))
     is_platform_admin: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Changed by an update of the profile (its role, its stored settings); None: never since created.
+    updated_at: Mapped[datetime | None] = mapped_column(default=None)
+    # SageMaker ``UserSettings`` given by boto3 callers: stored and echoed (docs/sagemaker-api.md).
+    aws_settings: Mapped[dict[str, Any] | None] = mapped_column(default=None)
 
     domain: Mapped[Domain] = relationship(lazy="joined", innerjoin=True)
 
@@ -239,6 +243,31 @@ class App(Timestamped, Base):
     last_activity_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class ResourceTag(Base):
+    """A SageMaker-style tag (``Key``/``Value``) on a domain, a user profile or an app.
+
+    ``resource`` names the tagged row (``domain:{id}``, ``user:{id}``, ``app:{id}``), one key at
+    most once; exactly one of the foreign keys is set, so the tags go with their resource."""
+
+    __tablename__ = "resource_tags"
+    __table_args__ = (sa.UniqueConstraint("resource", "key"),)
+
+    id: Mapped[int] = mapped_column(sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True)
+    resource: Mapped[str] = mapped_column(sa.String(48))
+    domain_id: Mapped[str | None] = mapped_column(
+        sa.ForeignKey("domains.id", ondelete="CASCADE"), default=None, index=True
+    )
+    user_id: Mapped[str | None] = mapped_column(
+        sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), default=None, index=True
+    )
+    app_id: Mapped[str | None] = mapped_column(
+        sa.ForeignKey("apps.id", ondelete="CASCADE"), default=None, index=True
+    )
+    key: Mapped[str] = mapped_column(sa.String(128))
+    value: Mapped[str] = mapped_column(sa.String(256), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Job(Timestamped, Base):
     """One profiled training run of one user: raw artifacts in storage, processing status, summary."""
 
@@ -262,6 +291,11 @@ class Job(Timestamped, Base):
     """Rules configured for the job (``[{"rule", "parameters"}]``); None = the domain's defaults."""
     rule_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
     """The rules' latest evaluation: ``{"evaluated_at", "final", "status", "rules": [...]}``."""
+    undelivered: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+    """What the run's ``complete`` said did not arrive (``{"missing_files", "lost_files", "spill"}``);
+    None when everything did."""
+    raw_bytes: Mapped[int] = mapped_column(sa.BigInteger, default=0, server_default="0")
+    """Bytes of the job's raw files as last counted by an upload (the storage quota's usage)."""
     stop_on: Mapped[list[Any] | None] = mapped_column(sa.JSON, default=None)
     """Rule names whose IssuesFound asks the run to stop (``ph.init(stop_on=...)``); None = never."""
     stop_request: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
@@ -343,6 +377,7 @@ __all__ = [
     "DomainStatus",
     "Job",
     "JobStatus",
+    "ResourceTag",
     "Role",
     "UTCDateTime",
     "UserProfile",

@@ -7,5 +7,6 @@ a CLI command) commits once. They raise ``profilerhub_core.errors`` exceptions, 
     users     create / get / delete user profiles (platform admins live in domain ``system``)
     tokens    issue / list / revoke API tokens; authenticate a bearer secret
     audit     record_audit and the audit query
+    tags      SageMaker-style tags on domains, user profiles and apps
     bootstrap the first-start platform administrator
 """

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, InvalidInput, LimitExceeded, NotFound
+from profilerhub_core.records import tags
 from profilerhub_core.records.app_states import DELETABLE, transition
 from profilerhub_core.records.audit import record_audit
 from profilerhub_core.records.states import rows_changed
@@ -108,6 +109,7 @@ def request_delete(session: Session, app: App, *, actor: str) -> App:
     if current not in DELETABLE or not transition(session, app.id, current, AppStatus.Deleting, actor=actor):
         session.refresh(app)
         raise Conflict(f"App is {app.status}; only InService or Failed apps can be deleted")
+    tags.clear_tags(session, app)  # the app row stays readable as Deleted; its tags go now
     session.refresh(app)
     return app
 

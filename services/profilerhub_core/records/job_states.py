@@ -1,13 +1,18 @@
 """The job state machine, written down once.
 
     InProgress ──► Processing ──► Ready
-        │              │
+        │   ▲          │            │
+        │   └──────────┼────────────┤  redelivery: files the run could not deliver arrive later
         └──────────────┴──────► Failed
 
 ``InProgress``: the run is uploading raw files. ``complete`` stamps ``completed_at`` and sends the
 ingest task; the task claims the job (InProgress -> Processing) and ends it Ready or Failed.
 ``Processing -> Processing`` is a *reclaim*: a worker that died mid-ingest leaves the job in
 Processing, and the reconciler (or a later task) takes it over once its claim is stale.
+
+``Ready``/``Failed -> InProgress`` is a *redelivery*: a job whose run completed it with files
+missing (``Job.undelivered``) takes them when they arrive (``profilerhub upload --spilled``, the
+next run) and a new ``complete`` sends it back to be ingested with everything.
 
 ``transition`` is the only code that changes ``Job.status`` after the row is created: a
 compare-and-set on the one mechanism in ``records.states``, optionally also on ``updated_at``
@@ -30,8 +35,8 @@ from profilerhub_core.records.states import IllegalTransition, StateMachine
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.InProgress: frozenset({JobStatus.Processing, JobStatus.Failed}),
     JobStatus.Processing: frozenset({JobStatus.Processing, JobStatus.Ready, JobStatus.Failed}),
-    JobStatus.Ready: frozenset(),
-    JobStatus.Failed: frozenset(),
+    JobStatus.Ready: frozenset({JobStatus.InProgress}),
+    JobStatus.Failed: frozenset({JobStatus.InProgress}),
 }
 
 FINAL = frozenset({JobStatus.Ready, JobStatus.Failed})
@@ -40,7 +45,17 @@ JOB_STATES = StateMachine(
     model=Job,
     noun="a job",
     transitions=TRANSITIONS,
-    fields=frozenset({"failure_reason", "summary", "ingest_attempts", "ingest_heartbeat_at", "rule_results"}),
+    fields=frozenset(
+        {
+            "failure_reason",
+            "summary",
+            "ingest_attempts",
+            "ingest_heartbeat_at",
+            "rule_results",
+            "undelivered",
+            "completed_at",
+        }
+    ),
     stamps=("updated_at",),
     outcome=lambda to: FAILED if to is JobStatus.Failed else SUCCESS,
 )

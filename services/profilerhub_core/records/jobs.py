@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
 from profilerhub_core.errors import Conflict, NotFound
+from profilerhub_core.records.job_states import transition
 from profilerhub_core.records.states import rows_changed
 
 
@@ -69,19 +70,66 @@ def stop_header(job: Job) -> dict[str, str]:
     return {STOP_HEADER: str(rule)} if rule else {}
 
 
+def missing_files(job: Job) -> int:
+    """How many files the job's run said it could not deliver (0: all arrived)."""
+    return int((job.undelivered or {}).get("missing_files") or 0)
+
+
+def awaits_files(job: Job) -> bool:
+    """A Ready or Failed job whose run completed it with spilled files still to come."""
+    undelivered = job.undelivered or {}
+    spilled = missing_files(job) - int(undelivered.get("lost_files") or 0)
+    return job.status in (JobStatus.Ready, JobStatus.Failed) and spilled > 0
+
+
+def takes_files(job: Job) -> bool:
+    """``InProgress`` and not completed, or awaiting its run's spilled files (``awaits_files``)."""
+    return (job.status is JobStatus.InProgress and job.completed_at is None) or awaits_files(job)
+
+
 def require_uploading(job: Job) -> None:
-    """Raise ``Conflict`` unless ``job`` still takes files (``InProgress`` and not completed)."""
-    if job.status is not JobStatus.InProgress or job.completed_at is not None:
+    """Raise ``Conflict`` unless ``job`` still takes files (``takes_files``)."""
+    if not takes_files(job):
         state = "completed" if job.status is JobStatus.InProgress else job.status.value
         raise Conflict(f"Job '{job.id}' is {state}; files can only be added before it is completed")
 
 
-def mark_complete(session: Session, job: Job, now: datetime | None = None) -> bool:
+def undelivered_warning(job: Job) -> str | None:
+    """What a job shows while files its run could not deliver are missing, with what to do."""
+    missing = missing_files(job)
+    if not missing:
+        return None
+    undelivered = job.undelivered or {}
+    lost = int(undelivered.get("lost_files") or 0)
+    spill = undelivered.get("spill") or {}
+    parts = [f"{missing} file(s) not delivered by the training run"]
+    if spill.get("files"):
+        parts.append(
+            f"{spill['files']} spilled on host {spill.get('host') or '?'} in {spill.get('dir') or '?'}: run "
+            f"`{spill.get('command') or 'profilerhub upload --spilled'}` there (or start the next run) "
+            "to deliver them and re-ingest this job"
+        )
+    if lost:
+        parts.append(f"{lost} lost for good (the SDK's spill folder was full or unwritable)")
+    return "; ".join(parts)
+
+
+def mark_complete(
+    session: Session, job: Job, undelivered: dict[str, Any] | None = None, now: datetime | None = None
+) -> bool:
     """Stamp ``completed_at`` on an ``InProgress`` job; False when it was already completed.
 
-    Completing twice is harmless (the SDK retries after a lost answer). A job already being
-    processed or finished answers ``Conflict``.
+    ``undelivered`` is what the run said it could not deliver (``Job.undelivered``). Completing
+    twice is harmless (the SDK retries after a lost answer). A Ready or Failed job awaiting its
+    spilled files is sent back to ``InProgress`` (completed) when this ``complete`` reports fewer
+    missing files than the last one: they arrived, and it is ingested anew. Any other job already
+    being processed or finished answers ``Conflict``.
     """
+    now = now or utcnow()
+    if awaits_files(job):
+        if missing_files(job) <= int((undelivered or {}).get("missing_files") or 0):
+            return False  # the first complete repeated: nothing new arrived
+        return redeliver(session, job, undelivered, now)
     if job.status is not JobStatus.InProgress:
         if job.completed_at is not None:
             return False
@@ -91,11 +139,48 @@ def mark_complete(session: Session, job: Job, now: datetime | None = None) -> bo
     result = session.execute(
         sa.update(Job)
         .where(Job.id == job.id, Job.status == JobStatus.InProgress, Job.completed_at.is_(None))
-        .values(completed_at=now or utcnow(), updated_at=now or utcnow())
+        .values(completed_at=now, updated_at=now, undelivered=undelivered)
         .execution_options(synchronize_session=False)
     )
     session.expire(job)
     return bool(rows_changed(result))
+
+
+def redeliver(session: Session, job: Job, undelivered: dict[str, Any] | None, now: datetime) -> bool:
+    """Ready/Failed -> InProgress (completed now): the job's missing files arrived; ingest it again."""
+    moved = transition(
+        session,
+        job.id,
+        job.status,
+        JobStatus.InProgress,
+        actor="hub",
+        claimed_at=job.updated_at,
+        now=now,
+        completed_at=now,
+        undelivered=undelivered,
+        failure_reason=None,
+        ingest_attempts=0,
+    )
+    session.expire(job)
+    return moved
+
+
+def user_raw_bytes(session: Session, user_id: str, *, besides_job: str | None = None) -> int:
+    """Raw bytes stored for the user's jobs (``Job.raw_bytes``), leaving out ``besides_job``."""
+    stmt = sa.select(sa.func.coalesce(sa.func.sum(Job.raw_bytes), 0)).where(Job.user_id == user_id)
+    if besides_job is not None:
+        stmt = stmt.where(Job.id != besides_job)
+    return int(session.scalar(stmt) or 0)
+
+
+def record_raw_bytes(session: Session, job_id: str, total: int) -> None:
+    """Set the job's raw byte count (after an upload); the caller commits."""
+    session.execute(
+        sa.update(Job)
+        .where(Job.id == job_id)
+        .values(raw_bytes=total)
+        .execution_options(synchronize_session=False)
+    )
 
 
 def delete_job(session: Session, job: Job) -> None:
@@ -108,12 +193,19 @@ def delete_job(session: Session, job: Job) -> None:
 
 __all__ = [
     "STOP_HEADER",
+    "awaits_files",
     "create_job",
     "delete_job",
     "job_not_found",
     "jobs_query",
     "mark_complete",
+    "missing_files",
+    "record_raw_bytes",
+    "redeliver",
     "require_job",
     "require_uploading",
     "stop_header",
+    "takes_files",
+    "undelivered_warning",
+    "user_raw_bytes",
 ]

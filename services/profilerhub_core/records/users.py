@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, contains_eager
 
-from profilerhub_core.db.models import SYSTEM_DOMAIN, App, AppStatus, Domain, Role, UserProfile
+from profilerhub_core.db.models import SYSTEM_DOMAIN, App, AppStatus, Domain, Role, UserProfile, utcnow
 from profilerhub_core.errors import Conflict, InvalidInput, NotFound
 
 
@@ -46,9 +48,13 @@ def get_user_in_domain(session: Session, domain_id: str, name: str) -> UserProfi
     return session.scalar(_USER_BY_DOMAIN_ID, {"domain_id": domain_id, "name": name})
 
 
-def create_user(session: Session, domain: Domain, name: str, role: Role) -> UserProfile:
+def _check_role(domain: Domain, role: Role) -> None:
     if domain.name == SYSTEM_DOMAIN and role != Role.admin:
         raise InvalidInput(f"Domain '{SYSTEM_DOMAIN}' holds platform administrators only; use role 'admin'")
+
+
+def create_user(session: Session, domain: Domain, name: str, role: Role) -> UserProfile:
+    _check_role(domain, role)
     if get_user(session, domain, name) is not None:
         raise Conflict(f"User profile '{name}' already exists in domain '{domain.name}'")
     user = UserProfile(
@@ -61,6 +67,32 @@ def create_user(session: Session, domain: Domain, name: str, role: Role) -> User
     session.add(user)
     session.flush()
     return user
+
+
+def update_user(
+    session: Session,
+    user: UserProfile,
+    *,
+    role: Role | None = None,
+    aws_settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Change the profile's role and/or replace members of its stored SageMaker ``UserSettings``
+    (flushed); returns what changed as ``{field: [old, new]}`` (settings by member name)."""
+    changes: dict[str, Any] = {}
+    if role is not None and role != user.role:
+        _check_role(user.domain, role)
+        changes["role"] = [user.role.value, role.value]
+        user.role = role
+    if aws_settings:
+        stored = dict(user.aws_settings or {})
+        changed = sorted(k for k, v in aws_settings.items() if stored.get(k) != v)
+        if changed:
+            changes["user_settings"] = changed
+            user.aws_settings = stored | aws_settings
+    if changes:
+        user.updated_at = utcnow()
+        session.flush()
+    return changes
 
 
 def live_app_count(session: Session, user: UserProfile) -> int:
@@ -94,6 +126,7 @@ __all__ = [
     "get_user_by_names",
     "get_user_in_domain",
     "live_app_count",
+    "update_user",
     "user_not_found",
     "users_query",
 ]

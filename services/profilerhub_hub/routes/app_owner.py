@@ -23,6 +23,7 @@ from profilerhub_core.apptokens import hub_signing_key, verify_app_token
 from profilerhub_core.db.models import App, AppStatus, Job, JobStatus
 from profilerhub_core.errors import Unauthorized
 from profilerhub_hub.deps import SessionDep
+from profilerhub_hub.job_schemas import job_warnings
 
 router = APIRouter(tags=["apps"])
 
@@ -34,7 +35,7 @@ class OwnerJob(BaseModel):
     name: str
     status: JobStatus
     failure_reason: str | None
-    warnings: list[str] = Field(default_factory=list, description="Files left out of a Ready job.")
+    warnings: list[str] = Field(default_factory=list, description="Undelivered and left-out files.")
     created_at: datetime
     updated_at: datetime
     completed_at: datetime | None
@@ -77,7 +78,7 @@ def owner_jobs(
             name=job.name,
             status=job.status,
             failure_reason=job.failure_reason,
-            warnings=list((job.summary or {}).get("warnings") or []),
+            warnings=job_warnings(job),
             created_at=job.created_at,
             updated_at=job.updated_at,
             completed_at=job.completed_at,

@@ -21,7 +21,14 @@ from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_hub import job_outputs, job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
-from profilerhub_hub.job_schemas import FileStored, JobCreate, JobRead, UploadGrant, UploadGrantCreate
+from profilerhub_hub.job_schemas import (
+    FileStored,
+    JobComplete,
+    JobCreate,
+    JobRead,
+    UploadGrant,
+    UploadGrantCreate,
+)
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
 from profilerhub_hub.rule_schemas import RulesRead, configured_rules, rules_read
@@ -48,7 +55,7 @@ def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False
     assert target.domain is not None and target.user is not None
     domain, user = target.domain.name, target.user.name
     upload = None
-    if job.status is JobStatus.InProgress and job.completed_at is None:
+    if jobs.takes_files(job):
         url = API_PREFIX + ONE_JOB.format(domain=domain, user=user, job_id=job.id)
         store = job_uploads.job_store(request.app.state)
         upload = job_uploads.upload_info(request.app.state.settings, store, url)
@@ -157,9 +164,10 @@ async def upload_file(
     job = await run_in_threadpool(_job, session, target, job_id)
     jobs.require_uploading(job)
     response.headers.update(jobs.stop_header(job))  # how a run learns a stop was requested
+    quota = await run_in_threadpool(job_uploads.quota_of, session, target, job)
     session.close()  # no connection held while the body streams in
     length = request.headers.get("content-length")
-    size = await run_in_threadpool(
+    size, total = await run_in_threadpool(
         job_uploads.store_upload,
         settings,
         job_uploads.job_store(request.app.state),
@@ -167,7 +175,9 @@ async def upload_file(
         path,
         request.stream(),
         int(length) if length and length.isdigit() else None,
+        quota,
     )
+    await run_in_threadpool(job_uploads.count_raw_bytes, session, job_id, total)
     return FileStored(path=path, size=size)
 
 
@@ -186,18 +196,33 @@ def grant_upload(
     jobs.require_uploading(job)
     response.headers.update(jobs.stop_header(job))
     store = job_uploads.job_store(request.app.state)
-    return job_uploads.grant_upload(settings, store, _place(target, job_id), body.path, body.size)
+    quota = job_uploads.quota_of(session, target, job)
+    grant, total = job_uploads.grant_upload(
+        settings, store, _place(target, job_id), body.path, body.size, quota
+    )
+    job_uploads.count_raw_bytes(session, job_id, total)
+    return grant
 
 
 @router.post(ONE_JOB + "/complete", status_code=202, openapi_extra=OF_USER)
 def complete_job(
-    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.CompleteJob)]
+    job_id: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.CompleteJob)],
+    body: JobComplete | None = None,
 ) -> JobRead:
-    """Mark the upload finished and start ingest. Repeating it is harmless (and re-sends ingest)."""
+    """Mark the upload finished and start ingest. Repeating it is harmless (and re-sends ingest).
+
+    The body, when the run could not deliver everything, says how many files are missing and
+    where they wait; the job is ingested with what it has and shows a warning. A later
+    ``complete`` reporting fewer missing (they arrived) ingests a Ready or Failed job anew."""
     assert target.domain is not None
     job = _job(session, target, job_id)
-    if jobs.mark_complete(session, job):
-        commit_audited(session, target, Action.CompleteJob, job.id)
+    undelivered = body.undelivered() if body is not None else None
+    if jobs.mark_complete(session, job, undelivered):
+        detail = {"missing_files": undelivered["missing_files"]} if undelivered else None
+        commit_audited(session, target, Action.CompleteJob, job.id, detail=detail)
     if job.status is JobStatus.InProgress:
         _enqueue(request, INGEST_JOB, job.id)
     return _read(request, target, job)

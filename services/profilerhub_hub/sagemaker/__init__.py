@@ -7,6 +7,7 @@ permission function, the same audit log as the REST API; SageMaker's protocol, n
     endpoint     the route: JSON 1.1 protocol, dispatch, error answers
     sigv4        checking a request's SigV4 signature with botocore's signer
     operations   the operations, over ``profilerhub_core.records``
+    tagging      AddTags, ListTags, DeleteTags and the Tags of the Create operations
     model        botocore's SageMaker service model; SageMaker ids and ARNs
     errors       SageMaker's error shape and the mapping of the hub's domain errors
 

@@ -98,11 +98,20 @@ def _length(value: Any) -> int | None:
     return len(value) if isinstance(value, (str, list, dict)) else None
 
 
+# Java's Unicode classes the model's tag patterns use, as Python reads them: ``\w`` is exactly
+# letters, numbers and ``_`` (str.isalnum() or "_"); then Unicode's space separators (Zs, Zl, Zp).
+_JAVA_CLASSES = {
+    r"\p{L}\p{Z}\p{N}_": r"\w \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000",
+}
+
+
 @functools.cache
 def _pattern(text: str | None) -> re.Pattern[str] | None:
     """The model's (Java) pattern as a Python one; None where Python reads it differently."""
     if not text:
         return None
+    for java, python in _JAVA_CLASSES.items():
+        text = text.replace(java, python)
     try:
         return re.compile(text, re.DOTALL)
     except re.error:
@@ -146,6 +155,21 @@ class Arns:
     def app(self, app: App, user_name: str) -> str:
         kind = app.app_type.value.lower()
         return self._arn(f"app/{domain_id(app.domain_id)}/{user_name}/{kind}/{app.app_name}")
+
+    def parse(self, arn: str) -> tuple[str, list[str]] | None:
+        """``("domain", [DomainId])``, ``("user-profile", [DomainId, name])`` or ``("app",
+        [DomainId, name, apptype in lower case, AppName])``; None for any other ARN."""
+        prefix = self._arn("")
+        if not arn.startswith(prefix):
+            return None
+        kind, _, rest = arn[len(prefix) :].partition("/")
+        parts = rest.split("/")
+        if _ARN_PARTS.get(kind) != len(parts) or not all(parts):
+            return None
+        return kind, parts
+
+
+_ARN_PARTS = {"domain": 1, "user-profile": 2, "app": 4}
 
 
 __all__ = ["Arns", "domain_id", "domain_uuid", "epoch", "operation", "service_model", "validate_input"]

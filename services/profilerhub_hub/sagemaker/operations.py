@@ -14,7 +14,7 @@ answers any other operation of SageMaker's model with ``UnknownOperationExceptio
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,11 +35,10 @@ from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolve, resolved_domain, resolved_user
 from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
 from profilerhub_hub.proxy import app_login_url
+from profilerhub_hub.sagemaker import tagging
 from profilerhub_hub.sagemaker.errors import validation
 from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
 
-# The tag that sets a new user profile's ProfilerHub role (SageMaker has no roles of its own).
-ROLE_TAG = "profilerhub:role"
 _MAX_RESULTS = 100  # SageMaker's own maximum for MaxResults
 
 
@@ -86,11 +85,26 @@ class Call:
     def allowed(self, resolved: Resolved, action: Action) -> Resolved:
         return authorize_resolved(self.session, resolved, action)
 
+    def with_params(self, **params: Any) -> Call:
+        """The same request with ``params`` standing in for members of its own (an ARN's parts)."""
+        return replace(self, params=self.params | params)
+
+    def the_app(self, target: Resolved) -> App:
+        """The app ``AppType``/``AppName`` of the target user (the live one, else the last deleted)."""
+        assert target.user is not None
+        return apps.require_app(self.session, target.user, _app_type(self), self.params["AppName"])
+
     def page(
-        self, stmt: sa.Select[Any], order: Sequence[InstrumentedAttribute[Any]], scope: str
+        self,
+        stmt: sa.Select[Any],
+        order: Sequence[InstrumentedAttribute[Any]],
+        scope: str,
+        *,
+        descending: bool | None = None,
     ) -> tuple[list[Any], str | None]:
         limit = self.params.get("MaxResults") or min(self.settings.default_page_size, _MAX_RESULTS)
-        descending = self.params.get("SortOrder", "Descending") == "Descending"
+        if descending is None:
+            descending = self.params.get("SortOrder", "Descending") == "Descending"
         result = paginate(
             self.session,
             stmt,
@@ -163,6 +177,7 @@ def create_domain(call: Call) -> dict[str, Any]:
     name = _named(call.params["DomainName"], "DomainName")
     domain = domains.create_domain(call.session, name, None)
     domain = domains.store_aws_fields(call.session, domain, _echoed(call.params, _DOMAIN_ECHO))
+    tagging.tag_new(call, domain)
     commit_audited(call.session, target, Action.CreateDomain, domain.name, domain=domain.name,
                    detail={"settings": domain.settings, "via": "sagemaker"})  # fmt: skip
     return {
@@ -219,25 +234,40 @@ def _user_details(call: Call, user: UserProfile) -> dict[str, Any]:
         "UserProfileName": user.name,
         "Status": "InService",
         "CreationTime": epoch(user.created_at),
-        "LastModifiedTime": epoch(user.created_at),
+        "LastModifiedTime": epoch(user.updated_at or user.created_at),
     }
 
 
-def _role(tags: list[dict[str, str]]) -> Role:
-    for tag in tags:
-        if tag.get("Key") == ROLE_TAG:
-            try:
-                return Role(tag.get("Value", ""))
-            except ValueError:
-                raise validation(f"Tag {ROLE_TAG} must be 'admin' or 'user'") from None
-    return Role.user
+def _landing_app_type(uri: str) -> AppType | None:
+    """The app type a SageMaker landing URI points at (``app:TensorBoard:`` …), None for Studio's."""
+    if uri.startswith("studio::"):
+        return None
+    kind, _, rest = uri.partition(":")
+    app_type = rest.partition(":")[0]
+    if kind != "app" or app_type not in AppType.__members__:
+        supported = ", ".join(f"app:{t.value}:" for t in AppType)
+        raise validation(f"Landing URI '{uri[:80]}' is not one of ProfilerHub's ({supported}, studio::)")
+    return AppType(app_type)
+
+
+def _user_settings(call: Call) -> dict[str, Any]:
+    """The given ``UserSettings``, after checking the one member ProfilerHub reads."""
+    settings: dict[str, Any] = call.params.get("UserSettings") or {}
+    if "DefaultLandingUri" in settings:
+        _landing_app_type(settings["DefaultLandingUri"])
+    return settings
 
 
 def create_user_profile(call: Call) -> dict[str, Any]:
     target = call.allowed(call.domain(), Action.CreateUserProfile)
     assert target.domain is not None
     name = _named(call.params["UserProfileName"], "UserProfileName")
-    user = users.create_user(call.session, target.domain, name, _role(call.params.get("Tags", [])))
+    given = tagging.checked_tags(call.params.get("Tags", []))
+    settings = _user_settings(call)
+    user = users.create_user(call.session, target.domain, name, tagging.role_of(given) or Role.user)
+    users.update_user(call.session, user, aws_settings=settings)
+    user.updated_at = None  # storing what it was created with is no modification
+    tagging.tag_new(call, user)
     commit_audited(call.session, target, Action.CreateUserProfile, f"{target.domain.name}/{user.name}",
                    detail={"role": user.role.value, "via": "sagemaker"})  # fmt: skip
     return {"UserProfileArn": call.arns.user(target.domain, user.name)}
@@ -248,7 +278,7 @@ def describe_user_profile(call: Call) -> dict[str, Any]:
     assert target.user is not None and target.domain is not None
     return _user_details(call, target.user) | {
         "UserProfileArn": call.arns.user(target.domain, target.user.name),
-        "UserSettings": {},
+        "UserSettings": target.user.aws_settings or {},
     }
 
 
@@ -266,16 +296,20 @@ def list_user_profiles(call: Call) -> dict[str, Any]:
     contains = call.params.get("UserProfileNameContains")
     if contains:
         stmt = stmt.where(UserProfile.name.contains(contains, autoescape=True))
-    # SortBy CreationTime or LastModifiedTime: the same order here (profiles are never modified).
+    # SortBy CreationTime or LastModifiedTime: both by creation time (paging needs a stable key).
     order = [UserProfile.created_at, UserProfile.id]
     rows, token = call.page(stmt, order, f"users:{scope_domain}:{contains}")
     return _page_answer("UserProfiles", [_user_details(call, u) for u in rows], token)
 
 
 def update_user_profile(call: Call) -> dict[str, Any]:
-    """Accepted (UserSettings have no ProfilerHub meaning): who may see the profile may call it."""
-    target = call.allowed(call.user(), Action.DescribeUserProfile)
+    """Replace the given members of the profile's ``UserSettings`` (stored, echoed by
+    DescribeUserProfile; ``DefaultLandingUri`` picks the app CreatePresignedDomainUrl signs into)."""
+    target = call.allowed(call.user(), Action.UpdateUserProfile)
     assert target.user is not None and target.domain is not None
+    changes = users.update_user(call.session, target.user, aws_settings=_user_settings(call))
+    commit_audited(call.session, target, Action.UpdateUserProfile, target.name,
+                   detail={"changes": changes, "via": "sagemaker"})  # fmt: skip
     return {"UserProfileArn": call.arns.user(target.domain, target.user.name)}
 
 
@@ -300,11 +334,6 @@ def _app_type(call: Call) -> AppType:
         raise validation(
             f"AppType '{call.params['AppType']}' is not supported by ProfilerHub ({supported})"
         ) from None
-
-
-def _the_app(call: Call, target: Resolved) -> App:
-    assert target.user is not None
-    return apps.require_app(call.session, target.user, _app_type(call), call.params["AppName"])
 
 
 def _app_details(call: Call, app: App, user_name: str) -> dict[str, Any]:
@@ -332,6 +361,7 @@ def create_app(call: Call) -> dict[str, Any]:
     app = apps.create_user_app(
         call.session, target.domain, target.user, _app_type(call), name, actor=target.caller.actor
     )
+    tagging.tag_new(call, app)
     _commit_and_enqueue(call, target, Action.CreateApp, app, SPAWN_APP)
     return {"AppArn": call.arns.app(app, target.user.name)}
 
@@ -339,7 +369,7 @@ def create_app(call: Call) -> dict[str, Any]:
 def describe_app(call: Call) -> dict[str, Any]:
     target = call.allowed(call.user(), Action.DescribeApp)
     assert target.user is not None
-    app = _the_app(call, target)
+    app = call.the_app(target)
     return _clean(
         _app_details(call, app, target.user.name)
         | {
@@ -395,22 +425,26 @@ def _user_names(session: Session, rows: list[App]) -> dict[str, str]:
 
 def delete_app(call: Call) -> dict[str, Any]:
     target = call.allowed(call.user(), Action.DeleteApp)
-    app = apps.request_delete(call.session, _the_app(call, target), actor=target.caller.actor)
+    app = apps.request_delete(call.session, call.the_app(target), actor=target.caller.actor)
     _commit_and_enqueue(call, target, Action.DeleteApp, app, DELETE_APP)
     return {}
 
 
 def create_presigned_domain_url(call: Call) -> dict[str, Any]:
     """A one-time sign-in URL into the user's profiler app (for that user alone, like REST's
-    presigned app URL): their ``DetailedProfiler`` app named ``default`` when it is InService,
-    else their newest InService app."""
+    presigned app URL): their app of the landing URI's type (``LandingUri``, else the profile's
+    ``UserSettings.DefaultLandingUri``, else ``DetailedProfiler``) named ``default`` when it is
+    InService, else their newest InService app of that type, else their newest InService app."""
     target = call.allowed(call.user(), Action.OpenApp)
     assert target.user is not None
+    landing = call.params.get("LandingUri") or (target.user.aws_settings or {}).get("DefaultLandingUri")
+    app_type = (_landing_app_type(landing) if landing else None) or AppType.DetailedProfiler
     stmt = (
         sa.select(App)
         .where(App.user_id == target.user.id, App.status == AppStatus.InService)
         .order_by(
-            sa.and_(App.app_type == AppType.DetailedProfiler, App.app_name == "default").desc(),
+            sa.and_(App.app_type == app_type, App.app_name == "default").desc(),
+            (App.app_type == app_type).desc(),
             App.created_at.desc(),
         )
         .limit(1)
@@ -440,6 +474,9 @@ OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {
     "ListApps": list_apps,
     "DeleteApp": delete_app,
     "CreatePresignedDomainUrl": create_presigned_domain_url,
+    "AddTags": tagging.add_tags,
+    "ListTags": tagging.list_tags,
+    "DeleteTags": tagging.delete_tags,
 }
 
-__all__ = ["OPERATIONS", "ROLE_TAG", "Call"]
+__all__ = ["OPERATIONS", "Call"]

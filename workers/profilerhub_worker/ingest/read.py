@@ -63,15 +63,18 @@ def build_summary(
     ctx: IngestContext,
     place: JobPlace,
     job: dict[str, Any],
-    save: Callable[[str, EventStore, dict[str, Any]], None],
+    save: Callable[[str, EventStore, dict[str, Any], list[sm.AnnotationRecord]], None],
 ) -> dict[str, Any]:
     """Read and check every raw file and return the summary; each trace's event store is handed
-    to ``save(folder, store, entry)`` with its summary entry as soon as it is built (so one trace
-    at a time is in memory); ``save`` may add keys to the entry.
+    to ``save(folder, store, entry, annotations)`` with its summary entry as soon as it is built
+    (so one trace at a time is in memory), with the SDK's annotation records (traces are read
+    after every SDK file, so all of them); ``save`` may add keys to the entry.
 
     Raises ``BadUpload`` when no file could be read (naming the first that could not).
     """
     objects = list(ctx.store.list(place.raw_prefix))
+    # Traces last (stable: key order otherwise), so each is saved with all the SDK's records.
+    objects.sort(key=lambda info: _kind(layout.relative_name(info.key, place.raw_prefix)) == "trace")
     if not objects:
         raise BadUpload("No raw files were uploaded for this job")
     files: dict[str, list[str]] = {}
@@ -104,7 +107,7 @@ def build_summary(
                         store = load_trace(local, size)
                         folder = trace_folder(len(traces), rel)
                         entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
-                        save(folder, store, entry)
+                        save(folder, store, entry, annotations)
                         traces.append(entry)
                         del store
                         read += 1

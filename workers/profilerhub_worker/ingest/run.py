@@ -73,7 +73,10 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
         try:
             ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
             summary = build_summary(
-                ctx, place, start, lambda folder, es, entry: put_trace(ctx.store, place, folder, es, entry)
+                ctx,
+                place,
+                start,
+                lambda folder, es, entry, notes: put_trace(ctx.store, place, folder, es, entry, notes),
             )
             body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
             ctx.store.put(place.processed_key(SUMMARY), body)

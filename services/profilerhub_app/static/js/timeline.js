@@ -3,10 +3,10 @@
 // cursor; shift = pan; over the lane names = scroll), drag (pan), shift-drag (select a range),
 // click (select an event), keys w/s (zoom) a/d and ←/→ (pan) ↑/↓ (scroll) f (fit) Esc (clear).
 // The URL keeps trace, range, lane order/collapsed/hidden, selection and search.
-import { api, base, count, el, errorBox, fill, jobId, ns, query } from "./common.js";
+import { api, apiBinary, base, count, el, errorBox, fill, jobId, ns, query } from "./common.js";
 import { drawFrame, formatNs, GUTTER, hitTest, layout, ROW, RULER } from "./tl/draw.js";
 import { TimeScale } from "./tl/scale.js";
-import { WindowCache } from "./tl/window.js";
+import { decodeWindow, WindowCache } from "./tl/window.js";
 
 const jobPath = `jobs/${encodeURIComponent(jobId)}`;
 const view = document.getElementById("tl-view");
@@ -591,8 +591,11 @@ const details = el("div", { id: "tl-details" }, el("p", { class: "muted" }, "Cli
 async function start() {
   readTheme();
   let info;
+  let overview;
+  // Both at once (the page preloads them for trace 0): the overview draws the first view.
+  const first = apiBinary(`${jobPath}/timeline/window?trace=${trace}&overview=1`).then(decodeWindow, () => null);
   try {
-    info = await api(`${jobPath}/timeline/lanes?trace=${trace}`);
+    [info, overview] = await Promise.all([api(`${jobPath}/timeline/lanes?trace=${trace}`), first]);
   } catch (error) {
     fill(side, errorBox(error));
     return;
@@ -608,10 +611,11 @@ async function start() {
   const order = (url.order || "").split(",").filter(Boolean);
   st.groups = order.length ? [...order.map((k) => groups.find((g) => g.key === k)).filter(Boolean), ...groups.filter((g) => !order.includes(g.key))] : groups;
   scale = new TimeScale(info.t_min, info.t_end);
-  cache = new WindowCache(jobPath, trace, () => redraw(), (error) => {
+  cache = new WindowCache(jobPath, trace, info.t_min, info.t_end, () => redraw(), (error) => {
     console.warn("timeline window:", error.message);
     fill(details, errorBox(error));
   });
+  if (overview) cache.seed(overview);
   window.__timeline.cache = cache;
   window.__timeline.scale = scale;
   laneTree = el("div", { id: "lane-tree" });

@@ -42,9 +42,12 @@ export function decodeWindow(buffer) {
  * one request at a time (a newer view replaces a queued one) and calls `onData` when it lands.
  */
 export class WindowCache {
-  constructor(jobPath, trace, onData, onError) {
+  /** `tMin`..`tMax`: the trace's extent (nothing is drawn outside it, so no window need cover more). */
+  constructor(jobPath, trace, tMin, tMax, onData, onError) {
     this.jobPath = jobPath;
     this.trace = trace;
+    this.tMin = tMin;
+    this.tMax = tMax;
     this.onData = onData;
     this.onError = onError;
     this.windows = [];
@@ -56,19 +59,29 @@ export class WindowCache {
     this.counters = "";
   }
 
-  /** Lanes and counters to fetch (comma lists); a change forgets the cache. */
+  /** Lanes and counters to fetch (comma lists); a change forgets the cache (but the overview). */
   select(lanes, counters) {
     const l = lanes.join(",");
     const c = counters.join(",");
     if (l !== this.lanes || c !== this.counters) {
       this.lanes = l;
       this.counters = c;
-      this.windows = [];
+      this.windows = this.windows.filter((w) => w.everyLane);
     }
   }
 
+  /** Keep the overview (the whole trace, every lane and counter): drawn at once under any view
+   * until a finer answer lands, and kept whatever the lanes shown. */
+  seed(w) {
+    w.everyLane = true;
+    this.bytes += w.bytes;
+    this.windows.unshift(w);
+  }
+
   covers(w, start, end, nsPerPx) {
-    return w.t0 <= start && w.t1 >= end && w.nsPerPx <= nsPerPx * 1.5;
+    const a = Math.max(start, this.tMin);
+    const b = Math.min(end, this.tMax);
+    return w.t0 <= a && w.t1 >= b && w.nsPerPx <= nsPerPx * 1.5;
   }
 
   best(start, end, nsPerPx) {
@@ -108,7 +121,8 @@ export class WindowCache {
       this.bytes += w.bytes;
       this.lastBytes = w.bytes;
       this.windows.push(w);
-      if (this.windows.length > 6) this.windows.shift();
+      const dropped = this.windows.findIndex((x) => !x.everyLane);
+      if (this.windows.length > 6 && dropped >= 0) this.windows.splice(dropped, 1);
       this.onData(w);
     } catch (error) {
       this.onError(error);
