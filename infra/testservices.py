@@ -105,6 +105,22 @@ def ensure_postgres() -> str:
     return start_private_postgres()
 
 
+def postgres_owner(data: str) -> list[str]:
+    """The command prefix that runs PostgreSQL's tools on the cluster directory ``data``: none, or
+    as root (initdb refuses root) ``runuser -u postgres --``, the user made if missing and given ``data``."""
+    if os.geteuid() != 0:
+        return []
+    import pwd
+
+    try:
+        pw = pwd.getpwnam("postgres")
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True)
+        pw = pwd.getpwnam("postgres")
+    os.chown(data, pw.pw_uid, pw.pw_gid)
+    return ["runuser", "-u", "postgres", "--"]
+
+
 def start_private_postgres() -> str:
     """Start a PostgreSQL cluster of our own (initdb + pg_ctl, apt-installing PostgreSQL when
     missing) on a free port with a ``test`` database; stopped by ``stop_all()``."""
@@ -118,17 +134,7 @@ def start_private_postgres() -> str:
         )
     data = tempfile.mkdtemp(prefix="profilerhub-pg-")
     port = free_port()
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        import pwd
-
-        try:
-            pw = pwd.getpwnam("postgres")
-        except KeyError:
-            subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True)
-            pw = pwd.getpwnam("postgres")
-        os.chown(data, pw.pw_uid, pw.pw_gid)
-        run_as = ["runuser", "-u", "postgres", "--"]
+    run_as = postgres_owner(data)
     subprocess.run(
         [*run_as, initdb, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"],
         check=True,

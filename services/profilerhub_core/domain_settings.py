@@ -19,6 +19,11 @@ class DomainSettings(BaseModel):
         description="Tokens and sign-in links that an administrator made for a user may open that "
         "user's apps (every such opening is audited as impersonation). Off: only the user's own.",
     )
+    create_users_on_sign_in: bool = Field(
+        False,
+        description="Someone signing in through OpenID Connect whose domain claim maps here gets a user "
+        "profile (role user) on first sign-in. Off: only existing users may sign in.",
+    )
     max_live_apps: int = Field(
         50, ge=0, le=10_000, description="Live (not Deleted) apps allowed in the domain."
     )

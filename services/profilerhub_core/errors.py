@@ -10,6 +10,7 @@ They carry no HTTP status: the hub and the app map them in one place
     ├── NotFound              ResourceNotFound     missing (or hidden, where existence would leak)
     ├── Conflict              ResourceInUse        state forbids it (has users, live apps, duplicate)
     ├── LimitExceeded         ResourceLimitExceeded  quota reached
+    │   └── Throttled         ThrottlingException    too many attempts; ``retry_after`` seconds
     ├── PayloadTooLarge       PayloadTooLarge      upload over a configured limit
     │   └── QuotaExceeded     StorageQuotaExceeded the user's stored bytes would pass their quota
     └── Unavailable           ServiceUnavailable   a dependency (database, Redis, storage) is down; retry
@@ -52,6 +53,16 @@ class LimitExceeded(ProfilerHubError):
     code = "ResourceLimitExceeded"
 
 
+class Throttled(LimitExceeded):
+    """Too many attempts from one client; try again after ``retry_after`` seconds."""
+
+    code = "ThrottlingException"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
 class PayloadTooLarge(ProfilerHubError):
     code = "PayloadTooLarge"
 
@@ -73,6 +84,7 @@ __all__ = [
     "PayloadTooLarge",
     "ProfilerHubError",
     "QuotaExceeded",
+    "Throttled",
     "Unauthorized",
     "Unavailable",
 ]

@@ -144,6 +144,18 @@ class Settings(BaseSettings):
     job_ingest_max_attempts: int = Field(
         default=3, ge=1, description="Ingest attempts before a job is Failed."
     )
+    job_ingest_heartbeat_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How often a running ingest marks its job alive; a job unmarked for three times "
+        "this (its worker died) is taken over at the next reconcile, without spending an attempt.",
+    )
+    job_ingest_max_takeovers: int = Field(
+        default=10,
+        ge=1,
+        description="Takeovers from a worker that died mid-ingest before the job is Failed (a job "
+        "that kills every worker reading it).",
+    )
     default_page_size: int = Field(
         default=50, ge=1, description="Items per page when a list request gives no limit."
     )
@@ -172,6 +184,64 @@ class Settings(BaseSettings):
     )
     hub_workers: int = Field(
         default=0, ge=0, le=64, description="Hub server processes; 0 = one per CPU core, at most 4."
+    )
+
+    # -- OpenID Connect sign-in (docs/operations.md#openid-connect-sign-in) --
+    oidc_issuer: str = Field(
+        default="",
+        description="Issuer URL of an OpenID Connect provider (its /.well-known/openid-configuration is "
+        "read). Empty: no 'Sign in with …' on the sign-in page.",
+    )
+    oidc_client_id: str = Field(default="", description="The hub's client id at the OpenID provider.")
+    oidc_client_secret: SecretStr | None = Field(
+        default=None,
+        description="The hub's client secret at the provider (unset: a public client, PKCE only).",
+    )
+    oidc_provider_name: str = Field(
+        default="", description="Shown as 'Sign in with <name>'. Default: the issuer's host name."
+    )
+    oidc_scopes: str = Field(default="openid profile email", description="Scopes asked for at sign-in.")
+    oidc_username_claim: str = Field(
+        default="preferred_username",
+        description="ID-token claim that is the user profile's name (must be a valid ProfilerHub name).",
+    )
+    oidc_domain_claim: str = Field(
+        default="",
+        description="ID-token claim (a string or a list of strings, e.g. 'groups') whose value picks the "
+        "user's domain through oidc_domain_map. Empty: every user goes to oidc_default_domain.",
+    )
+    oidc_domain_map: dict[str, str] = Field(
+        default_factory=dict,
+        description='JSON object from a value of oidc_domain_claim to a domain name, e.g. {"ml-team": "ml"}.',
+    )
+    oidc_default_domain: str = Field(
+        default="",
+        description="Domain of users whose domain claim maps to none (empty: such users are refused).",
+    )
+    oidc_leeway_seconds: int = Field(
+        default=60, ge=0, le=600, description="Clock skew allowed on an ID token's exp/iat/nbf."
+    )
+
+    # -- rate limits (docs/operations.md#rate-limits) --
+    rate_limit_window_seconds: int = Field(
+        default=60, ge=1, le=3600, description="Length of the window each rate limit counts in."
+    )
+    rate_limit_signin: int = Field(
+        default=20,
+        ge=0,
+        description="Sign-in attempts (token form, OpenID callback) per client address "
+        "per window; 0 = unlimited.",
+    )
+    rate_limit_presigned: int = Field(
+        default=30,
+        ge=0,
+        description="Presigned-link redemptions per client address per window; 0 = unlimited.",
+    )
+    rate_limit_token_failures: int = Field(
+        default=30,
+        ge=0,
+        description="Failed API-token checks per client address per window before every "
+        "token from it is refused with 429 until the window ends; 0 = unlimited.",
     )
 
     # -- the SageMaker-compatible endpoint /sagemaker (issue 13) --
@@ -320,6 +390,8 @@ class Settings(BaseSettings):
             raise ValueError("default_page_size must not exceed max_page_size")
         if self.spawner == "kubernetes" and not self.k8s_app_image:
             raise ValueError("PROFILERHUB_K8S_APP_IMAGE must be set when PROFILERHUB_SPAWNER=kubernetes")
+        if self.oidc_issuer and not self.oidc_client_id:
+            raise ValueError("PROFILERHUB_OIDC_CLIENT_ID must be set with PROFILERHUB_OIDC_ISSUER")
         if self.environment != "development":
             self._refuse_placeholders()
         return self

@@ -12,16 +12,16 @@ from profilerhub_core.cli import bootstrap_and_announce, database_errors, load_s
 
 
 def hub(
-    host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
-    port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
-    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME; default ~/.profilerhub]."),
+    host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1; env PROFILERHUB_HOST)."),
+    port: int = typer.Option(None, help="Port to listen on (default 8080; env PROFILERHUB_PORT)."),
+    home: Path = typer.Option(None, help="Home directory (default ~/.profilerhub; env PROFILERHUB_HOME)."),
     bootstrap: bool = typer.Option(
         True, hidden=True, help="Create the platform admin if missing (up does it)."
     ),
     workers: int = typer.Option(
         None,
         min=1,
-        help="Server processes [env PROFILERHUB_HUB_WORKERS; default one per CPU core, at most 4].",
+        help="Server processes (default one per CPU core, at most 4; env PROFILERHUB_HUB_WORKERS).",
     ),
 ) -> None:
     """Run the hub's HTTP API. Refuses an un-migrated database (run `profilerhub db upgrade`)."""
@@ -29,7 +29,9 @@ def hub(
     import uvicorn
 
     from profilerhub_core.db.session import make_engine
+    from profilerhub_core.outage import name_this_process
 
+    name_this_process("hub")
     # Options become environment variables so that worker processes build the same settings.
     for name, value in (("HOST", host), ("PORT", port), ("HOME", home), ("HUB_WORKERS", workers)):
         if value is not None:

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from profilerhub_core import errors
+from profilerhub_core.outage import is_outage
 
 log = logging.getLogger("profilerhub.hub")
 
@@ -72,6 +73,8 @@ async def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.ProfilerHubError)
     status = status_of(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, errors.Throttled):
+        headers = {"Retry-After": str(exc.retry_after)}
     if status >= 500:
         log.warning("%s: %s", exc.code, exc.message)
     return error_response(status, exc.code, exc.message, headers)
@@ -132,7 +135,8 @@ async def _data_error(_request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _database_error(_request: Request, exc: Exception) -> JSONResponse:
-    log.warning("database error mapped to 503: %s", exc)
+    if not is_outage(exc):  # an outage is logged once, when it starts and ends (the engine's events)
+        log.warning("database error mapped to 503: %s", exc)
     return error_response(503, "ServiceUnavailable", "The database is unavailable or busy; retry shortly")
 
 

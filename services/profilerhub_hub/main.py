@@ -5,7 +5,8 @@
 
 For ``uvicorn --factory`` (several worker processes), ``app_from_env`` builds the settings from
 the environment. ``app.state`` holds ``settings``, ``engine`` and ``sessions`` (a sessionmaker)
-for dependencies and for later features (proxy, console) to reuse.
+for dependencies and for later features (proxy, console) to reuse, and what hub processes share
+through Redis (``redis``, ``token_cache``, ``rate_limits``: ``profilerhub_hub.shared``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
 from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
+from profilerhub_core.outage import name_this_process
 from profilerhub_core.settings import Settings
 from profilerhub_core.version import installed_version
 from profilerhub_hub.browser import SecurityHeaders
@@ -24,10 +26,12 @@ from profilerhub_hub.console import install_console
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.proxy import install_app_proxy
+from profilerhub_hub.ratelimit import RateLimits
 from profilerhub_hub.routes import api_routers, health
 from profilerhub_hub.routes.paths import API_PREFIX, JOB_FILES, path_regex
 from profilerhub_hub.sagemaker import router as sagemaker_router
-from profilerhub_hub.tokencache import TokenCache
+from profilerhub_hub.shared import shared_key, shared_redis
+from profilerhub_hub.tokencache import SharedEpoch, TokenCache
 
 # Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
 BODY_LIMIT_OVERRIDES: dict[str, int | None] = {
@@ -55,7 +59,10 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.state.inline_reads = reads_are_local(engine)
     if app.state.inline_reads:
         serialize_writes(app.state.sessions)
-    app.state.token_cache = TokenCache(settings.token_cache_seconds)
+    app.state.redis = shared_redis(settings)
+    epoch = SharedEpoch(app.state.redis, shared_key(settings, "token-epoch"))
+    app.state.token_cache = TokenCache(settings.token_cache_seconds, epoch)
+    app.state.rate_limits = RateLimits(settings, app.state.redis, app.state.sessions)
     app.state.token_cache.invalidate_on_write(app.state.sessions)
     install_error_handlers(app)
     for router in api_routers:
@@ -77,6 +84,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory profilerhub_hub.main:app_from_env``."""
+    name_this_process("hub")
     app = create_app(Settings())
     freeze_startup_objects()
     return app

@@ -47,6 +47,7 @@ from profilerhub_hub.browser import (
 )
 from profilerhub_hub.deps import caller_from_token
 from profilerhub_hub.permissions import Action, Target, authorize
+from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, client_address
 
 log = logging.getLogger("profilerhub.proxy")
 
@@ -215,6 +216,7 @@ async def app_root(app_id: str) -> RedirectResponse:
 async def app_login(request: Request, app_id: str, token: Annotated[str, Query(max_length=2000)]) -> Response:
     """Where a presigned URL lands: set the app's session cookie, then show the app."""
     proxy: AppProxy = request.app.state.app_proxy
+    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
     value, lifetime = await run_in_threadpool(proxy.login, app_id, token)
     response = RedirectResponse(f"/apps/{quote(app_id)}/", status_code=303)
     options = cookie_options(proxy.settings)
@@ -225,9 +227,15 @@ async def app_login(request: Request, app_id: str, token: Annotated[str, Query(m
 @router.api_route("/apps/{app_id}/{path:path}", methods=METHODS)
 async def app_proxy(request: Request, app_id: str, path: str) -> Response:
     proxy: AppProxy = request.app.state.app_proxy
-    opened = await run_in_threadpool(
-        proxy.open, app_id, _bearer(request), request.cookies.get(SESSION_COOKIE)
-    )
+    bearer, limits, address = _bearer(request), request.app.state.rate_limits, client_address(request)
+    if bearer:
+        await run_in_threadpool(limits.check, TOKEN_FAILURES, address)
+    try:
+        opened = await run_in_threadpool(proxy.open, app_id, bearer, request.cookies.get(SESSION_COOKIE))
+    except Unauthorized:
+        if bearer:  # a refused token (a cookie is not a guess at a token)
+            await run_in_threadpool(limits.hit, TOKEN_FAILURES, address)
+        raise
     if opened.via_cookie and request.method not in _SAFE_METHODS:
         check_same_origin(request.headers, proxy.settings)
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]

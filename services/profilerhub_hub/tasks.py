@@ -10,6 +10,7 @@ import logging
 import threading
 from typing import Any
 
+from profilerhub_core.outage import REDIS, is_outage
 from profilerhub_core.settings import Settings
 
 log = logging.getLogger("profilerhub.hub")
@@ -46,7 +47,16 @@ class TaskSender:
                 retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
             )
         except Exception as exc:  # the row is committed; the reconciler re-sends it
-            log.warning("could not enqueue %s for app %s (%s); the reconciler will", task_name, app_id, exc)
+            outage = is_outage(exc)
+            if outage:
+                REDIS.failed(exc)  # one line per outage, not one per request
+            log.log(
+                logging.INFO if outage else logging.WARNING,
+                "could not enqueue %s for app %s (%s); the reconciler will",
+                task_name, app_id, exc,
+            )  # fmt: skip
+        else:
+            REDIS.recovered()
 
 
 __all__ = ["TaskSender"]

@@ -6,13 +6,15 @@ The through-a-real-worker versions live in tests/e2e.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from profilerhub_core.db.models import App, AppStatus, AuditEvent
+from profilerhub_core.db.models import App, AppStatus, AuditEvent, utcnow
 from profilerhub_core.records.app_states import IllegalTransition, transition
+from profilerhub_core.records.apps import save_instance
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_worker import lifecycle
 from tests.support.apps import APPS, ONE, backdate, create, delete, describe, status_of
@@ -230,7 +232,14 @@ def test_reconciler_resends_unclaimed_pending_and_fails_it_past_the_timeout(
     backdate(seed, app_id, "status_changed_at", worker_ctx.resend_after + 1)  # as if the task was lost
     assert lifecycle.reconcile(worker_ctx)["resent"] == 1
     assert worker_ctx.enqueue.sent == [(SPAWN_APP, app_id)]
+    # Never taken by a worker (the queue was down for longer than the start timeout): re-sent, not failed.
     backdate(seed, app_id, "status_changed_at", worker_ctx.pending_timeout + 1)
+    assert lifecycle.reconcile(worker_ctx) == {"failed": 0, "resent": 1, "restarted": 0, "orphans_stopped": 0}
+    # Taken, and its start never finished (its worker died): failed past the timeout from then.
+    tried = (utcnow() - timedelta(seconds=worker_ctx.pending_timeout + 1)).isoformat()
+    with seed.session() as session:
+        save_instance(session, app_id, AppStatus.Pending, spawner_state={lifecycle.SPAWN_TRIED: tried})
+        session.commit()
     assert lifecycle.reconcile(worker_ctx)["failed"] == 1
     assert "did not start within" in describe(apps_client, alice).json()["failure_reason"]
 

@@ -204,3 +204,61 @@ def test_permission_matrix(
 def _empty_and_reseed(seed: Any, tokens: dict[str, str | None]) -> None:
     seed.reset()
     tokens.update(_tokens(seed))
+
+
+# --------------------------------------------------------------------------- the terminal commands
+
+# (command line, the MATRIX row it calls): each caller gets exit 0 where the route answers 2xx,
+# 1 where it refuses, with the hint that fits the refusal. The CLI talks to the in-process hub
+# through its test seam (``ctx.obj["http"]``).
+CLI_ROWS: list[tuple[tuple[str, ...], tuple[str, str]]] = [
+    (("domains", "list"),                                    ("GET", "/api/v1/domains")),
+    (("domains", "describe", "d1"),                          ("GET", "/api/v1/domains/d1")),
+    (("domains", "update", "d1", "--idle-minutes", "5"),     ("PATCH", "/api/v1/domains/d1")),
+    (("users", "list", "-d", "d1"),                          ("GET", "/api/v1/domains/d1/users")),
+    (("users", "describe", "alice", "-d", "d1"),             ("GET", U)),
+    (("users", "create", "carol", "-d", "d1"),               ("POST", "/api/v1/domains/d1/users")),
+    (("tokens", "list", "-d", "d1", "-u", "alice"),          ("GET", f"{U}/tokens")),
+    (("tokens", "create", "-d", "d1", "-u", "alice", "--note", "x"), ("POST", f"{U}/tokens")),
+    (("apps", "list", "-d", "d1", "-u", "alice"),            ("GET", f"{U}/apps")),
+    (("apps", "describe", "-d", "d1", "-u", "alice"),        ("GET", APP)),
+    (("apps", "start", "second", "-d", "d1", "-u", "alice"), ("POST", f"{U}/apps")),
+    (("apps", "stop", "-d", "d1", "-u", "alice"),            ("DELETE", APP)),
+    (("apps", "open", "-d", "d1", "-u", "alice"),            ("POST", f"{APP}/presigned-url")),
+    (("apps", "list", "--all"),                              ("GET", "/api/v1/apps")),
+    (("jobs", "list", "-d", "d1", "-u", "alice"),            ("GET", f"{U}/jobs")),
+    (("whoami",),                                            ("GET", "/api/v1/me")),
+]  # fmt: skip
+CLI_HINTS = {401: "profilerhub login", 403: "ask an administrator", 404: "check the names",
+             409: "ResourceInUse"}  # fmt: skip
+
+
+def _http_row(method: str, path: str) -> tuple[int, ...]:
+    (expected,) = [row[3] for row in MATRIX if (row[0], row[1]) == (method, path)]
+    return expected
+
+
+def test_cli_matrix_names_real_rows() -> None:
+    assert all(_http_row(*route) for _, route in CLI_ROWS)
+
+
+@pytest.mark.parametrize(("args", "route"), [pytest.param(*row, id=" ".join(row[0])) for row in CLI_ROWS])
+def test_cli_permission_matrix(client: Any, seed: Any, args: tuple[str, ...], route: tuple[str, str]) -> None:
+    from typer.testing import CliRunner
+
+    from profilerhub.cli.main import app
+
+    runner, tokens, wrong = CliRunner(), _tokens(seed), []
+    for caller, status in zip(CALLERS, _http_row(*route), strict=True):
+        env = {"PROFILERHUB_URL": str(client.base_url), "PROFILERHUB_TOKEN": tokens[caller],
+               "PROFILERHUB_CONFIG": "/nonexistent/config.toml", "PROFILERHUB_OUTPUT": "json"}  # fmt: skip
+        done = runner.invoke(app, [*args], env=env, obj={"http": client}, catch_exceptions=False)
+        said = " ".join((done.stdout + done.stderr).split())
+        if done.exit_code != (0 if status < 300 else 1):
+            wrong.append(f"{caller}: the API answers {status}, the CLI exited {done.exit_code}: {said}")
+        elif status >= 400 and CLI_HINTS[status] not in said:
+            wrong.append(f"{caller}: {status} without {CLI_HINTS[status]!r}: {said}")
+        assert "Traceback" not in said
+        if route[0] != "GET" and done.exit_code == 0:
+            _empty_and_reseed(seed, tokens)
+    assert not wrong, "\n".join(wrong)

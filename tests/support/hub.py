@@ -14,7 +14,8 @@ select one with ``-k sqlite``):
 
 The in-process hub:
 
-    hub_settings    ``Settings`` for a hub on ``hub_db_url`` (home in a temporary directory). For other
+    hub_settings    ``Settings`` for a hub on ``hub_db_url`` (home in a temporary directory; rate limits
+                    off, see tests/hub/test_hub_rate_limits.py). For other
                     settings: ``create_app(hub_settings.model_copy(update={...}))`` in the test
                     (and ``app.state.engine.dispose()`` after).
     hub_app         ``create_app(hub_settings)``, built once per backend per session (building an
@@ -39,6 +40,8 @@ Real processes:
                     /healthz) and returns a ``RunningHub``: ``.url``, ``.home``, ``.process``,
                     ``.admin_token()``, ``.output()``, ``.wait_for_output(text)``, ``.stop()``.
                     Every process it started is stopped at teardown.
+    start_profilerhub  the same for fixtures of a wider scope: ``start_profilerhub("hub", home=...,
+                    log=..., ...)``; the caller stops it.
 """
 
 from __future__ import annotations
@@ -183,6 +186,11 @@ def hub_settings(hub_db_url: str, _hubs: dict[str, _Hub], tmp_path_factory: pyte
             secret_key=TEST_SECRET_KEY,  # type: ignore[arg-type]
             environment="development",
             access_log=False,
+            # The suite signs in and fails tokens from one address ("testclient") many times a
+            # minute; the rate limits have their own tests, with their own apps.
+            rate_limit_signin=0,
+            rate_limit_presigned=0,
+            rate_limit_token_failures=0,
         )
         _hubs[hub_db_url] = _Hub(settings, None)
     return _hubs[hub_db_url].settings
@@ -313,6 +321,16 @@ class RunningHub:
         except httpx.HTTPError:
             return False
 
+    def wait_until_up(self, timeout: float = 180.0) -> None:
+        """Wait for /healthz to answer; fail with the output if the process exits first."""
+        wait_for(
+            lambda: self.healthy() or self.process.poll() is not None,
+            "profilerhub answering /healthz",
+            timeout,
+        )
+        if self.process.poll() is not None:
+            pytest.fail(f"profilerhub exited with {self.process.returncode}:\n{self.output()}")
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)
@@ -325,6 +343,39 @@ class RunningHub:
         return self.process.returncode
 
 
+def start_profilerhub(
+    command: str,
+    *,
+    home: Path,
+    log: Path,
+    database_url: str | None = None,
+    env: dict[str, str] | None = None,
+    args: Sequence[str] = (),
+    wait: bool = True,
+    timeout: float = 180.0,
+) -> RunningHub:
+    """Start ``profilerhub <command>`` on a free port (what ``hub_process`` does, for fixtures of
+    other scopes); the caller stops it."""
+    port = testservices.free_port()
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
+    child_env.update(PROFILERHUB_HOME=str(home), PROFILERHUB_PORT=str(port), PROFILERHUB_HOST="127.0.0.1")
+    if database_url:
+        child_env["PROFILERHUB_DATABASE_URL"] = database_url
+    child_env.update(env or {})
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*cli_command(), command, *args], env=child_env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    running = RunningHub(process, f"http://127.0.0.1:{port}", home, log, child_env)
+    if wait:
+        try:
+            running.wait_until_up(timeout)
+        except BaseException:
+            running.stop()
+            raise
+    return running
+
+
 @pytest.fixture
 def hub_process(tmp_path: Path) -> Iterator[Callable[..., RunningHub]]:
     started: list[RunningHub] = []
@@ -333,34 +384,17 @@ def hub_process(tmp_path: Path) -> Iterator[Callable[..., RunningHub]]:
         command: str = "up",
         *,
         home: Path | None = None,
-        database_url: str | None = None,
-        env: dict[str, str] | None = None,
-        args: Sequence[str] = (),
         wait: bool = True,
         timeout: float = 180.0,
+        **options: Any,
     ) -> RunningHub:
-        home = home or tmp_path / f"home-{len(started)}"
-        port = testservices.free_port()
-        child_env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
-        child_env.update(PROFILERHUB_HOME=str(home), PROFILERHUB_PORT=str(port), PROFILERHUB_HOST="127.0.0.1")
-        if database_url:
-            child_env["PROFILERHUB_DATABASE_URL"] = database_url
-        child_env.update(env or {})
+        """``options``: ``database_url``, ``env``, ``args``, as ``start_profilerhub`` takes them."""
         log = tmp_path / f"{command}-{len(started)}.log"
-        with log.open("wb") as sink:
-            process = subprocess.Popen(
-                [*cli_command(), command, *args], env=child_env, stdout=sink, stderr=subprocess.STDOUT
-            )
-        running = RunningHub(process, f"http://127.0.0.1:{port}", home, log, child_env)
+        home = home or tmp_path / f"home-{len(started)}"
+        running = start_profilerhub(command, home=home, log=log, wait=False, **options)
         started.append(running)
         if wait:
-
-            def up_or_exited() -> bool:
-                return running.healthy() or process.poll() is not None
-
-            wait_for(up_or_exited, f"profilerhub {command} answering /healthz", timeout)
-            if process.poll() is not None:
-                pytest.fail(f"profilerhub {command} exited with {process.returncode}:\n{running.output()}")
+            running.wait_until_up(timeout)
         return running
 
     yield start

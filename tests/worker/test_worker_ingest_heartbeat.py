@@ -38,7 +38,21 @@ def test_a_claim_whose_heartbeat_stopped_is_resent_by_the_next_reconcile_and_tak
     assert reconcile_jobs(ctx)["resent"] == 1
     assert ctx.sent == [(INGEST_JOB, job_id)]  # type: ignore[attr-defined]
     assert ingest_job(job_id, ctx) == "Ready"
-    assert job_row(ctx, job_id).ingest_attempts == 2
+    row = job_row(ctx, job_id)
+    assert (row.ingest_attempts, row.ingest_takeovers) == (1, 1)  # the worker's death is not an attempt
+
+
+def test_a_job_that_kills_every_worker_is_failed_after_the_takeover_limit(ctx: IngestContext) -> None:
+    job_id, _ = make_job(ctx, sdk_files())
+    assert claim(ctx, job_id) is not None
+    for _ in range(ctx.max_takeovers):
+        _silence(ctx, job_id, int(ctx.heartbeat_stale.total_seconds()) + 5)
+        assert claim(ctx, job_id) is not None  # taken over; its worker dies again
+    _silence(ctx, job_id, int(ctx.heartbeat_stale.total_seconds()) + 5)
+    assert claim(ctx, job_id) is None
+    row = job_row(ctx, job_id)
+    assert row.status is JobStatus.Failed and "died" in (row.failure_reason or "")
+    assert row.ingest_attempts == 1
 
 
 def test_a_live_claim_is_left_alone(ctx: IngestContext) -> None:

@@ -16,6 +16,7 @@ import typer
 
 from profilerhub.cli.toolkit import err_console, require
 from profilerhub_core.cli import database_errors, load_settings, require_migrated
+from profilerhub_core.outage import name_this_process
 
 
 def _settings(home: Path | None):
@@ -32,8 +33,8 @@ def _settings(home: Path | None):
 
 
 def worker(
-    concurrency: int = typer.Option(None, help="Tasks run at once [env PROFILERHUB_WORKER_CONCURRENCY]."),
-    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME]."),
+    concurrency: int = typer.Option(None, help="Tasks run at once (env PROFILERHUB_WORKER_CONCURRENCY)."),
+    home: Path = typer.Option(None, help="Home directory (env PROFILERHUB_HOME)."),
     loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
 ) -> None:
     """Run a Celery worker: spawns, stops, reconciles and culls apps."""
@@ -41,6 +42,7 @@ def worker(
     from profilerhub_core.db.session import make_engine
     from profilerhub_worker.context import worker_celery
 
+    name_this_process("worker")
     settings = _settings(home)
     with database_errors(settings.database_url):
         engine = make_engine(settings)
@@ -65,7 +67,9 @@ def worker(
     assert settings.redis_url
     heartbeat = start_heartbeat(settings.redis_url, settings.celery_queue, hostname)
     crash = _Unrecoverable()
-    logging.getLogger().addHandler(crash)
+    # On Celery's own logger, not the root: a root logger with any handler counts as configured,
+    # and Celery would then add none of its own (every worker log line lost).
+    logging.getLogger("celery").addHandler(crash)
     code: object = 0
     # Threads: app tasks mostly wait (for a process to answer), and each holds its own session.
     try:
@@ -74,7 +78,7 @@ def worker(
         code = exc.code
     finally:
         heartbeat.set()
-        logging.getLogger().removeHandler(crash)
+        logging.getLogger("celery").removeHandler(crash)
     if crash.message is not None:
         # Celery logs "Unrecoverable error" (kombu's restore_unacked_once when Redis drops mid-task)
         # and returns as if stopped cleanly; a supervisor (up, systemd, Kubernetes) must see a crash.
@@ -121,18 +125,20 @@ def _run_worker(celery: Any, threads: int, queue: str, loglevel: str, hostname: 
 
 
 def beat(
-    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME]."),
+    home: Path = typer.Option(None, help="Home directory (env PROFILERHUB_HOME)."),
     loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
 ) -> None:
     """Run the scheduler that sends the periodic tasks (reconcile, poll, cull idle apps)."""
     require("celery", "server")
     from profilerhub_worker.context import worker_celery
 
+    name_this_process("beat")
     settings = _settings(home)
     celery = worker_celery(settings, with_context=False)
     schedule = settings.home / "celerybeat-schedule"
     settings.home.mkdir(parents=True, exist_ok=True)
-    celery.start(["beat", "--schedule", str(schedule), "--loglevel", loglevel])
+    scheduler = "profilerhub_worker.outages:OutageAwareScheduler"  # a Redis outage: two lines, not a flood
+    celery.start(["beat", "--schedule", str(schedule), "--scheduler", scheduler, "--loglevel", loglevel])
 
 
 def register(app: typer.Typer) -> None:

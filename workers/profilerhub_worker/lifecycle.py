@@ -7,8 +7,10 @@ by a short Redis lock, so a duplicated task waits its turn or finds nothing left
     spawn(ctx, app_id)    Pending  -> InService (instance answering) | Failed (with a reason)
     delete(ctx, app_id)   Deleting -> Deleted   (instance gone)
     poll_running(ctx)     InService apps whose instance died -> Failed
-    reconcile(ctx)        the above, plus: stuck Pending re-sent or failed, stuck Deleting
-                          re-sent, suspended apps restarted, instances no app owns stopped
+    reconcile(ctx)        the above, plus: Pending apps no worker took re-sent (however long
+                          the queue was down), ones whose start was tried and did not finish
+                          within ``pending_timeout`` failed, stuck Deleting re-sent, suspended
+                          apps restarted, instances no app owns stopped
     cull_idle(ctx)        InService apps idle past their domain's idle_minutes -> Deleting
     suspend_all(ctx)      stop every local instance but keep the apps InService (``up`` exit)
 """
@@ -45,6 +47,10 @@ log = logging.getLogger(__name__)
 
 SUSPENDED = "suspended"
 """Key in ``spawner_state``: the instance was stopped on purpose by ``up``'s exit; restart it."""
+SPAWN_TRIED = "spawn_tried_at"
+"""Key in a Pending app's ``spawner_state``: when a worker first took its spawn task. The start
+timeout counts from then: an app whose task never reached a worker (Redis was down) is re-sent,
+not failed for the time it waited."""
 
 
 @dataclass
@@ -158,7 +164,12 @@ def spawn(ctx: WorkerContext, app_id: str) -> str:
     with _claimed(ctx, app_id, AppStatus.Pending) as claimed:
         if claimed is None:
             return "skipped"
-        _, spawner = claimed
+        app, spawner = claimed
+        if SPAWN_TRIED not in app.spawner_state:
+            with ctx.sessions() as session:
+                tried = {**app.spawner_state, SPAWN_TRIED: utcnow().isoformat()}
+                save_instance(session, app_id, AppStatus.Pending, spawner_state=tried)
+                session.commit()
         try:
             endpoint = spawner.start()
         except SpawnError as exc:
@@ -262,8 +273,10 @@ def reconcile(ctx: WorkerContext) -> dict[str, int]:
                 else:
                     counts["failed"] += _fail_if_dead(ctx, session, app)
             elif app.status == AppStatus.Pending:
+                tried = app.spawner_state.get(SPAWN_TRIED)
                 age = _age(app.status_changed_at)
-                if age > ctx.pending_timeout and not _is_locked(ctx, app.id):
+                trying_for = _age(datetime.fromisoformat(tried)) if tried else 0.0
+                if trying_for > ctx.pending_timeout and not _is_locked(ctx, app.id):
                     _spawner(session, app, ctx).stop()
                     counts["failed"] += transition(
                         session,

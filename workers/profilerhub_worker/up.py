@@ -69,9 +69,9 @@ def hold_home(home: Path) -> Any:
 
 
 def up(
-    host: str = typer.Option(None, help="Address to listen on [env PROFILERHUB_HOST; default 127.0.0.1]."),
-    port: int = typer.Option(None, help="Port to listen on [env PROFILERHUB_PORT; default 8080]."),
-    home: Path = typer.Option(None, help="Home directory [env PROFILERHUB_HOME; default ~/.profilerhub]."),
+    host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1; env PROFILERHUB_HOST)."),
+    port: int = typer.Option(None, help="Port to listen on (default 8080; env PROFILERHUB_PORT)."),
+    home: Path = typer.Option(None, help="Home directory (default ~/.profilerhub; env PROFILERHUB_HOME)."),
 ) -> None:
     """Run ProfilerHub on this machine: migrate, bootstrap the admin, start and supervise services."""
     require("sqlalchemy", "server")

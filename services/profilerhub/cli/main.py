@@ -21,12 +21,14 @@ from importlib.metadata import entry_points
 
 import typer
 
+from profilerhub.cli.toolkit import readable_metavars
+
 ENTRY_POINT_GROUP = "profilerhub.commands"
 
 # The server's command modules, by entry-point name, in the order --help shows them.
 SERVER_COMMANDS = ("up", "hub", "worker", "app", "db")
 # The SDK's own command modules (profilerhub.cli.<name>), shown after the server's.
-SDK_COMMANDS = ("analyze", "compare", "upload")
+SDK_COMMANDS = ("analyze", "compare", "upload", "login", "resources", "tokens", "apps", "jobs")
 
 app = typer.Typer(
     name="profilerhub",
@@ -41,8 +43,20 @@ class MissingCommand(RuntimeError):
     """A sub-command that should be there is not installed or does not import."""
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from profilerhub import __version__
+
+        typer.echo(f"profilerhub {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    ),
+) -> None:
     """ProfilerHub: self-hosted profiling for deep-learning training."""
 
 
@@ -84,6 +98,7 @@ def _register_all() -> None:
         _register(f"profilerhub.cli.{name}")
 
 
+readable_metavars()
 _register_all()
 
 

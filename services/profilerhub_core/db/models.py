@@ -284,7 +284,10 @@ class Job(Timestamped, Base):
     summary: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     completed_at: Mapped[datetime | None] = mapped_column(default=None)
     ingest_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
-    """How many times ingest has claimed the job (a worker taking back its own claim does not count)."""
+    """How many times ingest has claimed the job (a worker taking back its own claim does not count,
+    nor a takeover from a worker that died holding it)."""
+    ingest_takeovers: Mapped[int] = mapped_column(default=0, server_default="0")
+    """How many times ingest took the job over from a worker that died holding it (no heartbeat)."""
     ingest_heartbeat_at: Mapped[datetime | None] = mapped_column(default=None)
     """Refreshed every few seconds by the ingest holding the claim; stale: its worker is gone."""
     rules: Mapped[list[Any] | None] = mapped_column(sa.JSON, default=None)

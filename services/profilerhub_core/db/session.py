@@ -23,6 +23,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, sessionmaker
 
+from profilerhub_core.outage import DATABASE, is_outage
 from profilerhub_core.settings import Settings
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -124,12 +125,32 @@ def make_engine(settings: Settings | str, **overrides: Any) -> Engine:
         pool_size = max(pool_size, SQLITE_POOL_SIZE)
     options.update(pool_size=pool_size, max_overflow=pool_size)
     if url.get_backend_name() != "sqlite":
-        options["pool_recycle"] = 1800
+        # pre_ping: after a database restart a pooled connection is found dead at checkout and
+        # replaced, instead of failing the request that drew it.
+        options.update(pool_recycle=1800, pool_pre_ping=True)
     options.update(overrides)
     engine = sa.create_engine(url, **options)
     if url.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_on_connect)
+    watch_outages(engine)
     return engine
+
+
+def watch_outages(engine: Engine) -> None:
+    """Log the database's outages as this process sees them: one line when statements start failing
+    to reach it, one when one succeeds again (``profilerhub_core.outage``)."""
+
+    def failed(context: sa.engine.ExceptionContext) -> None:
+        if context.is_pre_ping:  # a stale pooled connection; a failing reconnect is reported itself
+            return
+        if context.is_disconnect or is_outage(context.original_exception):
+            DATABASE.failed(context.original_exception)
+
+    def succeeded(*_: Any) -> None:
+        DATABASE.recovered()
+
+    event.listen(engine, "handle_error", failed)
+    event.listen(engine, "after_cursor_execute", succeeded)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -137,4 +158,11 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-__all__ = ["WriteRequired", "make_engine", "reads_are_local", "serialize_writes", "session_factory"]
+__all__ = [
+    "WriteRequired",
+    "make_engine",
+    "reads_are_local",
+    "serialize_writes",
+    "session_factory",
+    "watch_outages",
+]

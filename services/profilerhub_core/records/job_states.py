@@ -50,6 +50,7 @@ JOB_STATES = StateMachine(
             "failure_reason",
             "summary",
             "ingest_attempts",
+            "ingest_takeovers",
             "ingest_heartbeat_at",
             "rule_results",
             "undelivered",
@@ -75,6 +76,7 @@ def transition(
     claimed_at: datetime | None = None,
     now: datetime | None = None,
     attempt: bool = True,
+    takeover: bool = False,
     **fields: Any,
 ) -> bool:
     """Move job ``job_id`` from ``from_`` to ``to`` if it is still there; True if it moved.
@@ -84,11 +86,14 @@ def transition(
     becomes the new ``updated_at`` (the new claim's stamp). ``fields`` may set
     ``failure_reason`` and ``summary``. A move into Processing (a claim) counts one more
     ``ingest_attempts`` unless ``attempt`` is False (a worker taking back its own claim to retry
-    a storage failure: not a new attempt). Flushes; the caller commits.
+    a storage failure, or taking over from a worker that died: not a new attempt). ``takeover``
+    counts one more ``ingest_takeovers`` instead. Flushes; the caller commits.
     """
     guards = [Job.updated_at == claimed_at] if claimed_at is not None else []
     if to is JobStatus.Processing and attempt:
         fields["ingest_attempts"] = Job.ingest_attempts + 1
+    if to is JobStatus.Processing and takeover:
+        fields["ingest_takeovers"] = Job.ingest_takeovers + 1
     return JOB_STATES.move(session, job_id, from_, to, actor=actor, guards=guards, now=now, **fields)
 
 

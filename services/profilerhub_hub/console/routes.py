@@ -2,7 +2,9 @@
 
     GET  /                       -> /console/
     GET  /console/               the console (signed in) or -> /console/sign-in
-    GET  /console/sign-in        the sign-in page: paste an API token
+    GET  /console/sign-in        the sign-in page: paste an API token, or "Sign in with <provider>"
+    GET  /console/oidc/sign-in   OpenID Connect: off to the provider (console/oidc.py)
+    GET  /console/oidc/callback  OpenID Connect: back from the provider, into a session
     POST /console/sign-in        start a console session from a token (form; login-CSRF checked)
     POST /console/sign-out       end this browser's session (form; CSRF checked)
     GET  /console/presigned      redeem a presigned sign-in link (once), land on the console or app
@@ -27,10 +29,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import App, AppStatus, AppType, UserProfile, utcnow
+from profilerhub_core.db.models import App, AppStatus, AppType, Role, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized
-from profilerhub_core.records import audit, sessions, tokens
+from profilerhub_core.records import audit, domains, sessions, tokens, users
 from profilerhub_core.settings import Settings
 from profilerhub_core.web import SHARED_WEB
 from profilerhub_hub.browser import (
@@ -44,7 +46,22 @@ from profilerhub_hub.browser import (
     signin_token,
 )
 from profilerhub_hub.console.links import REDEEM_PATH, SignInLink, read_link
+from profilerhub_hub.console.oidc import (
+    CALLBACK_PATH,
+    FLOW_COOKIE,
+    FLOW_PATH,
+    FLOW_SECONDS,
+    START_PATH,
+    Identity,
+    OpenIDClient,
+    SignInRefused,
+    flow_cookie,
+    new_flow,
+    provider_name,
+    read_flow,
+)
 from profilerhub_hub.deps.auth import caller_of_session
+from profilerhub_hub.ratelimit import PRESIGNED, SIGNIN, client_address
 
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -128,7 +145,13 @@ def _signin_page(request: Request, message: str = "", status: int = 200) -> Resp
     if request.query_params.get("ended") and not message:
         message = "Your session has ended. Sign in again."
     note = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
-    text = _SIGNIN.format(signin=html.escape(signin_token(settings, value)), message=note)
+    oidc = ""
+    if request.app.state.oidc is not None:
+        oidc = (
+            f'<p><a class="button primary" id="sign-in-oidc" href="{START_PATH}">Sign in with '
+            f'{html.escape(provider_name(settings))}</a></p><p class="help">Or paste an API token:</p>'
+        )
+    text = _SIGNIN.format(signin=html.escape(signin_token(settings, value)), message=note, oidc=oidc)
     response = _page(text, status)
     response.set_cookie(SIGNIN_COOKIE, value, max_age=3600, path="/console/", **cookie_options(settings))  # type: ignore[arg-type]
     return response
@@ -150,6 +173,7 @@ async def sign_in(request: Request) -> Response:
     """A pasted API token starts a console session with that token's scopes (and impersonation)."""
     settings: Settings = request.app.state.settings
     check_same_origin(request.headers, settings)
+    await run_in_threadpool(request.app.state.rate_limits.hit, SIGNIN, client_address(request))
     form = await _form(request)
     value = request.cookies.get(SIGNIN_COOKIE, "")
     if not value or not secrets.compare_digest(form.get("signin", ""), signin_token(settings, value)):
@@ -210,6 +234,100 @@ async def sign_out(request: Request) -> Response:
     return response
 
 
+# -- OpenID Connect -----------------------------------------------------------------------------
+
+
+def _oidc(request: Request) -> OpenIDClient:
+    client: OpenIDClient | None = request.app.state.oidc
+    if client is None:
+        raise NotFound("OpenID Connect sign-in is not configured on this hub (PROFILERHUB_OIDC_ISSUER)")
+    return client
+
+
+@router.get(START_PATH)
+async def oidc_sign_in(request: Request) -> Response:
+    """Send the browser to the provider, remembering the flow's secrets in a signed cookie."""
+    settings: Settings = request.app.state.settings
+    client, flow = _oidc(request), new_flow()
+    try:
+        url = await run_in_threadpool(client.authorization_url, flow)
+    except SignInRefused as exc:
+        return _signin_page(request, str(exc), 503)
+    response = RedirectResponse(url, status_code=303)
+    response.set_cookie(FLOW_COOKIE, flow_cookie(settings, flow), max_age=FLOW_SECONDS, path=FLOW_PATH,
+                        **cookie_options(settings))  # type: ignore[arg-type]  # fmt: skip
+    return response
+
+
+@router.get(CALLBACK_PATH)
+async def oidc_callback(request: Request) -> Response:
+    """The provider's redirect: verify it (oidc.py's checks), then start a console session."""
+    settings: Settings = request.app.state.settings
+    client = _oidc(request)
+    await run_in_threadpool(request.app.state.rate_limits.hit, SIGNIN, client_address(request))
+    query = {k: v for k, v in request.query_params.items() if k in _OIDC_QUERY and len(v) <= 4000}
+    flow_value = request.cookies.get(FLOW_COOKIE)
+
+    def refuse(exc: SignInRefused, target: str = "oidc", domain: str | None = None) -> SignInRefused:
+        with request.app.state.sessions() as session:
+            _audit(session, "anonymous", "SignIn", target, domain, audit.DENIED,
+                   {"via": "oidc", "reason": exc.reason})  # fmt: skip
+            session.commit()
+        return exc
+
+    def start() -> str:
+        try:
+            flow = read_flow(settings, flow_value)
+            who = client.identity(client.finish(flow, query))
+        except SignInRefused as exc:
+            raise refuse(exc) from None
+        with request.app.state.sessions() as session:
+            actor = f"{who.domain_name}/{who.user_name}"
+            user = _oidc_user(session, who)
+            if user is None:
+                raise refuse(SignInRefused(
+                    f"There is no user {who.user_name!r} in domain {who.domain_name!r} here; ask an "
+                    "administrator of the domain to create it", "unknown user", 403,
+                ), actor, who.domain_name)  # fmt: skip
+            _, cookie = sessions.start_session(
+                session, user.id, kind=sessions.CONSOLE, via="oidc",
+                seconds=int(settings.console_session_hours * 3600),
+            )  # fmt: skip
+            _audit(session, actor, "SignIn", actor, who.domain_name, audit.SUCCESS,
+                   {"via": "oidc", "issuer": settings.oidc_issuer, "subject": who.subject})  # fmt: skip
+            session.commit()
+            return cookie
+
+    try:
+        cookie = await run_in_threadpool(start)
+    except SignInRefused as exc:
+        response = _signin_page(request, str(exc), exc.status)
+    else:
+        response = RedirectResponse("/console/", status_code=303)
+        lifetime = int(settings.console_session_hours * 3600)
+        response.set_cookie(CONSOLE_COOKIE, cookie, max_age=lifetime, path="/", **cookie_options(settings))  # type: ignore[arg-type]
+    response.delete_cookie(FLOW_COOKIE, path=FLOW_PATH)  # a flow is finished once, either way
+    return response
+
+
+_OIDC_QUERY = frozenset({"code", "state", "error", "error_description", "iss", "session_state"})
+
+
+def _oidc_user(session: Session, who: Identity) -> UserProfile | None:
+    """The profile ``who`` signs in as; made now if their domain creates users on first sign-in."""
+    domain = domains.get_domain(session, who.domain_name)
+    if domain is None:
+        return None
+    user = users.get_user(session, domain, who.user_name)
+    if user is None and DomainSettings.of(domain.settings).create_users_on_sign_in:
+        user = users.create_user(session, domain, who.user_name, Role.user)
+        actor = f"{domain.name}/{who.user_name}"
+        detail: dict[str, object] = {"via": "oidc", "first_sign_in": True}
+        audit.record_audit(session, actor=actor, action="CreateUserProfile", target_type="UserProfile",
+                           target=actor, domain=domain.name, detail=detail)  # fmt: skip
+    return user
+
+
 # -- presigned links ----------------------------------------------------------------------------
 
 
@@ -219,6 +337,7 @@ async def redeem(request: Request, token: str = "") -> Response:
     settings: Settings = request.app.state.settings
     if len(token) > 4000:
         raise InvalidInput("This sign-in link is not valid")
+    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
 
     def start() -> tuple[str, str | None, str | None, int]:
         link = read_link(settings, token)
@@ -298,6 +417,8 @@ def install_console(app: object) -> None:
     from starlette.staticfiles import StaticFiles
 
     assert isinstance(app, FastAPI)
+    settings: Settings = app.state.settings
+    app.state.oidc = OpenIDClient(settings) if settings.oidc_issuer else None
     app.include_router(router)
     app.mount("/console/static/base", StaticFiles(directory=SHARED_WEB), name="console-static-base")
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")

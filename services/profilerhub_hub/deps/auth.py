@@ -11,6 +11,7 @@ a browser never attaches one on its own.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -24,6 +25,7 @@ from profilerhub_core.settings import Settings
 from profilerhub_hub.browser import CONSOLE_COOKIE, CSRF_HEADER, SAFE_METHODS, check_csrf, check_same_origin
 from profilerhub_hub.deps.session import run_step
 from profilerhub_hub.permissions import Caller
+from profilerhub_hub.ratelimit import TOKEN_FAILURES, RateLimits, client_address
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer <token>`")
 
@@ -90,7 +92,9 @@ def authenticate(
     request: Request, session: Session, settings: Settings, credentials: Credentials, read_only: bool = False
 ) -> Caller:
     """The request's caller, authenticated once per request (cached on ``request.state``) and
-    looked up in the database at most once per token every ``token_cache_seconds``."""
+    looked up in the database at most once per token every ``token_cache_seconds``. An address
+    whose token checks failed ``rate_limit_token_failures`` times in a window gets 429 for any
+    token not already cached, until the window ends."""
     cached: Caller | None = getattr(request.state, "caller", None)
     if cached is not None:
         return cached
@@ -100,14 +104,20 @@ def authenticate(
             request.state.caller = session_caller(request, session, settings, cookie)
             return request.state.caller
         raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`, or sign in")
-    secret, cache = credentials.credentials, request.app.state.token_cache
-    caller = cache.get(secret)
-    if caller is None:
-        owner = _owner(session, secret, settings, read_only)
-        caller = caller_of(owner)
-        cache.put(secret, caller, owner.expires_at)
-    request.state.caller = caller
-    return caller
+    secret, address = credentials.credentials, client_address(request)
+    limits: RateLimits = request.app.state.rate_limits
+
+    def load() -> tuple[Caller, datetime | None]:
+        limits.check(TOKEN_FAILURES, address)  # an address that failed too often is refused first
+        try:
+            owner = _owner(session, secret, settings, read_only)
+        except Unauthorized:
+            limits.hit(TOKEN_FAILURES, address)
+            raise
+        return caller_of(owner), owner.expires_at
+
+    request.state.caller = request.app.state.token_cache.lookup(secret, load)
+    return request.state.caller
 
 
 async def get_caller(request: Request, credentials: Credentials) -> Caller:

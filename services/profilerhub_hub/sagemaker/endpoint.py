@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -87,8 +88,8 @@ def _authenticated(
             "UnrecognizedClientException", "The security token included in the request is invalid."
         )
     secret = access_keys.access_secret(settings.signing_key(), signed.access_key_id)
-    caller = cache.get(secret)
-    if caller is None:
+
+    def load() -> tuple[Caller, datetime | None]:
         try:
             owner, _ = access_keys.authenticate_access_key(
                 session,
@@ -99,8 +100,9 @@ def _authenticated(
             )
         except ProfilerHubError as refused:
             raise AwsError("UnrecognizedClientException", refused.message) from None
-        caller = caller_of(owner)
-        cache.put(secret, caller, owner.expires_at)
+        return caller_of(owner), owner.expires_at
+
+    caller: Caller = cache.lookup(secret, load)
     query = request.url.query
     host = request.headers.get("host", "")
     url = f"{request.url.scheme}://{host}{request.url.path}" + (f"?{query}" if query else "")

@@ -1,12 +1,13 @@
 """Claiming a job for ingest, and finishing the claim, by compare-and-set on the job's row.
 
 InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim
-Processing -> Processing                 a stale claim (no heartbeat for ``ctx.heartbeat_stale``:
-                                         its worker died; or older than ``ctx.stale_after``: it
-                                         hangs) is taken over, or the job Failed after
-                                         ``ctx.max_attempts`` claims (``Job.ingest_attempts``);
-                                         a worker retrying with its own claim (``resume``)
-                                         takes it back without counting an attempt
+Processing -> Processing                 a stale claim is taken over: no heartbeat for
+                                         ``ctx.heartbeat_stale`` (its worker died: counted in
+                                         ``Job.ingest_takeovers``, not an attempt, the job Failed
+                                         after ``ctx.max_takeovers``), or older than
+                                         ``ctx.stale_after`` (it hangs: an attempt, the job Failed
+                                         after ``ctx.max_attempts``); a worker retrying with its
+                                         own claim (``resume``) takes it back, counting nothing
 Processing -> Ready | Failed             ``finish``, only while the claim is still ours
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from profilerhub_core.db.models import Job, JobStatus, utcnow
+from profilerhub_core.outage import is_outage
 from profilerhub_core.records.job_states import transition
 from profilerhub_worker.ingest.context import IngestContext
 
@@ -42,11 +44,11 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
         elif job.status is JobStatus.Processing and (
             (resume is not None and job.updated_at.isoformat() == resume) or is_stale(ctx, job, now)
         ):
-            if resume is None and job.ingest_attempts >= ctx.max_attempts:
-                reason = (
-                    f"Ingest did not finish after {ctx.max_attempts} attempts (each limited to "
-                    f"{ctx.stale_after.total_seconds():.0f}s); the worker may have run out of memory"
-                )
+            # Taking over from a dead worker is not the job's failure; a hang past the limit is.
+            takeover = resume is None and worker_died(ctx, job, now)
+            attempt = resume is None and not takeover
+            reason = _given_up(ctx, job) if takeover or attempt else None
+            if reason is not None:
                 transition(
                     session, job_id, JobStatus.Processing, JobStatus.Failed,
                     claimed_at=job.updated_at, failure_reason=reason,
@@ -60,7 +62,8 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
                 JobStatus.Processing,
                 claimed_at=job.updated_at,
                 now=now,
-                attempt=resume is None,
+                attempt=attempt,
+                takeover=takeover,
                 ingest_heartbeat_at=now,
             )
         else:
@@ -69,10 +72,29 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
     return now if moved else None
 
 
+def _given_up(ctx: IngestContext, job: Job) -> str | None:
+    """Why a job must not be claimed again (its attempts or takeovers are spent), or None."""
+    if job.ingest_attempts >= ctx.max_attempts:
+        return (
+            f"Ingest did not finish after {ctx.max_attempts} attempts (each limited to "
+            f"{ctx.stale_after.total_seconds():.0f}s); the worker may have run out of memory"
+        )
+    if job.ingest_takeovers >= ctx.max_takeovers:
+        return (
+            f"The worker ingesting this job died {job.ingest_takeovers} times (killed, or out of "
+            "memory); it is not tried again"
+        )
+    return None
+
+
+def worker_died(ctx: IngestContext, job: Job, now: datetime) -> bool:
+    """Whether a Processing job's claim has lost its heartbeat (its worker is gone)."""
+    return now - (job.ingest_heartbeat_at or job.updated_at) > ctx.heartbeat_stale
+
+
 def is_stale(ctx: IngestContext, job: Job, now: datetime) -> bool:
     """Whether a Processing job's claim is dead: no heartbeat lately, or running past the limit."""
-    beat = job.ingest_heartbeat_at or job.updated_at
-    return now - beat > ctx.heartbeat_stale or now - job.updated_at > ctx.stale_after
+    return worker_died(ctx, job, now) or now - job.updated_at > ctx.stale_after
 
 
 def stale_claims(ctx: IngestContext, now: datetime) -> sa.ColumnElement[bool]:
@@ -101,8 +123,9 @@ def heartbeat(ctx: IngestContext, job_id: str, stamp: datetime) -> Iterator[None
                         .execution_options(synchronize_session=False)
                     )
                     session.commit()
-            except Exception:  # the database is down: the claim may go stale, and is then retaken
-                log.warning("job %s: heartbeat not written", job_id, exc_info=True)
+            except Exception as exc:  # the database is down: the claim may go stale, and is then retaken
+                if not is_outage(exc):  # an outage is logged once, by the engine
+                    log.warning("job %s: heartbeat not written", job_id, exc_info=True)
 
     thread = threading.Thread(target=beat, name=f"ingest-heartbeat-{job_id[:8]}", daemon=True)
     thread.start()
@@ -120,4 +143,4 @@ def finish(ctx: IngestContext, job_id: str, stamp: datetime, to: JobStatus, **fi
     return moved
 
 
-__all__ = ["claim", "finish", "heartbeat", "is_stale", "stale_claims"]
+__all__ = ["claim", "finish", "heartbeat", "is_stale", "stale_claims", "worker_died"]

@@ -41,6 +41,8 @@ class IngestContext:
     """How often a running ingest refreshes its claim's heartbeat."""
     heartbeat_stale: timedelta = timedelta(seconds=30)
     """A claim with no heartbeat for this long is its dead worker's: the next reconcile re-sends it."""
+    max_takeovers: int = 10
+    """Takeovers from dead workers (``Job.ingest_takeovers``) before the job is Failed."""
     resend_after: timedelta = timedelta(seconds=30)
     enqueue: Callable[[str, str], None] | None = None
     """``enqueue(task_name, job_id)``; what the reconciler re-sends stuck jobs with."""
@@ -66,6 +68,9 @@ class IngestContext:
             memory=MemoryBudget(settings.worker_ingest_memory_bytes or default_memory_budget()),
             stale_after=timedelta(seconds=settings.job_ingest_timeout_seconds),
             max_attempts=settings.job_ingest_max_attempts,
+            heartbeat_every=timedelta(seconds=settings.job_ingest_heartbeat_seconds),
+            heartbeat_stale=timedelta(seconds=3 * settings.job_ingest_heartbeat_seconds),
+            max_takeovers=settings.job_ingest_max_takeovers,
             enqueue=enqueue,
             webhooks=WebhookPolicy(
                 allowed_networks=tuple(settings.webhook_allowed_networks),

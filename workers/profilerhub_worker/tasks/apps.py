@@ -3,7 +3,8 @@
 Retries: errors that a later attempt may not meet (database or Redis briefly unreachable) are
 retried with exponential backoff and jitter; anything else fails the task (the reconciler
 re-sends stuck work).  Periodic tasks (reconcile, poll, cull) are not retried: the next tick is
-the retry.
+the retry, and during an outage they count their failures instead of logging each
+(``profilerhub_worker.outages``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from profilerhub_core.tasks import CULL_IDLE_APPS, DELETE_APP, POLL_APPS, RECONCILE_APPS, SPAWN_APP
 from profilerhub_worker import lifecycle
+from profilerhub_worker.outages import quiet_in_outages
 from profilerhub_worker.runtime import runtime_of
 
 _TRANSIENT = (OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
@@ -45,18 +47,21 @@ def delete_app(self: Task, app_id: str) -> str:
 
 
 @shared_task(name=POLL_APPS, bind=True)
+@quiet_in_outages
 def poll_apps(self: Task) -> int:
     """Dead InService apps -> Failed (runs every second or so: a killed app is noticed fast)."""
     return lifecycle.poll_running(_ctx(self))
 
 
 @shared_task(name=RECONCILE_APPS, bind=True)
+@quiet_in_outages
 def reconcile(self: Task) -> dict[str, int]:
     """Records vs reality: see ``lifecycle.reconcile``."""
     return lifecycle.reconcile(_ctx(self))
 
 
 @shared_task(name=CULL_IDLE_APPS, bind=True)
+@quiet_in_outages
 def cull_idle(self: Task) -> int:
     """Idle InService apps -> Deleting."""
     return lifecycle.cull_idle(_ctx(self))

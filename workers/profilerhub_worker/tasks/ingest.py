@@ -17,6 +17,7 @@ from celery import Task, shared_task
 from profilerhub_core.tasks import INGEST_JOB, LIVE_RULES, RECONCILE_JOBS, SWEEP_STORAGE
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from profilerhub_worker.ingest.live_rules import evaluate_running_jobs
+from profilerhub_worker.outages import quiet_in_outages
 from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.sweep import sweep_storage
 
@@ -38,12 +39,14 @@ def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
 
 
 @shared_task(name=RECONCILE_JOBS, bind=True)
+@quiet_in_outages
 def reconcile(self: Task) -> dict[str, int]:
     """Re-send ingest for completed jobs nobody took and for jobs whose ingest died."""
     return reconcile_jobs(ingest_context(self))
 
 
 @shared_task(name=SWEEP_STORAGE, bind=True)
+@quiet_in_outages
 def sweep(self: Task) -> dict[str, int]:
     """Remove the objects of deleted jobs, users and domains that their delete left behind."""
     ctx = ingest_context(self)
@@ -51,6 +54,7 @@ def sweep(self: Task) -> dict[str, int]:
 
 
 @shared_task(name=LIVE_RULES, bind=True)
+@quiet_in_outages
 def live_rules(self: Task, scan_interval: float = 60.0) -> dict[str, int]:
     """Evaluate the rules of running jobs on what they have streamed so far."""
     return evaluate_running_jobs(ingest_context(self), scan_interval)

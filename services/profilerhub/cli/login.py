@@ -1,0 +1,138 @@
+"""``profilerhub login``, ``config`` and ``whoami``: which hub the terminal commands talk to.
+
+``login`` checks the token against the hub (``GET /me``) before it writes anything, so the file
+never holds a URL or token that does not work. See :mod:`profilerhub.cli.hubconfig` for the file.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from profilerhub.cli.hubapi import CliFailure, Hub, fail, path, run
+from profilerhub.cli.hubconfig import ENV, ConfigError, HubConfig, config_path, mask, read_file, write_file
+from profilerhub.cli.output import Output, OutputOption, details, emit
+from profilerhub.cli.resources import app_group
+
+config_app = app_group("config", "Show or change where the terminal commands find the hub.")
+
+
+class Key(StrEnum):
+    url = "url"
+    token = "token"
+
+
+def login(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="URL",
+            show_default="PROFILERHUB_URL, or the saved URL",
+            help="The hub, e.g. http://127.0.0.1:8080.",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TOKEN",
+            show_default="asked for",
+            help="An API token (the console's Tokens page, or `profilerhub tokens create`).",
+        ),
+    ] = None,
+) -> None:
+    """Check a hub URL and token, then save them (mode 0600) for the other commands."""
+    try:
+        saved = read_file()
+        url = (url or HubConfig.load().url or "").rstrip("/")
+        if not url:
+            url = typer.prompt("Hub URL", default="http://127.0.0.1:8080").rstrip("/")
+        token = token or typer.prompt("API token", hide_input=True)
+    except ConfigError as exc:
+        fail(CliFailure(str(exc), exit_code=2))
+    checked = HubConfig(url=url, token=token, url_from="the command line", token_from="the command line")
+    hub = None
+    try:
+        hub = Hub(checked, http=(ctx.obj or {}).get("http") if isinstance(ctx.obj, dict) else None)
+        me = hub.me()
+        where_to = write_file({**saved, "url": url, "token": token})
+    except CliFailure as failure:
+        fail(failure)
+    except ConfigError as exc:
+        fail(CliFailure(str(exc), exit_code=2))
+    finally:
+        if hub is not None:
+            hub.close()
+    typer.echo(f"signed in to {url} as {me['domain']}/{me['user']} ({me['role']}); saved to {where_to}")
+    for key, env in ENV.items():
+        if os.environ.get(env):
+            typer.echo(f"note: {env} is set; it wins over the saved {key}")
+
+
+@config_app.command("show")
+def show_config(output: OutputOption = Output.table) -> None:
+    """Where the URL and token come from (the token masked)."""
+    try:
+        config = HubConfig.load()
+    except ConfigError as exc:
+        fail(CliFailure(str(exc), exit_code=2))
+    shown = {
+        "url": config.url,
+        "url_from": config.url_from,
+        "token": mask(config.token),
+        "token_from": config.token_from,
+        "file": str(config_path()),
+    }
+    fields = [
+        ("url", "url"),
+        ("  from", "url_from"),
+        ("token", "token"),
+        ("  from", "token_from"),
+        ("config file", "file"),
+    ]
+    emit(shown, output, lambda: details(shown, fields))
+
+
+@config_app.command("set")
+def set_config(key: Key, value: str = typer.Argument(..., metavar="VALUE")) -> None:
+    """Save one value (url or token) without checking it with the hub."""
+    try:
+        saved = read_file()
+        where_to = write_file({**saved, key.value: value.rstrip("/") if key is Key.url else value})
+    except ConfigError as exc:
+        fail(CliFailure(str(exc), exit_code=2))
+    typer.echo(f"saved {key.value} to {where_to}")
+
+
+@config_app.command("path")
+def config_file() -> None:
+    """Print the config file's path ($PROFILERHUB_CONFIG, else ~/.config/profilerhub/config.toml)."""
+    typer.echo(str(config_path()))
+
+
+def whoami(ctx: typer.Context, output: OutputOption = Output.table) -> None:
+    """Who the configured token belongs to, on which hub."""
+
+    def work(hub: Hub) -> None:
+        me = {**hub.get(path("me")), "hub": hub.url}
+        fields = [
+            ("hub", "hub"),
+            ("user", "user"),
+            ("domain", "domain"),
+            ("role", "role"),
+            ("platform admin", "is_platform_admin"),
+            ("scopes", "scopes"),
+            ("impersonated by", "impersonated_by"),
+        ]
+        emit(me, output, lambda: details(me, fields))
+
+    run(ctx, work)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("login")(login)
+    app.command("whoami")(whoami)
+    app.add_typer(config_app)

@@ -1,0 +1,144 @@
+"""Rate limits on what an attacker would repeat: sign-in attempts, presigned-link redemptions and
+failed API-token checks, counted per client address in fixed windows.
+
+    limits = RateLimits(settings, redis, sessions)
+    limits.hit(SIGNIN, address)              # counts one attempt; Throttled (429) past the limit
+    limits.check(TOKEN_FAILURES, address)    # Throttled if the address already failed too often
+    limits.hit(TOKEN_FAILURES, address)      # ... and count a failure after one
+
+Counting: one counter per (bucket, address) per window of ``rate_limit_window_seconds``, in Redis
+(``SET key 0 EX window NX`` then ``INCR``, one round trip), so every hub process sharing the Redis
+counts together and the limit holds across replicas. Without Redis, or while it is unreachable,
+each process counts alone: the limit is then per process (N processes let N times as many
+through), which still stops a brute force, and the fallback is logged.
+
+A refusal answers 429 ``ThrottlingException`` with ``Retry-After`` (seconds to the window's end).
+The first refusal of a window is audited (action ``RateLimited``, target the address); the ones
+after it are not, so a flood cannot turn into a flood of audit rows.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.requests import HTTPConnection
+
+from profilerhub_core.errors import Throttled
+from profilerhub_core.records import audit
+from profilerhub_core.settings import Settings
+from profilerhub_hub.shared import Fallback, shared_key
+from profilerhub_hub.tokencache import KEEPS_TOKEN_CACHE
+
+log_fallback = Fallback("rate limits count per process until it is back")
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    name: str
+    limit_of: Callable[[Settings], int]
+    message: str
+
+
+SIGNIN = Bucket("signin", lambda s: s.rate_limit_signin, "Too many sign-in attempts from your address")
+PRESIGNED = Bucket(
+    "presigned", lambda s: s.rate_limit_presigned, "Too many sign-in links opened from your address"
+)
+TOKEN_FAILURES = Bucket(
+    "token-failures", lambda s: s.rate_limit_token_failures, "Too many failed token checks from your address"
+)
+BUCKETS = (SIGNIN, PRESIGNED, TOKEN_FAILURES)
+
+
+def client_address(connection: HTTPConnection) -> str:
+    """The client's address as the server saw it (behind a proxy: run uvicorn with
+    ``--forwarded-allow-ips`` so that this is the browser's, not the proxy's)."""
+    return connection.client.host if connection.client else "unknown"
+
+
+class _LocalCounters:
+    """The per-process fallback: fixed windows in a dict, expired entries dropped as it grows."""
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._counts: dict[str, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def add(self, key: str, window: int, amount: int) -> tuple[int, int]:
+        now = time.monotonic()
+        with self._lock:
+            count, ends = self._counts.get(key, (0, now + window))
+            if ends <= now:
+                count, ends = 0, now + window
+            count += amount
+            if amount:
+                if len(self._counts) >= self.max_entries:
+                    self._counts = {k: v for k, v in self._counts.items() if v[1] > now}
+                self._counts[key] = (count, ends)
+            return count, max(1, int(ends - now + 0.999))
+
+
+class RateLimits:
+    """The hub's rate limits (one per process, on ``app.state.rate_limits``)."""
+
+    def __init__(self, settings: Settings, redis: Any | None, sessions: sessionmaker[Session]) -> None:
+        self.settings = settings
+        self.redis = redis
+        self.sessions = sessions
+        self.local = _LocalCounters()
+
+    def hit(self, bucket: Bucket, address: str) -> None:
+        """Count one attempt of ``bucket`` from ``address``; ``Throttled`` once past the limit."""
+        self._counted(bucket, address, 1)
+
+    def check(self, bucket: Bucket, address: str) -> None:
+        """``Throttled`` if ``address`` has used up ``bucket`` in this window (counts nothing)."""
+        self._counted(bucket, address, 0)
+
+    def _counted(self, bucket: Bucket, address: str, amount: int) -> None:
+        limit = bucket.limit_of(self.settings)
+        if limit <= 0:
+            return
+        key = f"{bucket.name}:{address}"
+        count, retry_after = self._add(key, amount)
+        if count <= limit if amount else count < limit:
+            return
+        if not amount:  # a refused check counts too, so that the first refusal is the one audited
+            count, retry_after = self._add(key, 1)
+        if count == limit + 1:
+            self._audit(bucket, address, retry_after)
+        raise Throttled(f"{bucket.message}; try again in {retry_after} s", retry_after)
+
+    def _add(self, key: str, amount: int) -> tuple[int, int]:
+        window = self.settings.rate_limit_window_seconds
+        if self.redis is not None:
+            name = shared_key(self.settings, "ratelimit", key)
+            try:
+                with self.redis.pipeline(transaction=True) as pipe:
+                    if amount:
+                        pipe.set(name, 0, ex=window, nx=True)
+                        pipe.incrby(name, amount)
+                    else:
+                        pipe.get(name)
+                    pipe.ttl(name)
+                    *_, count, ttl = pipe.execute()
+                return int(count or 0), int(ttl) if ttl and ttl > 0 else window
+            except Exception as exc:  # Redis down: count here rather than not at all
+                log_fallback.note(exc)
+        return self.local.add(key, window, amount)
+
+    def _audit(self, bucket: Bucket, address: str, retry_after: int) -> None:
+        with self.sessions() as session:
+            session.info[KEEPS_TOKEN_CACHE] = True
+            audit.record_audit(
+                session, actor="anonymous", action="RateLimited", target_type="Client", target=address,
+                outcome=audit.DENIED, detail={"limit": bucket.name, "retry_after_seconds": retry_after},
+            )  # fmt: skip
+            session.commit()
+
+
+__all__ = ["BUCKETS", "PRESIGNED", "SIGNIN", "TOKEN_FAILURES", "Bucket", "RateLimits", "client_address"]

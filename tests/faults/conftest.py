@@ -1,0 +1,3 @@
+"""The fault suite's fixtures: the CPU hog (``PROFILERHUB_FAULTS_CPU_HOG=1`` runs it beside every test)."""
+
+from tests.faults.faults import _cpu_hog_when_asked, cpu_hog  # noqa: F401  (fixtures)
