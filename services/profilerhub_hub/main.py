@@ -25,6 +25,7 @@ from profilerhub_hub.browser import SecurityHeaders
 from profilerhub_hub.console import install_console
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
+from profilerhub_hub.openapi import install_openapi
 from profilerhub_hub.proxy import install_app_proxy
 from profilerhub_hub.ratelimit import RateLimits
 from profilerhub_hub.routes import api_routers, health
@@ -73,6 +74,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.include_router(health.router, include_in_schema=False)
     app.include_router(sagemaker_router)  # boto3's door: /sagemaker (docs/sagemaker-api.md)
     install_app_proxy(app)
+    install_openapi(app, settings)
     install_console(app)
     app.add_middleware(SessionCloser)
     app.add_middleware(

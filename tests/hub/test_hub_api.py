@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from datetime import timedelta
@@ -326,6 +327,24 @@ def test_openapi_declares_every_path_parameter_of_every_operation(client: Any) -
             if sorted(declared) != sorted(in_path):
                 undeclared.append(f"{method.upper()} {path}: declares {declared}")
     assert not undeclared, "\n".join(undeclared)
+
+
+def test_openapi_documents_the_errors_and_the_real_constraints(client: Any, hub_settings: Any) -> None:
+    spec = client.get(f"{API}/openapi.json").json()
+    users = spec["paths"]["/api/v1/domains/{domain}/users"]
+    assert {"400", "401", "403", "404", "422", "429", "503"} <= set(users["get"]["responses"])
+    assert {"409", "413", "415"} <= set(users["post"]["responses"])
+    error = {"$ref": "#/components/schemas/Error"}
+    assert users["post"]["responses"]["422"]["content"]["application/json"]["schema"] == error
+    assert "HTTPValidationError" not in json.dumps(spec)
+    limit = next(p for p in users["get"]["parameters"] if p["name"] == "limit")["schema"]
+    assert limit == limit | {"type": "integer", "minimum": 1, "maximum": hub_settings.max_page_size,
+                             "default": hub_settings.default_page_size}  # fmt: skip
+    queries = [p for ops in spec["paths"].values() for op in ops.values() for p in op.get("parameters", [])
+               if p["in"] == "query"]  # fmt: skip
+    assert queries and not [p["name"] for p in queries if "anyOf" in p["schema"]]
+    health = spec["paths"]["/api/v1/healthz"]["get"]["responses"]
+    assert set(health) == {"200", "503"}
 
 
 def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any, redis_url: str) -> None:

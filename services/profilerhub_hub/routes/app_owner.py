@@ -59,7 +59,10 @@ def _verified_app(request: Request, session: SessionDep, app_id: str) -> App:
     return app
 
 
-@router.get("/apps/{app_id}/owner/jobs")
+@router.get(
+    "/apps/{app_id}/owner/jobs",
+    responses={401: {"description": "Not the app token of a live app (any failure alike)"}},
+)
 def owner_jobs(
     app_id: str,
     request: Request,

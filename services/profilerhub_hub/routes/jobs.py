@@ -116,7 +116,10 @@ def job_rules(
     return rules_read(job.id, configured_rules(session, job), job.rule_results)
 
 
-@router.get(ONE_JOB + "/report", openapi_extra=OF_USER, response_class=HTMLResponse)
+NOT_READY: dict[int | str, dict[str, Any]] = {409: {"description": "The job is not Ready yet"}}
+
+
+@router.get(ONE_JOB + "/report", openapi_extra=OF_USER, response_class=HTMLResponse, responses=NOT_READY)
 def job_report(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
 ) -> HTMLResponse:
@@ -130,7 +133,7 @@ def job_report(
     return HTMLResponse(html, headers=headers)
 
 
-@router.get(ONE_JOB + "/metrics", openapi_extra=OF_USER)
+@router.get(ONE_JOB + "/metrics", openapi_extra=OF_USER, responses=NOT_READY)
 def job_metrics(
     job_id: str,
     request: Request,
