@@ -80,7 +80,7 @@ def _resolve(host: str, port: int) -> list[str]:
         pass
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
+    except (OSError, UnicodeError, ValueError) as exc:  # ValueError: a NUL in the name
         raise AddressRefused(f"The webhook host '{host}' does not resolve ({exc})") from None
     return list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos))
 
