@@ -117,6 +117,19 @@ def sdk_files(steps: int = 5, t0: int = 1_000_000_000_000) -> dict[str, bytes]:
     }
 
 
+def stalled_sdk_files() -> dict[str, bytes]:
+    """An SDK run whose 'dataloader' annotation stalls once (500 ms against 2 ms)."""
+    files = sdk_files(steps=30)
+    t0, ms = 1_000_000_000_000, 1_000_000
+    fetches = [
+        {"kind": "annotation", "name": "dataloader", "start_ns": t0 + i * 20 * ms, "thread": 1,
+         "end_ns": t0 + i * 20 * ms + (500 if i == 20 else 2) * ms, "depth": 1, "step": i}
+        for i in range(30)
+    ]  # fmt: skip
+    files["annotations/000002.jsonl.gz"] = jsonl_gz(fetches)
+    return files
+
+
 def make_job(
     ctx: IngestContext, files: dict[str, bytes], *, complete: bool = True, user: str = "alice"
 ) -> tuple[str, JobPlace]:
