@@ -1,6 +1,7 @@
 """The hub's CPU per ``describe_app`` through boto3 (SigV4 check included), beside the REST GET.
 
     .venv/bin/python benchmarks/bench_sagemaker.py [--requests 2000]
+    .venv/bin/python benchmarks/bench_sagemaker.py --profile 2000   # where the hub's time goes
 
 Sets up a fresh SQLite hub home (migrated, a platform admin, domain ``bench``, user ``alice`` with
 a Pending app, a bearer token and an access key), starts ``profilerhub hub --workers 1`` on a free
@@ -9,6 +10,11 @@ port, and sends the requests one after another from this process: boto3's ``desc
 (the anchor, measured in the same run). The hub's CPU time (user + system, from /proc via psutil)
 over each run, divided by the requests, is what a request costs the hub. Target (issue 13): under
 2 ms per ``describe_app``.
+
+``--profile N`` instead runs the hub in this process (same home, same app factory) and sends it N
+pre-signed ``DescribeApp`` requests through httpx's ASGI transport on one event loop (SQLite reads
+run inline there, so every call of the request is on this thread), under cProfile, and prints the
+functions that take the most time.
 """
 
 from __future__ import annotations
@@ -79,9 +85,61 @@ def _measure(process: psutil.Process, call: Callable[[], object], requests: int)
     return (_hub_cpu(process) - before) / requests * 1000
 
 
+# The hub's own code, the signer and validator, and SQLAlchemy's statement execution.
+_PROFILED = r"profilerhub_|botocore|sqlalchemy/(orm|sql)/(context|elements)"
+
+
+def _profile(key_id: str, secret: str, requests: int) -> None:
+    """cProfile over ``requests`` DescribeApp requests answered by an in-process hub."""
+    import asyncio
+    import cProfile
+    import json
+    import pstats
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from profilerhub_core.settings import Settings
+    from profilerhub_hub.main import create_app
+
+    app = create_app(Settings())
+    signer = SigV4Auth(Credentials(key_id, secret), "sagemaker", "us-east-1")
+    url = "http://127.0.0.1/sagemaker/"
+
+    def signed(body: bytes, operation: str = "DescribeApp") -> dict[str, str]:
+        headers = {"X-Amz-Target": f"SageMaker.{operation}", "Content-Type": "application/x-amz-json-1.1"}
+        request = AWSRequest("POST", url, data=body, headers=headers)
+        signer.add_auth(request)
+        return dict(request.headers.items())
+
+    async def run() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
+            listed = await client.post(url, content=b"{}", headers=signed(b"{}", "ListDomains"))
+            domain_id = next(d["DomainId"] for d in listed.json()["Domains"] if d["DomainName"] == "bench")
+            body = json.dumps({"DomainId": domain_id, "UserProfileName": "alice",
+                               "AppType": "DetailedProfiler", "AppName": "default"}).encode()  # fmt: skip
+            for _ in range(200):  # warm
+                assert (await client.post(url, content=body, headers=signed(body))).status_code == 200
+            batch = [signed(body) for _ in range(requests)]
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for headers in batch:
+                await client.post(url, content=body, headers=headers)
+            profiler.disable()
+            stats = pstats.Stats(profiler)
+            total = stats.total_tt  # type: ignore[attr-defined]
+            print(f"{requests} DescribeApp in process: {total / requests * 1000:.3f} ms per request "
+                  "(profiled: slower than unprofiled; includes httpx's ASGI client)")  # fmt: skip
+            stats.sort_stats("cumulative").print_stats(_PROFILED, 45)
+
+    asyncio.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N requests in process")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="profilerhub-bench-sagemaker-"))
     port = _free_port()
@@ -93,6 +151,9 @@ def main() -> None:
         "PROFILERHUB_PUBLIC_URL": f"http://127.0.0.1:{port}",
     }
     bearer, key_id, secret = _prepare(env)
+    if args.profile:
+        _profile(key_id, secret, args.profile)
+        return
     profilerhub = str(Path(sys.executable).with_name("profilerhub"))
     hub_cmd = [profilerhub, "hub", "--port", str(port), "--workers", "1"]
     hub = subprocess.Popen(hub_cmd, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

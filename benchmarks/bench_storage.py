@@ -104,20 +104,30 @@ def main() -> None:
             ]
             for name, put, get, base_put, base_get in cases:
                 rows.append(
-                    (name, size_mib, *_compare(size, put, base_put, data, args.budget_s),
-                     *_compare(size, get, base_get, data, args.budget_s))
+                    (
+                        name,
+                        size_mib,
+                        *_compare(size, put, base_put, data, args.budget_s),
+                        *_compare(size, get, base_get, data, args.budget_s),
+                    )
                 )
     s3.close()
     server.stop()
 
     print(f"command: {' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv])}")
-    print(f"{'backend':<10} {'size':>7} {'put MiB/s':>10} {'baseline':>9} {'ratio':>6} "
-          f"{'get MiB/s':>10} {'baseline':>9} {'ratio':>6}")
+    print(
+        f"{'backend':<10} {'size':>7} {'put MiB/s':>10} {'baseline':>9} {'ratio':>6} "
+        f"{'get MiB/s':>10} {'baseline':>9} {'ratio':>6}"
+    )
     for name, size_mib, put_rate, put_base, get_rate, get_base in rows:
-        print(f"{name:<10} {size_mib:>4} MiB {put_rate:>10.0f} {put_base:>9.0f} {put_rate / put_base:>6.2f} "
-              f"{get_rate:>10.0f} {get_base:>9.0f} {get_rate / get_base:>6.2f}")
-    print("baseline: local = Path.write_bytes/read_bytes in place; s3 = boto3 upload_fileobj (8 MiB parts) "
-          "/ get_object. Runs alternate with the baseline; best run of each.")
+        print(
+            f"{name:<10} {size_mib:>4} MiB {put_rate:>10.0f} {put_base:>9.0f} {put_rate / put_base:>6.2f} "
+            f"{get_rate:>10.0f} {get_base:>9.0f} {get_rate / get_base:>6.2f}"
+        )
+    print(
+        "baseline: local = Path.write_bytes/read_bytes in place; s3 = boto3 upload_fileobj (8 MiB parts) "
+        "/ get_object. Runs alternate with the baseline; best run of each."
+    )
 
 
 if __name__ == "__main__":

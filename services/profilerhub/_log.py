@@ -27,6 +27,18 @@ def log_once(key: str, level: int, message: str, *args: object) -> bool:
     return True
 
 
+def say(message: str, *args: object) -> None:
+    """Tell the person running the script (``finish``'s "where the run went"): logged at INFO,
+    and written to stderr as well when nobody configured logging (INFO would be dropped)."""
+    logger.info(message, *args)
+    if not logger.hasHandlers():
+        import contextlib
+        import sys
+
+        with contextlib.suppress(OSError, ValueError):  # a closed stderr at exit: nothing to tell
+            sys.stderr.write((message % args if args else message) + "\n")
+
+
 def reset_log_once() -> None:
     """Forget which keys were logged (a new run starts with a clean slate)."""
     with _seen_lock:

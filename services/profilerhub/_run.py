@@ -23,7 +23,7 @@ from typing import Any
 from . import __version__
 from ._clock import clock_info, now_ns
 from ._config import Config
-from ._log import log_once, logger
+from ._log import log_once, logger, say
 from ._spill import Spill, upload_command
 from ._stdio import TeeStream
 from ._uploader import Uploader
@@ -188,6 +188,9 @@ class Run:
                 log_once(
                     "torch-stop", logging.WARNING, "profilerhub: could not stop the torch profiler (%s)", exc
                 )
+            never = self.torch_profiler.never_active()
+            if never:
+                logger.warning("profilerhub: job %s: %s", self.cfg.job, never)
         self._stop.set()
         if self._collector is not None:
             self._collector.join(timeout=max(1.0, min(5.0, timeout)))
@@ -241,11 +244,14 @@ class Run:
                 dict(dropped.files),
             )
         elif spill_dir is None:
-            logger.info(
-                "profilerhub: job %s finished; %d file(s) in %s",
+            look = self.sink.where_to_look() if self.complete_sent else ""
+            summary["where_to_look"] = look
+            say(
+                "profilerhub: job %s finished; %d file(s) in %s%s",
                 self.cfg.job,
                 self.uploader.uploaded_files,
                 self.sink.location,
+                f"; {look}" if look else "",
             )
         return summary
 

@@ -28,7 +28,9 @@ class TorchProfiler:
         from torch.profiler import ProfilerActivity, profile, schedule
 
         self._emit = emit
+        self._cfg = cfg
         self._count = 0
+        self.steps = 0
         self._worker = f"{socket.gethostname()}_{os.getpid()}"
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
@@ -56,6 +58,7 @@ class TorchProfiler:
     def step(self) -> None:
         if not self._running:
             return
+        self.steps += 1
         if not self._repeats:
             self._prof.step()
             return
@@ -70,6 +73,19 @@ class TorchProfiler:
         if self._running:
             self._running = False
             self._prof.stop()
+
+    def never_active(self) -> str:
+        """Once stopped: why no trace was recorded, when none was ("" when one was)."""
+        if self._count:
+            return ""
+        c = self._cfg
+        needed = c.skip_first + c.wait + c.warmup + 1
+        return (
+            f"the torch_profiler schedule never became active: the run had {self.steps} ph.step() "
+            f"call(s), and recording starts after skip_first + wait + warmup = {needed - 1} "
+            f"(skip_first={c.skip_first}, wait={c.wait}, warmup={c.warmup}, active={c.active}); "
+            "no PyTorch trace was recorded. Lower wait/warmup, or call ph.step() once per training step"
+        )
 
     def _on_trace_ready(self, prof: Any) -> None:
         # Runs in the training thread at a step boundary; exporting takes as long as it takes.

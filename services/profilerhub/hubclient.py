@@ -125,6 +125,15 @@ class HubClient:
     def job_url(self, job: HubJob) -> str:
         return self.url + job.path
 
+    def app_job_url(self, job: HubJob) -> str | None:
+        """Where the job opens in its owner's running profiler app (None: no app InService)."""
+        path = f"{API}/domains/{quote(job.domain)}/users/{quote(job.user)}/apps"
+        resp = self._send(self._http, "GET", f"{path}?status=InService&limit=50", what="the app list")
+        for app in (resp.json() or {}).get("items") or []:
+            if app.get("app_type") == "DetailedProfiler" and str(app.get("url", "")).startswith("/"):
+                return f"{self.url}{app['url']}jobs/{quote(job.job_id)}"
+        return None
+
     def get_job(self, job: HubJob) -> dict[str, Any]:
         """``GET …/jobs/{job_id}``."""
         return self._json("GET", job.path)

@@ -13,8 +13,8 @@ How a timeline opens (the first drawn timeline waits for it):
   nothing read at open but small JSON files; pages come in as queries touch them, and every
   process mapping them shares the one page-cache copy;
 - on S3, only ``lanes.json`` and the overview are fetched at open; the other files come down in
-  the background, in parallel, into ``cache_dir`` (once per job version), and every query the
-  overview cannot answer waits for them.
+  the background, in parallel, into ``cache_dir`` (once per job version), the index first: other
+  windows wait for the index, the event panel and search for everything.
 """
 
 from __future__ import annotations
@@ -33,7 +33,13 @@ from typing import Any
 from starlette.requests import Request
 
 from profilerhub_analysis.timeline.binary import select_window
-from profilerhub_analysis.timeline.bundle import LANES_FILE, OVERVIEW_FILE, OVERVIEW_PX, TraceTimeline
+from profilerhub_analysis.timeline.bundle import (
+    INDEX_PREFIX,
+    LANES_FILE,
+    OVERVIEW_FILE,
+    OVERVIEW_PX,
+    TraceTimeline,
+)
 from profilerhub_app.routes.jobs import OwnedJob, owned_job
 from profilerhub_core.errors import InvalidInput, NotFound, Unavailable
 from profilerhub_core.storage import ObjectStore
@@ -183,13 +189,25 @@ class JobData:
         lanes = json.loads(job.store.get(f"{folder}/{LANES_FILE}"))
         overview = job.store.get(f"{folder}/{OVERVIEW_FILE}") if OVERVIEW_FILE in names else None
         return JobTimeline(
-            lanes, overview, fetch=lambda: self._local_copy(job.store, job.job_id, folder, infos, version)
+            lanes,
+            overview,
+            fetch=lambda index_here: self._local_copy(
+                job.store, job.job_id, folder, infos, version, index_here
+            ),
         )
 
     def _local_copy(
-        self, store: ObjectStore, job_id: str, folder: str, infos: list[Any], version: tuple[str, str, int]
+        self,
+        store: ObjectStore,
+        job_id: str,
+        folder: str,
+        infos: list[Any],
+        version: tuple[str, str, int],
+        index_here: Callable[[Path], None],
     ) -> Path:
-        """The timeline's files under ``cache_dir`` (fetched, in parallel, unless already there)."""
+        """The timeline's files under ``cache_dir`` (fetched, in parallel, unless already there):
+        first what window queries need (the index), handed to ``index_here(folder)`` as soon as
+        it is down, then the per-event columns."""
         parent = self.cache_dir / _safe(job_id)
         safe = _safe(f"{version[1]}-{version[2]}")
         target = parent / safe
@@ -206,11 +224,18 @@ class JobData:
                     for chunk in store.stream(key):
                         fh.write(chunk)
 
+            def index_file(info: Any) -> bool:
+                name = info.key.rsplit("/", 1)[1]
+                return name.startswith(INDEX_PREFIX) or name == LANES_FILE
+
             try:
-                # Largest first, so the long downloads overlap; "done" last, as ingest wrote it.
-                keys = [i.key for i in sorted(infos, key=lambda i: -i.size) if not i.key.endswith("/done")]
+                # The index, then the rest; largest first in each, so the long downloads overlap;
+                # "done" last, as ingest wrote it.
+                files = [i for i in sorted(infos, key=lambda i: -i.size) if not i.key.endswith("/done")]
                 with ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="timeline-fetch") as pool:
-                    list(pool.map(fetch, keys))
+                    list(pool.map(fetch, [i.key for i in files if index_file(i)]))
+                    index_here(partial)
+                    list(pool.map(fetch, [i.key for i in files if not index_file(i)]))
                 (partial / TIMELINE_DONE).write_bytes(b"")
                 shutil.rmtree(target, ignore_errors=True)
                 partial.rename(target)
@@ -229,7 +254,8 @@ class JobTimeline:
     The same queries as :class:`TraceTimeline`. A window over the whole trace is answered from the
     overview written at ingest, cut to the lanes and counters asked for (its header says what it
     covers, so the page draws it like any answer), so the first view never touches the index;
-    everything else is answered by the mapped files, waiting for them while they are fetched.
+    everything else is answered by the mapped files, waiting for them while they are fetched:
+    windows for the index (the first part fetched), the event panel and search for all.
     """
 
     def __init__(
@@ -237,25 +263,38 @@ class JobTimeline:
         lanes: dict[str, Any],
         overview: bytes | None,
         full: TraceTimeline | None = None,
-        fetch: Callable[[], Path] | None = None,
+        fetch: Callable[[Callable[[Path], None]], Path] | None = None,
     ) -> None:
         self.lanes = lanes
         self._overview = overview
         self._full = full
+        self._index: TraceTimeline | None = None  # the index alone, while the rest comes down
         self._error: BaseException | None = None
         self._done = threading.Event()
+        self._index_done = threading.Event()
         if fetch is None:
             self._done.set()
+            self._index_done.set()
         else:
             threading.Thread(target=self._fetch, args=(fetch,), name="timeline-fetch", daemon=True).start()
 
-    def _fetch(self, fetch: Callable[[], Path]) -> None:
+    def _fetch(self, fetch: Callable[[Callable[[Path], None]], Path]) -> None:
         try:
-            self._full = TraceTimeline.open(fetch())
+            self._full = TraceTimeline.open(fetch(self._index_here))
         except BaseException as exc:  # kept for the queries waiting on it
             self._error = exc
         finally:
+            self._index_done.set()
             self._done.set()
+
+    def _index_here(self, folder: Path) -> None:
+        self._index = TraceTimeline.open(folder, details=False)
+        self._index_done.set()
+
+    def _for_windows(self) -> TraceTimeline:
+        if self._full is None and self._index_done.wait(FETCH_WAIT_SECONDS) and self._index is not None:
+            return self._index
+        return self.full()
 
     @property
     def failed(self) -> bool:
@@ -283,13 +322,15 @@ class JobTimeline:
         whole = start <= 0 and end >= int(self.lanes["t_end"]) and px <= 2 * OVERVIEW_PX and min_px == 1.0
         if self._overview is not None and whole:
             return select_window(self._overview, lanes, counters)
-        return self.full().window_bytes(start, end, px, lanes, counters, min_px)
+        return self._for_windows().window_bytes(start, end, px, lanes, counters, min_px)
 
     def overview(self) -> bytes:
         """The whole trace at ``OVERVIEW_PX`` columns, every lane and counter (what the page draws
         first, and under any view until its own answer lands)."""
         if self._overview is None:  # a job ingested before overviews were written
-            self._overview = self.full().window_bytes(0, max(int(self.lanes["t_end"]), 1), OVERVIEW_PX)
+            self._overview = self._for_windows().window_bytes(
+                0, max(int(self.lanes["t_end"]), 1), OVERVIEW_PX
+            )
         return self._overview
 
     def event(self, event_id: int) -> dict[str, Any] | None:

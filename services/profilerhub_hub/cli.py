@@ -47,6 +47,9 @@ def hub(
     if settings.effective_hub_workers > 1:
         engine.dispose()
         factory = "profilerhub_hub.main:app_from_env"
+        # uvicorn restarts a worker that misses a 5 s health ping; on a loaded machine a worker still
+        # importing misses it, and every replacement did too (the hub never came up): allow a minute.
+        config["timeout_worker_healthcheck"] = 60
         uvicorn.run(factory, factory=True, workers=settings.effective_hub_workers, **config)  # type: ignore[arg-type]
         return
     from profilerhub_hub.main import create_app, freeze_startup_objects

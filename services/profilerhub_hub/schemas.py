@@ -37,6 +37,7 @@ class DomainSettingsUpdate(RequestModel):
     idle_minutes: StrictInt | None = Field(None, ge=0, le=7 * 24 * 60)
     users_manage_own_apps: StrictBool | None = None
     allow_impersonation: StrictBool | None = None
+    create_users_on_sign_in: StrictBool | None = None
     max_live_apps: StrictInt | None = Field(None, ge=0, le=10_000)
     job_idle_hours: StrictInt | None = Field(None, ge=0, le=90 * 24)
     rules: RuleConfigs | None = None

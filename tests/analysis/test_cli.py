@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ from .tracegen import annotation, encode, kernel, memcpy, runtime, write_trace
 CLI = [sys.executable, "-m", "profilerhub.cli.main", "analyze"]
 
 
-def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=120)
+def _run(*args: str | Path, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ) | ({"COLUMNS": str(columns)} if columns else {})
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=120, env=env)
 
 
 def _events(scale: float = 1.0) -> list[dict]:
@@ -73,6 +75,30 @@ def test_table_output_shows_the_main_sections(tmp_path: Path) -> None:
         "ampere_sgemm_128x64_nn",
     ):
         assert title in done.stdout
+
+
+LONG_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, " + "x" * 60
+
+
+def _first_column(table: str, title: str) -> str:
+    """The first column's cells of the table under ``title``, joined (undoing folds)."""
+    lines = table.split(title, 1)[1].splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("└"))
+    return "".join(line.split("│")[1].strip() for line in lines[:end] if line.startswith("│"))
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_tables_fit_the_terminal_and_wide_shows_whole_kernel_names(tmp_path: Path, columns: int) -> None:
+    trace = write_trace(tmp_path / "t.json", [*_events(), kernel(LONG_KERNEL, 95, 30, 4)], gz=False)
+    fitted = _run(trace, columns=columns)
+    assert fitted.returncode == 0, fitted.stderr
+    assert max(len(line) for line in fitted.stdout.splitlines()) <= columns, fitted.stdout
+    assert LONG_KERNEL not in _first_column(fitted.stdout, "Top kernels") and "…" in fitted.stdout
+    if columns == 80:
+        assert "not shown at this width: min" in fitted.stdout
+    wide = _run(trace, "--wide", columns=columns)
+    assert max(len(line) for line in wide.stdout.splitlines()) <= columns
+    assert LONG_KERNEL.replace(" ", "") in _first_column(wide.stdout, "Top kernels").replace(" ", "")
 
 
 def test_directory_of_ranks_gives_per_rank_objects_aggregate_and_stragglers(tmp_path: Path) -> None:

@@ -41,17 +41,20 @@ def _job(store: ObjectStore, built: TraceTimeline, done: bool = True) -> OwnedJo
 
 
 class ArraysHeldBack:
-    """A store whose ``.npy`` downloads wait until ``release`` is set (a slow link to S3)."""
+    """A store whose ``.npy`` downloads wait until ``release`` is set (a slow link to S3); with
+    ``index_too=False`` only the per-event columns wait."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, index_too: bool = True) -> None:
         self._store = store
+        self.index_too = index_too
         self.release = threading.Event()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
     def stream(self, key: str, *args: Any) -> Any:
-        if key.endswith(".npy"):
+        held = key.endswith(".npy") and (self.index_too or not key.rsplit("/", 1)[1].startswith("index."))
+        if held:
             assert self.release.wait(60), "the test never released the download"
         return self._store.stream(key, *args)
 
@@ -120,3 +123,18 @@ def test_an_s3_timeline_answers_the_first_view_from_the_overview_then_from_its_f
     assert opened.search("k2") == built.search("k2")
     (copy,) = (tmp_path / "cache" / JOB).iterdir()
     assert (copy / "done").exists() and not copy.name.startswith(".")
+
+
+def test_an_s3_timeline_answers_windows_once_its_index_is_down_before_the_event_columns(
+    s3_bucket: str, s3_server: dict[str, str], tmp_path: Path
+) -> None:
+    built = _built()
+    s3 = open_store(f"s3://{s3_bucket}/u2", s3_endpoint_url=s3_server["endpoint_url"])
+    store = ArraysHeldBack(s3, index_too=False)
+    opened = _open(JobData(str(tmp_path / "cache"), 2), _job(store, built))  # type: ignore[arg-type]
+    end = built.lanes["t_end"]
+    assert opened.window_bytes(10, end // 2, 300) == built.window_bytes(10, end // 2, 300)
+    assert not opened._done.is_set()  # the event columns are still held back
+    store.release.set()
+    kernel_id = next(m["id"] for m in built.search("k1")["matches"])
+    assert opened.event(kernel_id) == built.event(kernel_id)

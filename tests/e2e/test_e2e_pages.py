@@ -118,6 +118,15 @@ def open_page(app: Any, path: str) -> None:
     app.goto(app.app_base + path)
 
 
+def open_timeline(app: Any, job_id: str) -> Any:
+    """Open a job's timeline and wait for its first drawn frame; the canvas."""
+    open_page(app, f"jobs/{job_id}/timeline")
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    canvas = app.locator("#tl-canvas")
+    wait_for(lambda: int(canvas.get_attribute("data-drawn") or 0) > 0, "events drawn", 30)
+    return canvas
+
+
 def table_of(app: Any, panel: str) -> Any:
     """Open a panel's table view (its text alternative) and return the table's body rows."""
     app.click(f"#{panel} .table-toggle")
@@ -227,10 +236,7 @@ def test_a_dashboard_opened_while_the_job_runs_turns_into_the_full_one(
 def test_the_timeline_draws_lanes_zooms_finds_a_kernel_and_shows_its_launch(
     app: Any, jobs: PagesJobs
 ) -> None:
-    open_page(app, f"jobs/{jobs.ids['alexnet']}/timeline")
-    app.wait_for_selector("#tl-view[data-ready='true']")
-    canvas = app.locator("#tl-canvas")
-    wait_for(lambda: int(canvas.get_attribute("data-drawn") or 0) > 0, "events drawn", 30)
+    canvas = open_timeline(app, jobs.ids["alexnet"])
     assert "GPU 0" in app.locator("#lane-tree").inner_text()
     start, end = int(canvas.get_attribute("data-start")), int(canvas.get_attribute("data-end"))
 
@@ -295,6 +301,85 @@ def test_the_timeline_url_restores_the_view_and_selection(app: Any, jobs: PagesJ
     expect(other.locator("[data-toggle='host-2869224']")).to_have_attribute("aria-expanded", "false")
     expect(other.locator("#tl-matches")).to_have_text("1 of 6")
     other.close()
+
+
+def lane_rows(app: Any) -> list[int]:
+    """Lane ids in the order the canvas lays them out, top to bottom."""
+    rows = "window.__timeline.state.layout.rows"
+    return app.evaluate(f"() => {rows}.filter((r) => r.type === 'lane').map((r) => r.lane.lane_id)")  # type: ignore[no-any-return]
+
+
+def test_lanes_reorder_by_drag_and_by_keyboard_and_the_url_keeps_the_order(app: Any, jobs: PagesJobs) -> None:
+    open_page(app, f"jobs/{jobs.ids['alexnet']}/timeline")
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    gpu = app.locator("[data-group='gpu-0'] li[data-lane]")
+    first, _, last = (int(gpu.nth(i).get_attribute("data-lane")) for i in range(3))
+    # Drag the GPU's last stream onto the top half of its first: it moves above it.
+    gpu.nth(2).drag_to(gpu.nth(0), target_position={"x": 20, "y": 2})
+    above = lambda: lane_rows(app).index(last) < lane_rows(app).index(first)  # noqa: E731
+    wait_for(above, "the dragged lane moved up", 30)
+    # Alt+↓ on a focused lane moves it one down.
+    app.focus(f"[data-lane='{last}'] input")
+    app.keyboard.press("Alt+ArrowDown")
+    wait_for(lambda: not above(), "Alt+↓ moved the lane down", 30)
+    expect(app.locator(f"[data-lane='{last}'] input")).to_be_focused()
+    # Groups too: drag "Other" above the host.
+    app.locator("[data-group^='other'] .lane-group").drag_to(
+        app.locator("[data-group^='host'] .lane-group"), target_position={"x": 20, "y": 2}
+    )
+    app.wait_for_url("**order=other**")
+    app.wait_for_url("**lane_order=**")
+    rows, shared = lane_rows(app), app.url
+    shot(app, "timeline-reordered")
+
+    other = app.context.new_page()
+    other.goto(shared)
+    other.wait_for_selector("#tl-view[data-ready='true']")
+    assert lane_rows(other) == rows
+    top = other.locator(".lane-tree > li").first.get_attribute("data-group")
+    assert top is not None and top.startswith("other")
+    other.close()
+
+
+def test_a_zoom_draws_the_cached_view_at_once_and_refines_when_its_answer_lands(
+    app: Any, jobs: PagesJobs
+) -> None:
+    canvas = open_timeline(app, jobs.ids["alexnet"])
+    coarse = float(canvas.get_attribute("data-res"))
+    held: list[Any] = []
+    released: list[bool] = []
+
+    def hold(route: Any) -> None:  # window answers wait until the test releases them
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    app.route("**/timeline/window?**", hold)
+    app.focus("#tl-view")
+    for _ in range(6):
+        app.keyboard.press("w")  # 0.7^6: the view is 8x narrower, too fine for the overview
+    wait_for(lambda: bool(app.evaluate("() => true")) and len(held) > 0, "a finer window asked for", 30)
+    assert int(canvas.get_attribute("data-drawn") or 0) > 0  # drawn at once from the cache
+    assert float(canvas.get_attribute("data-res")) == coarse
+    assert canvas.get_attribute("data-complete") == "false"
+    released.append(True)
+    for route in held:
+        route.continue_()
+    wait_for(lambda: canvas.get_attribute("data-complete") == "true", "the refined frame", 30)
+    assert float(canvas.get_attribute("data-res")) < coarse
+
+
+def test_the_sdk_jobs_timeline_has_a_lane_of_its_annotations_and_steps(app: Any, jobs: PagesJobs) -> None:
+    open_page(app, f"jobs/{jobs.ids['sdk-cpu']}/timeline")
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    expect(app.locator("#lane-tree")).to_contain_text("SDK annotations")
+    app.fill("#tl-query", "step_3")
+    app.press("#tl-query", "Enter")
+    expect(app.locator("#sel-name")).to_have_text("step_3")
+    expect(app.locator("#tl-details")).to_contain_text("sdk_step")
+    expect(app.locator("#tl-details")).to_contain_text("SDK annotations")
+    shot(app, "timeline-sdk")
 
 
 def test_a_kernel_on_the_dashboard_opens_the_timeline_at_it(app: Any, jobs: PagesJobs) -> None:

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from pydantic import SecretStr
 
 from profilerhub_core.db.models import AuditEvent
+from tests.support.hub import auth
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, TestOpenIDProvider
 
 DOMAIN_MAP = {"ml-team": "ml"}
@@ -132,11 +133,12 @@ def test_unknown_user_is_refused_unless_the_domain_creates_users(
         and "There is no user &#x27;bob&#x27; in domain &#x27;ml&#x27;" in answer.text
     )
     assert oidc_client.get("/api/v1/me").status_code == 401
-    with seed.session() as session:
-        from profilerhub_core.records import domains
-
-        domains.require_domain(session, "ml").settings = {"create_users_on_sign_in": True}
-        session.commit()
+    patched = oidc_client.patch(
+        "/api/v1/domains/ml",
+        json={"settings": {"create_users_on_sign_in": True}},
+        headers=auth(seed.admin_token),
+    )
+    assert patched.status_code == 200 and patched.json()["settings"]["create_users_on_sign_in"] is True
     answer = sign_in(oidc_client, provider, {"preferred_username": "bob", "groups": "ml-team"})
     assert answer.status_code == 303, answer.text
     me = oidc_client.get("/api/v1/me").json()

@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 import profilerhub as ph
+from profilerhub.hubclient import HubJob
+from profilerhub.sinks.hub import HubSink
 from tests.support.hub import auth, wait_for
 
 from .training import ANNOTATIONS, PRINTED_LOSS, train
@@ -42,6 +44,7 @@ def test_profiled_training_run_ends_ready_on_the_hub_with_its_summary(
     train(torch, 6)
     summary = ph.finish(timeout=30)
     assert summary["completed"], summary
+    assert "profilerhub apps start" in summary["where_to_look"]  # no app is running yet
 
     job_url = summary["location"]
     job: dict[str, Any] = {}
@@ -71,3 +74,12 @@ def test_profiled_training_run_ends_ready_on_the_hub_with_its_summary(
     assert rules["final"] and [c["rule"] for c in rules["configured"]] == ["StepOutlier", "Dataloader"]
     assert rules["rules"][1]["parameters"]["fetch_threshold"] == 90
     assert {r["status"] for r in rules["rules"]} <= {"NoIssuesFound", "IssuesFound", "Error"}
+
+    # With her profiler app running, the run's end names the job's page in it.
+    app = httpx.post(f"{api}/domains/research/users/alice/apps", json={}, headers=auth(token)).json()
+    one_app = f"{api}/domains/research/users/alice/apps/DetailedProfiler/default"
+    wait_for(lambda: httpx.get(one_app, headers=auth(token)).json()["status"] == "InService", "the app", 120)
+    sink = HubSink(hub.url, token, "e2e-mlp")
+    sink.job = HubJob("research", "alice", job["job_id"], "e2e-mlp", "hub")
+    page = f"{hub.url}/apps/{app['app_id']}/jobs/{job['job_id']}"
+    assert sink.where_to_look() == f"open it in your profiler app: {page}"

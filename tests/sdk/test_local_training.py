@@ -101,6 +101,21 @@ def _assert_annotations_line_up_with_trace(trace: dict, ranges: list[dict]) -> N
     assert len(matched) == len(profiled)
 
 
+def test_a_torch_profiler_schedule_that_never_becomes_active_is_named_at_finish(
+    torch: ModuleType, tmp_path: Path, sdk_log: pytest.LogCaptureFixture
+) -> None:
+    ph.init(job="too-short", output=tmp_path, torch_profiler={"wait": 5, "warmup": 2, "active": 2})
+    train(torch, 3)
+    summary = ph.finish()
+    said = " ".join(r.getMessage() for r in sdk_log.records if r.levelname == "WARNING")
+    assert "schedule never became active: the run had 3 ph.step() call(s)" in said
+    assert "skip_first + wait + warmup = 7" in said
+    assert torch_traces(files_of_dir(tmp_path / "too-short")) == [] and summary["completed"]
+    finished = [r.getMessage() for r in sdk_log.records if "finished" in r.getMessage()]
+    assert finished == [f"profilerhub: job too-short finished; {summary['uploaded_files']} file(s) in "
+                        f"{(tmp_path / 'too-short').resolve()}"]  # fmt: skip
+
+
 def test_annotations_from_many_threads_keep_their_own_nesting(tmp_path: Path) -> None:
     ph.init(job="threads", output=tmp_path, chunk_interval_s=0.1)
     barrier = threading.Barrier(4)

@@ -362,7 +362,8 @@ def cull_idle(ctx: WorkerContext) -> int:
 
 
 def suspend_all(ctx: WorkerContext) -> int:
-    """Stop every running instance but keep its app InService, marked to restart (``up``'s exit)."""
+    """Stop every running instance (``up``'s exit): an InService app's is marked to restart, a
+    Pending app's start is undone (it is re-sent later), and instances no app owns are stopped."""
     suspended = 0
     with ctx.sessions() as session:
         for app in session.scalars(sa.select(App).where(App.status == AppStatus.InService)).all():
@@ -376,5 +377,13 @@ def suspend_all(ctx: WorkerContext) -> int:
                 spawner_state={**spawner.get_state(), SUSPENDED: True},
             )
             suspended += 1
+        for app in session.scalars(sa.select(App).where(App.status == AppStatus.Pending)).all():
+            # Mid-spawn (its worker stopped or died first): stop what it started, and forget the
+            # try, so the next start re-sends it instead of timing it out.
+            _spawner(session, app, ctx).stop()
+            save_instance(session, app.id, AppStatus.Pending, endpoint=None, spawner_state={})
         session.commit()
+    cls = spawner_class(ctx.spawner)
+    for app_id, state in list(cls.list_instances(ctx.spawner_config)):  # anything else left running
+        cls.found(app_id, ctx.spawner_config, state).stop()
     return suspended

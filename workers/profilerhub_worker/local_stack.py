@@ -46,11 +46,13 @@ def apps_stack(settings: Settings, env: dict[str, str]) -> Iterator[tuple[Settin
 
 def suspend_local_apps(settings: Settings) -> int:
     """Stop every InService app's process, keeping the apps InService to be restarted later."""
-    if settings.spawner != "local":
-        return 0  # other backends (Kubernetes) keep running without `up`
     from profilerhub_core.tasks import make_producer
     from profilerhub_worker.context import build_context
     from profilerhub_worker.lifecycle import suspend_all
+    from profilerhub_worker.spawners import spawner_class
+
+    if spawner_class(settings.spawner).kind != "local":  # by kind: a local spawner's subclass too
+        return 0  # other backends (Kubernetes) keep running without `up`
 
     assert settings.redis_url
     ctx = build_context(settings, make_producer(settings.redis_url, queue=settings.celery_queue))

@@ -40,20 +40,25 @@ def _fail(message: str) -> typer.Exit:
 
 def analyze(
     path: Path = typer.Argument(..., help="A trace (.json or .json.gz), or a directory of per-rank traces."),
-    output: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="table or json."),
+    output: OutputFormat = typer.Option(
+        OutputFormat.table, "--format", "--output", "-f", "-o", help="table (fitted to the terminal) or json."
+    ),
     top: int | None = typer.Option(
         None,
         "--top",
         "-n",
         min=1,
-        help=f"Keep only the N kernels with the most time (table default {DEFAULT_TABLE_TOP}; json: all).",
+        metavar="N",
+        show_default=f"{DEFAULT_TABLE_TOP} in a table, all in json",
+        help="Keep only the N kernels with the most time.",
     ),
     max_size: str | None = typer.Option(
         None,
         "--max-size",
-        help="Largest decompressed trace to load, e.g. 4G "
-        "(default 4G, or PROFILERHUB_ANALYSIS_MAX_TRACE_BYTES).",
+        show_default="4G, or PROFILERHUB_ANALYSIS_MAX_TRACE_BYTES",
+        help="Largest decompressed trace to load, e.g. 512M or 16G.",
     ),
+    wide: bool = typer.Option(False, "--wide", help="Show kernel names whole (folded), not cut."),
 ) -> None:
     """Analyse PyTorch profiler traces: kernels, launch latency, idle time, memory copies, sync, steps."""
     require("profilerhub_analysis.report", "analysis")
@@ -102,7 +107,7 @@ def analyze(
         return
     from profilerhub.cli.analyze_table import render
 
-    render(result)
+    render(result, wide=wide)
 
 
 def _spinner(text: str) -> Any:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 
@@ -22,34 +23,111 @@ def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
-def _short(name: str, width: int = 90) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+def _short(name: str, width: int | None = 90) -> str:
+    """``name`` cut to ``width`` characters (None: whole, for ``--wide``)."""
+    return name if width is None or len(name) <= width else name[: width - 1] + "…"
 
 
-def _table(title: str, *columns: str) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold")
-    for i, c in enumerate(columns):
-        if i == 0:
-            t.add_column(c, justify="left", overflow="ellipsis", no_wrap=True, min_width=12, max_width=70)
-        else:
-            t.add_column(c, justify="right", no_wrap=True, min_width=max(len(c), 11))
-    return t
+class FitTable(Table):
+    """A table that fits the width it is printed in (80 or 120 columns, a pipe's 160).
+
+    When the columns' contents need more than the width, the columns named in ``drop`` are left
+    out, in that order, until it fits (the caption names them); what still does not fit wraps.
+    The first column (a kernel's name) gives way first: cut with an ellipsis, or, ``wide``,
+    folded onto as many lines as the whole name needs.
+    """
+
+    def __init__(self, title: str, columns: tuple[str, ...], drop: tuple[str, ...] = (), wide: bool = False):
+        super().__init__(title=title, title_justify="left", title_style="bold", caption_justify="left")
+        self.drop = drop
+        self.wide = wide
+        for i, c in enumerate(columns):
+            if i == 0:
+                self.add_column(
+                    c,
+                    justify="left",
+                    overflow="fold" if wide else "ellipsis",
+                    no_wrap=not wide,
+                    min_width=12,
+                    max_width=None if wide else 70,
+                )
+            else:
+                self.add_column(c, justify="right", no_wrap=True, min_width=min(len(c), 11))
+
+    def _needs(self, index: int, name_width: int = 12) -> int:
+        """Columns a column takes; the first (a name) may shrink to ``name_width``."""
+        column = self.columns[index]
+        cells = [len(str(cell)) for cell in column._cells]
+        need = max([len(str(column.header)), *cells])
+        return (min(need, name_width) if index == 0 else need) + 3
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        kept = list(range(len(self.columns)))
+        left_out: list[str] = []
+        for name in self.drop:  # columns go before a name is cut below 28 characters
+            if sum(self._needs(i, 28) for i in kept) + 1 <= width:
+                break
+            index = next((i for i in kept if self.columns[i].header == name), None)
+            if index is not None:
+                kept.remove(index)
+                left_out.append(name)
+        others = sum(self._needs(i) for i in kept[1:]) + 1
+        tight = others + self._needs(0) > width  # even a 12-wide name column does not fit: wrap numbers
+        fitted = Table(title=self.title, title_justify="left", title_style="bold", caption_justify="left")
+        for i in kept:
+            c = self.columns[i]
+            if i == 0 and not self.wide:  # as wide as is left over, the rest of a long name cut
+                room = max(12, min(70, width - others - 3))
+                longest = max([len(str(c.header)), *(len(str(x)) for x in c._cells)])
+                fitted.add_column(c.header, overflow="ellipsis", no_wrap=True, width=min(room, longest))
+            else:
+                fitted.add_column(c.header, justify=c.justify, overflow=c.overflow, min_width=c.min_width,
+                                  max_width=c.max_width, no_wrap=c.no_wrap and not tight)  # fmt: skip
+        for row in zip(*(self.columns[i]._cells for i in kept), strict=True):
+            fitted.add_row(*row)
+        notes = [str(self.caption)] if self.caption else []
+        if left_out:
+            notes.append(f"not shown at this width: {', '.join(left_out)} (--format json has them)")
+        fitted.caption = "\n".join(notes) or None
+        yield from fitted.__rich_console__(console, options)
 
 
-def render(result: dict[str, Any], console: Console | None = None) -> None:
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)  # piped into a file or pager: don't squeeze to 80 columns
+def _table(title: str, *columns: str, drop: tuple[str, ...] = (), wide: bool = False) -> FitTable:
+    return FitTable(title, columns, drop, wide)
+
+
+def output_console() -> Console:
+    """The terminal's width; piped, ``$COLUMNS`` or 160 (a file or pager need not squeeze to 80)."""
+    console = Console()
+    if not console.is_terminal:
+        columns = os.environ.get("COLUMNS", "")
+        console = Console(width=int(columns) if columns.isdigit() else 160)
+    return console
+
+
+def render(result: dict[str, Any], console: Console | None = None, *, wide: bool = False) -> None:
+    """Print an ``analyze`` result; ``wide`` shows kernel names whole (folded), not cut."""
+    console = console or output_console()
     if "ranks" in result:
         _render_ranks(result, console)
-        _render_one(result["aggregate"], console, title="All ranks")
+        _render_one(result["aggregate"], console, title="All ranks", wide=wide)
         return
-    _render_one(result, console, title=result.get("source") or "trace")
+    _render_one(result, console, title=result.get("source") or "trace", wide=wide)
 
 
 def _render_ranks(result: dict[str, Any], console: Console) -> None:
-    t = _table("Per rank", "trace", "rank", "events", "kernels", "GPU idle", "compute", "median step")
+    t = _table(
+        "Per rank",
+        "trace",
+        "rank",
+        "events",
+        "kernels",
+        "GPU idle",
+        "compute",
+        "median step",
+        drop=("events", "kernels"),
+    )
     for r in result["ranks"]:
         idle = sum(x["idle_us"] for x in r["temporal"])
         comp = sum(x["compute_us"] for x in r["temporal"])
@@ -83,7 +161,7 @@ def _render_ranks(result: dict[str, Any], console: Console) -> None:
         console.print(f"No stragglers (no rank > {s['threshold_pct']:.0f}% above the median).")
 
 
-def _render_one(r: dict[str, Any], console: Console, title: str) -> None:
+def _render_one(r: dict[str, Any], console: Console, title: str, wide: bool = False) -> None:
     kinds = r["kernel_kinds"]
     gpu_total = sum(kinds.values())
     console.print(f"[bold]{title}[/bold]: {r['events']:,} events", highlight=False)
@@ -92,11 +170,22 @@ def _render_one(r: dict[str, Any], console: Console, title: str) -> None:
     if not r["kernels"] and not gpu_total:
         console.print("No GPU work in this trace (CPU-only profile).")
     else:
-        t = _table("Top kernels", "kernel", "count", "total", "mean", "min", "max", "share")
+        t = _table(
+            "Top kernels",
+            "kernel",
+            "count",
+            "total",
+            "mean",
+            "min",
+            "max",
+            "share",
+            drop=("min", "max", "mean"),
+            wide=wide,
+        )
         ktotal = r.get("kernel_time_us") or sum(k["total_us"] for k in r["kernels"])
         for k in r["kernels"]:
             t.add_row(
-                _short(k["name"]),
+                _short(k["name"], None if wide else 90),
                 f"{k['count']:,}",
                 _us(k["total_us"]),
                 _us(k["mean_us"]),
@@ -115,7 +204,16 @@ def _render_one(r: dict[str, Any], console: Console, title: str) -> None:
         console.print(t)
     lat = r["launch_latency"]
     if lat["count"]:
-        t = _table("Kernel launch latency", "launches", "mean", "p50", "p95", "max", "GPU ops without launch")
+        t = _table(
+            "Kernel launch latency",
+            "launches",
+            "mean",
+            "p50",
+            "p95",
+            "max",
+            "GPU ops without launch",
+            drop=("p50", "max"),
+        )
         t.add_row(
             f"{lat['count']:,}",
             _us(lat["mean_us"]),
@@ -173,7 +271,16 @@ def _render_one(r: dict[str, Any], console: Console, title: str) -> None:
         console.print(t)
     steps = r["steps"]
     if steps and "kernel_us" in steps[0]:
-        t = _table("Steps", "step", "duration", "kernel", "memcpy/memset", "sync", "CPU only")
+        t = _table(
+            "Steps",
+            "step",
+            "duration",
+            "kernel",
+            "memcpy/memset",
+            "sync",
+            "CPU only",
+            drop=("sync", "memcpy/memset"),
+        )
         for s in steps[:50]:
             t.add_row(
                 str(s["step"]),

@@ -75,13 +75,9 @@ def compare(
 
 
 def render(c: dict[str, Any], top: int) -> None:
-    from rich.console import Console
+    from profilerhub.cli.analyze_table import _short, _table, _us, output_console
 
-    from profilerhub.cli.analyze_table import _short, _table, _us
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
+    console = output_console()
     console.print(f"[bold]base[/bold] {c['base']['source']}\n[bold]test[/bold] {c['test']['source']}")
 
     def num(metric: str, v: Any) -> str:
@@ -104,7 +100,17 @@ def render(c: dict[str, Any], top: int) -> None:
     for title, rows in (("Kernels by impact", c["kernels"]), ("Ops by impact", c["ops"])):
         if not rows:
             continue
-        t = _table(title, "name", "base count", "test count", "base time", "test time", "delta", "change")
+        t = _table(
+            title,
+            "name",
+            "base count",
+            "test count",
+            "base time",
+            "test time",
+            "delta",
+            "change",
+            drop=("base count", "test count"),
+        )
         for r in rows[:top]:
             t.add_row(
                 _short(r["name"], 70),

@@ -58,6 +58,10 @@ class Sink(ABC):
     def location(self) -> str:
         """Where the files land, for people (a directory, an ``s3://`` URL, a hub job URL)."""
 
+    def where_to_look(self) -> str:
+        """Once the run is over, where a person sees it, beyond ``location`` ("" when nothing more)."""
+        return ""
+
     def info(self) -> dict[str, Any]:
         """What ``job.json`` records about the destination (the hub sink adds the job id)."""
         return {"kind": self.kind, "location": self.location}

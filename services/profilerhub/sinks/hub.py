@@ -45,6 +45,27 @@ class HubSink(Sink):
             return self._client.job_url(self.job)
         return f"{self.url} (job {self.job_name!r} not registered yet)"
 
+    def where_to_look(self) -> str:
+        """Where a person sees the job: its page in the owner's running profiler app, or how to get one.
+
+        Asked once the run is over, on a client of its own with a short timeout (the run's client
+        may be closed, and a hub that is down must not hold up the end of training)."""
+        if self.job is None:
+            return ""
+        client = HubClient(self.url, self.token, timeout=3.0, transport=self._transport)
+        try:
+            url = client.app_job_url(self.job)
+        except (HubError, ValueError, AttributeError):
+            url = None
+        finally:
+            client.close()
+        if url:
+            return f"open it in your profiler app: {url}"
+        return (
+            "see it in your profiler app once it runs: `profilerhub apps start`, or Start in the console "
+            f"at {self.url.rstrip('/')}/console/"
+        )
+
     def info(self) -> dict[str, Any]:
         out = super().info()
         if self.job is not None:

@@ -50,6 +50,7 @@ KIND_NAMES = (
 )  # fmt: skip
 MAX_SEARCH = 1000
 LANES_FILE = "lanes.json"
+INDEX_PREFIX = "index."  # the files window queries need (with LANES_FILE)
 OVERVIEW_FILE = "overview.phw"
 #: Columns of the overview: what the page asks for a first view 2048 px wide (twice its width).
 OVERVIEW_PX = 4096
@@ -234,7 +235,7 @@ class TraceTimeline:
 
     def to_files(self) -> dict[str, bytes]:
         """``{file name: bytes}``: the index, the detail columns, the launch links, ``lanes.json``."""
-        files = index_files(self.index, prefix="index.")
+        files = index_files(self.index, prefix=INDEX_PREFIX)
         for name, col in self.columns.items():
             files[f"event.{name}.npy"] = npy_bytes(col)
         files["launched_by.npy"] = npy_bytes(self.launched_by)
@@ -244,14 +245,18 @@ class TraceTimeline:
         return files
 
     @classmethod
-    def open(cls, directory: str | Path) -> TraceTimeline:
-        """Map a saved timeline read-only (nothing is rebuilt)."""
+    def open(cls, directory: str | Path, details: bool = True) -> TraceTimeline:
+        """Map a saved timeline read-only (nothing is rebuilt). ``details=False``: the index and
+        lanes only (``INDEX_PREFIX`` files and ``lanes.json``), for windows alone: ``event``,
+        ``search`` and ``aggregate`` need the per-event columns."""
         root = Path(directory)
         self = cls.__new__(cls)
-        self.index = open_index(root, prefix="index.")
-        self.columns = {n: np.load(root / f"event.{n}.npy", mmap_mode="r") for n in DETAIL_COLUMNS}
-        self.launched_by = np.load(root / "launched_by.npy", mmap_mode="r")
-        self.launched_op = np.load(root / "launched_op.npy", mmap_mode="r")
+        self.index = open_index(root, prefix=INDEX_PREFIX)
+        self.columns, self.launched_by, self.launched_op = {}, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if details:
+            self.columns = {n: np.load(root / f"event.{n}.npy", mmap_mode="r") for n in DETAIL_COLUMNS}
+            self.launched_by = np.load(root / "launched_by.npy", mmap_mode="r")
+            self.launched_op = np.load(root / "launched_op.npy", mmap_mode="r")
         self.lanes = json.loads((root / LANES_FILE).read_text())
         return self
 
@@ -377,6 +382,7 @@ class TraceTimeline:
 __all__ = [
     "BUNDLE_FORMAT",
     "DETAIL_COLUMNS",
+    "INDEX_PREFIX",
     "KIND_NAMES",
     "LANES_FILE",
     "OVERVIEW_FILE",

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, contains_eager
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
@@ -32,15 +32,51 @@ def get_app_by_id(session: Session, app_id: str) -> App | None:
     return session.get(App, app_id)
 
 
+# Built once: every describe, open and delete of an app runs it (building costs more than the query).
+_APP_BY_NAME = (
+    sa.select(App)
+    .where(
+        App.user_id == sa.bindparam("user_id"),
+        App.app_type == sa.bindparam("app_type"),
+        App.app_name == sa.bindparam("app_name"),
+    )
+    .order_by((App.status == AppStatus.Deleted).asc(), App.created_at.desc())
+    .limit(1)
+)
+
+
 def get_app(session: Session, user: UserProfile, app_type: AppType, app_name: str) -> App | None:
     """The live app of that name, else the most recently deleted one (deleted apps stay readable)."""
-    stmt = (
-        sa.select(App)
-        .where(App.user_id == user.id, App.app_type == app_type, App.app_name == app_name)
-        .order_by((App.status == AppStatus.Deleted).asc(), App.created_at.desc())
-        .limit(1)
+    params = {"user_id": user.id, "app_type": app_type, "app_name": app_name}
+    return session.scalar(_APP_BY_NAME, params)
+
+
+_USER_AND_APP = (
+    sa.select(UserProfile, App)
+    .join(UserProfile.domain)
+    .options(contains_eager(UserProfile.domain))
+    .outerjoin(
+        App,
+        sa.and_(
+            App.user_id == UserProfile.id,
+            App.app_type == sa.bindparam("app_type"),
+            App.app_name == sa.bindparam("app_name"),
+        ),
     )
-    return session.scalar(stmt)
+    .where(UserProfile.domain_id == sa.bindparam("domain_id"), UserProfile.name == sa.bindparam("name"))
+    .order_by((App.status == AppStatus.Deleted).asc(), App.created_at.desc())
+    .limit(1)
+)
+
+
+def get_user_and_app(
+    session: Session, domain_id: str, user_name: str, app_type: AppType, app_name: str
+) -> tuple[UserProfile | None, App | None]:
+    """User ``user_name`` of domain ``domain_id`` (its ``domain`` loaded) and their app as
+    ``get_app`` finds it, in one query: the describe of an app is the hub's most frequent read."""
+    params = {"domain_id": domain_id, "name": user_name, "app_type": app_type, "app_name": app_name}
+    row = session.execute(_USER_AND_APP, params).first()
+    return (row[0], row[1]) if row is not None else (None, None)
 
 
 def require_app(session: Session, user: UserProfile, app_type: AppType, app_name: str) -> App:
@@ -157,6 +193,7 @@ __all__ = [
     "apps_query",
     "create_user_app",
     "get_app",
+    "get_user_and_app",
     "get_app_by_id",
     "live_apps_in_domain",
     "record_activity",

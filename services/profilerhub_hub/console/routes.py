@@ -149,7 +149,7 @@ def _signin_page(request: Request, message: str = "", status: int = 200) -> Resp
     if request.app.state.oidc is not None:
         oidc = (
             f'<p><a class="button primary" id="sign-in-oidc" href="{START_PATH}">Sign in with '
-            f'{html.escape(provider_name(settings))}</a></p><p class="help">Or paste an API token:</p>'
+            f'{html.escape(provider_name(settings))}</a></p><p class="help">or</p>'
         )
     text = _SIGNIN.format(signin=html.escape(signin_token(settings, value)), message=note, oidc=oidc)
     response = _page(text, status)

@@ -69,15 +69,34 @@ class Call:
         return resolved_domain(self.caller, domain, missing)
 
     def user(self) -> Resolved:
+        return self._user(None)[0]
+
+    def user_and_app(self, action: Action) -> tuple[Resolved, App]:
+        """The target user, allowed ``action``, and their app ``AppType``/``AppName`` (the live
+        one, else the last deleted), found by one query."""
+        app_type = _app_type(self)
+        resolved, app = self._user(app_type)
+        target = self.allowed(resolved, action)
+        assert target.user is not None
+        if app is None:
+            raise apps.app_not_found(target.user, app_type, self.params["AppName"])
+        return target, app
+
+    def _user(self, app_type: AppType | None) -> tuple[Resolved, App | None]:
         name = self.params.get("UserProfileName")
         if self.params.get("SpaceName"):
             raise validation("Spaces are not supported by ProfilerHub; give UserProfileName")
         if not name:
             raise validation("UserProfileName is required (ProfilerHub apps belong to user profiles)")
         raw = domain_uuid(self.params["DomainId"])
-        user = users.get_user_in_domain(self.session, raw, name) if raw and is_valid_name(name) else None
+        user, app = None, None
+        if raw and is_valid_name(name):
+            if app_type is None:
+                user = users.get_user_in_domain(self.session, raw, name)
+            else:
+                user, app = apps.get_user_and_app(self.session, raw, name, app_type, self.params["AppName"])
         if user is not None:  # the common case in one query, as in REST's resolve
-            return resolved_user(self.caller, user, _domain_missing(self.params["DomainId"]))
+            return resolved_user(self.caller, user, _domain_missing(self.params["DomainId"])), app
         domain = self.domain().domain  # raises when the domain is missing or hidden
         assert domain is not None
         raise users.user_not_found(domain.name, name)
@@ -367,9 +386,8 @@ def create_app(call: Call) -> dict[str, Any]:
 
 
 def describe_app(call: Call) -> dict[str, Any]:
-    target = call.allowed(call.user(), Action.DescribeApp)
+    target, app = call.user_and_app(Action.DescribeApp)
     assert target.user is not None
-    app = call.the_app(target)
     return _clean(
         _app_details(call, app, target.user.name)
         | {

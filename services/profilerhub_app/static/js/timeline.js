@@ -80,15 +80,18 @@ function frame() {
   if (!scale) return;
   const t = performance.now();
   const px = Math.max(1, Math.round(cssW - GUTTER));
-  const w = cache.best(scale.start, scale.end, scale.nsPerPx);
+  const plan = cache.plan(scale.start, scale.end, scale.nsPerPx);
   cache.want(scale.start, scale.end, px);
-  const drawn = drawFrame(ctx, cssW, cssH, scale, w, { ...st, layout: st.layout, collapsed: st.collapsed, eventRect });
+  const drawn = drawFrame(ctx, cssW, cssH, scale, plan.pieces, { ...st, layout: st.layout, collapsed: st.collapsed, eventRect });
   const done = performance.now();
   frames.push(done - t);
   if (frames.length > 500) frames.shift();
   if (drawn > 0 && window.__timeline.firstDraw === null) window.__timeline.firstDraw = done;
   for (const resolve of frameWaiters.splice(0)) resolve(done);
   canvas.dataset.drawn = String(drawn);
+  // ns per column of the finest window drawn, and whether the view is all at its resolution (tests).
+  canvas.dataset.res = plan.pieces.length ? String(Math.min(...plan.pieces.map((p) => p.w.nsPerPx))) : "";
+  canvas.dataset.complete = String(plan.complete);
   canvas.dataset.start = String(Math.round(scale.start));
   canvas.dataset.end = String(Math.round(scale.end));
   const sel = st.selection && eventRect(st.selection);
@@ -140,19 +143,105 @@ function clampScroll() {
   st.scrollY = Math.max(0, Math.min(st.scrollY, st.layout.height - cssH + 40));
 }
 
-function moveGroup(key, delta) {
+// Reordering: groups among groups, lanes inside their group; by drag in the Lanes tree, by the
+// ↑/↓ buttons of a group, or Alt+↑/↓ on a focused group or lane. The URL keeps both orders.
+function moveItem(list, from, to) {
+  if (from < 0 || to < 0 || from >= list.length || to >= list.length || from === to) return false;
+  const [item] = list.splice(from, 1);
+  list.splice(to, 0, item);
+  return true;
+}
+
+function moveGroup(key, delta, focus = `[data-move="${key}:${delta}"]`) {
   const i = st.groups.findIndex((g) => g.key === key);
-  const j = i + delta;
-  if (i < 0 || j < 0 || j >= st.groups.length) return;
-  [st.groups[i], st.groups[j]] = [st.groups[j], st.groups[i]];
+  if (!moveItem(st.groups, i, i + delta)) return;
   relayout();
-  document.querySelector(`[data-move="${key}:${delta}"]`)?.focus();
+  document.querySelector(focus)?.focus();
+}
+
+function moveLane(laneId, delta) {
+  const group = st.groups.find((g) => g.lanes.some((lane) => lane.lane_id === laneId));
+  if (!group) return;
+  const i = group.lanes.findIndex((lane) => lane.lane_id === laneId);
+  if (!moveItem(group.lanes, i, i + delta)) return;
+  relayout();
+  document.querySelector(`[data-lane="${laneId}"] input`)?.focus();
 }
 
 function toggleGroup(key) {
   if (st.collapsed.has(key)) st.collapsed.delete(key);
   else st.collapsed.add(key);
   relayout();
+}
+
+// Drag and drop: what is dragged ({group} or {lane}); a drop lands before the item under the
+// pointer (after it in its lower half).
+let dragged = null;
+function dropTarget(e, item) {
+  e.preventDefault();
+  const rect = e.currentTarget.getBoundingClientRect();
+  const after = e.clientY > rect.top + rect.height / 2;
+  e.currentTarget.classList.toggle("drop-before", !after);
+  e.currentTarget.classList.toggle("drop-after", after);
+  return { ...item, after };
+}
+
+function onDrop(e, target) {
+  e.preventDefault();
+  e.stopPropagation();
+  const at = dropTarget(e, target);
+  const from = dragged;
+  dragged = null;
+  if (!from) return;
+  if (from.group !== undefined && at.group !== undefined) {
+    const i = st.groups.findIndex((g) => g.key === from.group);
+    let j = st.groups.findIndex((g) => g.key === at.group) + (at.after ? 1 : 0);
+    if (j > i) j -= 1;
+    moveItem(st.groups, i, j);
+  } else if (from.lane !== undefined && at.lane !== undefined) {
+    const group = st.groups.find((g) => g.lanes.some((lane) => lane.lane_id === from.lane));
+    if (!group || !group.lanes.some((lane) => lane.lane_id === at.lane)) return renderLaneTree(); // lanes stay in their group
+    const i = group.lanes.findIndex((lane) => lane.lane_id === from.lane);
+    let j = group.lanes.findIndex((lane) => lane.lane_id === at.lane) + (at.after ? 1 : 0);
+    if (j > i) j -= 1;
+    moveItem(group.lanes, i, j);
+  }
+  relayout();
+}
+
+function dragHandlers(item) {
+  return {
+    draggable: "true",
+    ondragstart: (e) => {
+      e.stopPropagation();
+      dragged = item;
+      e.dataTransfer.effectAllowed = "move";
+      e.dataTransfer.setData("text/plain", JSON.stringify(item));
+    },
+    ondragover: (e) => {
+      if (dragged && (dragged.group !== undefined) === (item.group !== undefined)) {
+        e.stopPropagation();
+        dropTarget(e, item);
+      }
+    },
+    ondragleave: (e) => e.currentTarget.classList.remove("drop-before", "drop-after"),
+    ondrop: (e) => {
+      if (dragged && (dragged.group !== undefined) === (item.group !== undefined)) onDrop(e, item);
+    },
+    ondragend: () => {
+      dragged = null;
+      laneTree.querySelectorAll(".drop-before, .drop-after").forEach((n) => n.classList.remove("drop-before", "drop-after"));
+    },
+  };
+}
+
+function altArrows(move) {
+  return (e) => {
+    if (!e.altKey || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
+    e.preventDefault();
+    e.stopPropagation();
+    move(e.key === "ArrowUp" ? -1 : 1);
+  };
 }
 
 let laneTree = null;
@@ -162,15 +251,15 @@ function renderLaneTree() {
     laneTree,
     el(
       "ul",
-      { class: "lane-tree" },
+      { class: "lane-tree", "aria-describedby": "lane-tree-help" },
       st.groups.map((g, i) =>
         el(
           "li",
-          {},
+          { "data-group": g.key, ...dragHandlers({ group: g.key }) },
           el(
             "div",
             { class: "lane-group" },
-            el("button", { type: "button", class: "ghost", "aria-expanded": String(!st.collapsed.has(g.key)), "data-toggle": g.key, onclick: () => toggleGroup(g.key) }, `${st.collapsed.has(g.key) ? "▸" : "▾"} ${g.name}`),
+            el("button", { type: "button", class: "ghost", "aria-expanded": String(!st.collapsed.has(g.key)), "aria-keyshortcuts": "Alt+ArrowUp Alt+ArrowDown", "data-toggle": g.key, onclick: () => toggleGroup(g.key), onkeydown: altArrows((d) => moveGroup(g.key, d, `[data-toggle="${g.key}"]`)) }, `${st.collapsed.has(g.key) ? "▸" : "▾"} ${g.name}`),
             el("button", { type: "button", class: "ghost", "aria-label": `move ${g.name} up`, disabled: i === 0, "data-move": `${g.key}:-1`, onclick: () => moveGroup(g.key, -1) }, "↑"),
             el("button", { type: "button", class: "ghost", "aria-label": `move ${g.name} down`, disabled: i === st.groups.length - 1, "data-move": `${g.key}:1`, onclick: () => moveGroup(g.key, 1) }, "↓"),
           ),
@@ -182,13 +271,16 @@ function renderLaneTree() {
                 g.lanes.map((lane) =>
                   el(
                     "li",
-                    {},
+                    { "data-lane": lane.lane_id, class: "lane-item", ...dragHandlers({ lane: lane.lane_id }) },
                     el(
                       "label",
                       {},
+                      el("span", { class: "grip", "aria-hidden": "true" }, "⠿"),
                       el("input", {
                         type: "checkbox",
                         checked: !st.hidden.has(lane.lane_id),
+                        "aria-keyshortcuts": "Alt+ArrowUp Alt+ArrowDown",
+                        onkeydown: altArrows((d) => moveLane(lane.lane_id, d)),
                         onchange: (e) => {
                           if (e.target.checked) st.hidden.delete(lane.lane_id);
                           else st.hidden.add(lane.lane_id);
@@ -204,6 +296,7 @@ function renderLaneTree() {
         ),
       ),
     ),
+    el("p", { class: "muted keys", id: "lane-tree-help" }, "Drag a group or a lane to reorder it, or Alt+↑/↓ on it."),
   );
 }
 
@@ -432,6 +525,9 @@ function saveUrl() {
   const defaultOrder = st.lanesInfo.groups.map((g, i) => groupKey(g, i)).join(",");
   const order = st.groups.map((g) => g.key).join(",");
   if (order !== defaultOrder) params.set("order", order);
+  const laneOrder = st.groups.flatMap((g) => g.lanes.map((lane) => lane.lane_id)).join(",");
+  const defaultLanes = st.lanesInfo.groups.flatMap((g) => g.lanes.map((lane) => lane.lane_id)).join(",");
+  if (laneOrder !== defaultLanes) params.set("lane_order", laneOrder);
   if (st.collapsed.size) params.set("collapsed", [...st.collapsed].join(","));
   if (st.hidden.size) params.set("hidden", [...st.hidden].join(","));
   if (st.selection) params.set("sel", String(st.selection.id));
@@ -500,8 +596,9 @@ function click(x, y) {
   if (!row) return;
   if (row.type === "group" && x < GUTTER) return toggleGroup(row.group.key);
   if (x < GUTTER) return;
-  const w = cache.best(scale.start, scale.end, scale.nsPerPx);
-  const hit = hitTest(scale, w, { ...row, y: row.y - st.scrollY }, x, y);
+  const t = scale.t(x);
+  const piece = cache.plan(scale.start, scale.end, scale.nsPerPx).pieces.find((p) => t >= p.t0 && t < p.t1);
+  const hit = hitTest(scale, piece ? piece.w : null, { ...row, y: row.y - st.scrollY }, x, y);
   if (!hit) return clearSelection();
   st.box = null;
   if (hit.block && hit.count > 1) {
@@ -607,7 +704,10 @@ async function start() {
     crumb.textContent = job.name || jobId;
     document.title = `${job.name || jobId} · timeline`;
   }, () => {});
-  const groups = info.groups.map((g, i) => ({ ...g, key: groupKey(g, i), name: g.name || `${g.kind} ${i}` }));
+  // Lanes in the URL's order (those it does not name keep theirs, after the named ones).
+  const laneRank = new Map((url.lane_order || "").split(",").filter(Boolean).map((id, i) => [Number(id), i]));
+  const byRank = (a, b) => (laneRank.get(a.lane_id) ?? 1e9) - (laneRank.get(b.lane_id) ?? 1e9);
+  const groups = info.groups.map((g, i) => ({ ...g, lanes: [...g.lanes].sort(byRank), key: groupKey(g, i), name: g.name || `${g.kind} ${i}` }));
   const order = (url.order || "").split(",").filter(Boolean);
   st.groups = order.length ? [...order.map((k) => groups.find((g) => g.key === k)).filter(Boolean), ...groups.filter((g) => !order.includes(g.key))] : groups;
   scale = new TimeScale(info.t_min, info.t_end);

@@ -82,10 +82,11 @@ export function formatNs(t, step = 1) {
 }
 
 /**
- * Draw one frame. `s`: the TimeScale; `w`: the window to draw (or null); `st`: {lanesInfo,
- * layout, scrollY, selection, arrows, box, colours, theme}. Returns the number of items drawn.
+ * Draw one frame. `s`: the TimeScale; `pieces`: `[{w, t0, t1}]`, windows each drawn inside its
+ * time range (the cache's plan; may be empty); `st`: {lanesInfo, layout, scrollY, selection,
+ * arrows, box, colours, theme}. Returns the number of items drawn.
  */
-export function drawFrame(ctx, cssW, cssH, s, w, st) {
+export function drawFrame(ctx, cssW, cssH, s, pieces, st) {
   const theme = st.theme;
   ctx.fillStyle = theme.panel;
   ctx.fillRect(0, 0, cssW, cssH);
@@ -99,70 +100,18 @@ export function drawFrame(ctx, cssW, cssH, s, w, st) {
   ctx.beginPath();
   ctx.rect(GUTTER, RULER, cssW - GUTTER, cssH - RULER);
   ctx.clip();
-  const paths = PALETTE.map(() => new Path2D());
-  const blockPaths = PALETTE.map(() => new Path2D());
-  const labels = [];
-  const kinds = st.lanesInfo.kinds || {};
   for (const row of st.layout.rows) {
     const y = yOf(row);
-    if (y > cssH || y + row.h < RULER) continue;
-    if (row.type === "group") {
-      ctx.fillStyle = theme.panel2;
-      ctx.fillRect(GUTTER, y, cssW - GUTTER, row.h);
-      continue;
-    }
-    if (!w) continue;
-    if (row.type === "counter") {
-      drawn += drawCounter(ctx, s, w, row, y, theme);
-      continue;
-    }
-    const slice = w.lanes.get(row.lane.lane_id);
-    if (!slice) continue;
-    const c = w.cols;
-    for (let i = slice.ev[0]; i < slice.ev[1]; i++) {
-      const t = w.t0 + c.ev_start[i];
-      let x0 = s.x(t);
-      let x1 = s.x(t + c.ev_dur[i]);
-      if (x1 < GUTTER || x0 > cssW) continue;
-      const depth = c.ev_depth[i];
-      if (depth >= MAX_ROWS) continue;
-      x0 = Math.max(x0, GUTTER - 2);
-      x1 = Math.min(x1, cssW + 2);
-      const width = Math.max(x1 - x0, 0.75);
-      const ry = y + 2 + depth * ROW;
-      const colour = colourOf(c.ev_name[i], kinds[c.ev_kind[i]]);
-      paths[colour].rect(x0, ry, width, ROW - 2);
-      if (width > 36) labels.push([x0, ry, width, c.ev_name[i], colour]);
-      drawn += 1;
-    }
-    for (let i = slice.bl[0]; i < slice.bl[1]; i++) {
-      const x0 = Math.max(s.x(w.t0 + c.bl_start[i]), GUTTER - 2);
-      const x1 = Math.min(s.x(w.t0 + c.bl_end[i]), cssW + 2);
-      if (x1 < GUTTER || x0 > cssW) continue;
-      const depth = c.bl_depth[i];
-      if (depth >= MAX_ROWS) continue;
-      const colour = colourOf(c.bl_name[i], kinds[c.bl_kind[i]]);
-      blockPaths[colour].rect(x0, y + 2 + depth * ROW, Math.max(x1 - x0, 0.75), ROW - 2);
-      drawn += 1;
-    }
+    if (row.type !== "group" || y > cssH || y + row.h < RULER) continue;
+    ctx.fillStyle = theme.panel2;
+    ctx.fillRect(GUTTER, y, cssW - GUTTER, row.h);
   }
-  ctx.globalAlpha = 0.55;
-  blockPaths.forEach((path, i) => {
-    ctx.fillStyle = PALETTE[i][0];
-    ctx.fill(path);
-  });
-  ctx.globalAlpha = 1;
-  paths.forEach((path, i) => {
-    ctx.fillStyle = PALETTE[i][0];
-    ctx.fill(path);
-  });
-  for (const [x0, ry, width, nameId, colour] of labels) {
-    const name = (w && w.names.get(nameId)) || st.names.get(nameId) || "";
-    const left = Math.max(x0, GUTTER) + 3;
-    const room = Math.min(x0 + width, cssW) - left - 3;
-    if (room < 14) continue;
-    ctx.fillStyle = PALETTE[colour][1];
-    ctx.fillText(fit(ctx, name, room), left, ry + (ROW - 2) / 2);
+  const seen = new Set(); // events are exact at any resolution: each is drawn once, whole
+  for (const piece of pieces) {
+    // Whole pixels, so side-by-side pieces meet without a seam.
+    const x0 = Math.round(Math.max(GUTTER, s.x(piece.t0)));
+    const x1 = Math.round(Math.min(cssW, s.x(piece.t1)));
+    if (x1 > x0) drawn += drawWindow(ctx, cssW, cssH, s, piece.w, st, x0, x1, seen);
   }
 
   // Step markers.
@@ -268,6 +217,83 @@ export function drawFrame(ctx, cssW, cssH, s, w, st) {
   return drawn;
 }
 
+/** One window's lanes and counters: its blocks and counter runs between CSS x `left` and
+ * `right` only (they are merged at its resolution), its events not drawn yet wherever they lie. */
+function drawWindow(ctx, cssW, cssH, s, w, st, left, right, seen) {
+  const theme = st.theme;
+  const paths = PALETTE.map(() => new Path2D());
+  const blockPaths = PALETTE.map(() => new Path2D());
+  const labels = [];
+  const kinds = st.lanesInfo.kinds || {};
+  let drawn = 0;
+  for (const row of st.layout.rows) {
+    const y = row.y - st.scrollY;
+    if (row.type === "group" || y > cssH || y + row.h < RULER) continue;
+    if (row.type === "counter") {
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(left, y, right - left, row.h);
+      ctx.clip();
+      drawn += drawCounter(ctx, s, w, row, y, theme);
+      ctx.restore();
+      continue;
+    }
+    const slice = w.lanes.get(row.lane.lane_id);
+    if (!slice) continue;
+    const c = w.cols;
+    for (let i = slice.ev[0]; i < slice.ev[1]; i++) {
+      const t = w.t0 + c.ev_start[i];
+      let x0 = s.x(t);
+      let x1 = s.x(t + c.ev_dur[i]);
+      if (x1 < GUTTER || x0 > cssW || seen.has(c.ev_id[i])) continue;
+      seen.add(c.ev_id[i]);
+      const depth = c.ev_depth[i];
+      if (depth >= MAX_ROWS) continue;
+      x0 = Math.max(x0, GUTTER - 2);
+      x1 = Math.min(x1, cssW + 2);
+      const width = Math.max(x1 - x0, 0.75);
+      const ry = y + 2 + depth * ROW;
+      const colour = colourOf(c.ev_name[i], kinds[c.ev_kind[i]]);
+      paths[colour].rect(x0, ry, width, ROW - 2);
+      if (width > 36) labels.push([x0, ry, width, c.ev_name[i], colour]);
+      drawn += 1;
+    }
+    for (let i = slice.bl[0]; i < slice.bl[1]; i++) {
+      const x0 = Math.max(s.x(w.t0 + c.bl_start[i]), left - 2);
+      const x1 = Math.min(s.x(w.t0 + c.bl_end[i]), right + 2);
+      if (x1 < left || x0 > right) continue;
+      const depth = c.bl_depth[i];
+      if (depth >= MAX_ROWS) continue;
+      const colour = colourOf(c.bl_name[i], kinds[c.bl_kind[i]]);
+      blockPaths[colour].rect(x0, y + 2 + depth * ROW, Math.max(x1 - x0, 0.75), ROW - 2);
+      drawn += 1;
+    }
+  }
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(left, RULER, right - left, cssH - RULER);
+  ctx.clip();
+  ctx.globalAlpha = 0.55;
+  blockPaths.forEach((path, i) => {
+    ctx.fillStyle = PALETTE[i][0];
+    ctx.fill(path);
+  });
+  ctx.restore();
+  paths.forEach((path, i) => {
+    ctx.fillStyle = PALETTE[i][0];
+    ctx.fill(path);
+  });
+  for (const [x0, ry, width, nameId, colour] of labels) {
+    const name = w.names.get(nameId) || st.names.get(nameId) || "";
+    const start = Math.max(x0, GUTTER) + 3;
+    const room = Math.min(x0 + width, cssW) - start - 3;
+    if (room < 14) continue;
+    ctx.fillStyle = PALETTE[colour][1];
+    ctx.fillText(fit(ctx, name, room), start, ry + (ROW - 2) / 2);
+  }
+  return drawn;
+}
+
 function drawCounter(ctx, s, w, row, y, theme) {
   const range = w.counters.get(row.counter.counter_id);
   if (!range) return 0;
@@ -284,7 +310,7 @@ function drawCounter(ctx, s, w, row, y, theme) {
     const x1 = s.x(t + c.ct_span[i] * w.nsPerPx);
     if (x1 < GUTTER || x0 > ctx.canvas.width) continue;
     const v = c.ct_mean[i] / max;
-    area.rect(x0, top + h * (1 - v), Math.max(x1 - x0, 0.75), h * v);
+    area.rect(x0, top + h * (1 - v), Math.max(x1 - x0, 0.75) + 0.5, h * v); // +0.5: no hairline between runs or pieces
   }
   ctx.fillStyle = row.util ? theme.util : theme.counter;
   ctx.fill(area);

@@ -134,7 +134,7 @@ async function domain(name) {
         el("label", {}, "Idle shutdown (min, 0 = never) ", el("input", { name: "idle_minutes", type: "number", min: 0, value: s.idle_minutes })),
         el("label", {}, el("input", { name: "users_manage_own_apps", type: "checkbox", checked: s.users_manage_own_apps }), " users manage their own apps"),
         el("label", {}, el("input", { name: "allow_impersonation", type: "checkbox", checked: s.allow_impersonation }), " allow impersonation (audited)"),
-        el("label", {}, el("input", { name: "create_users_on_sign_in", type: "checkbox", checked: s.create_users_on_sign_in }), " create users on their first OpenID sign-in"),
+        el("label", {}, el("input", { name: "create_users_on_sign_in", type: "checkbox", checked: s.create_users_on_sign_in }), " OpenID sign-in adds users who have no profile yet"),
       ], "Save settings", async (values, form) => {
         await api(`domains/${enc(name)}`, { method: "PATCH", body: { settings: {
           idle_minutes: Number(values.idle_minutes),
@@ -148,7 +148,7 @@ async function domain(name) {
         el("dt", {}, "Idle shutdown"), el("dd", {}, s.idle_minutes ? `${s.idle_minutes} min` : "never"),
         el("dt", {}, "Users manage own apps"), el("dd", {}, s.users_manage_own_apps ? "yes" : "no"),
         el("dt", {}, "Impersonation"), el("dd", {}, s.allow_impersonation ? "allowed (audited)" : "off"),
-        el("dt", {}, "Users created on first sign-in"), el("dd", {}, s.create_users_on_sign_in ? "yes" : "no"));
+        el("dt", {}, "OpenID sign-in adds missing users"), el("dd", {}, s.create_users_on_sign_in ? "yes" : "no"));
   const createUser = actionForm([
     el("label", {}, "New user ", el("input", { name: "name", id: "new-user", required: true, placeholder: "alice" })),
     el("label", {}, "Role ", el("select", { name: "role" }, el("option", {}, "user"), el("option", {}, "admin"))),

@@ -1,0 +1,97 @@
+"""A full disk under the hub's local object store (a 4 MiB tmpfs mounted as its storage directory;
+needs root, as CI runs): uploads answer 507/503 in the error shape, nothing half-written stays in
+the store, and uploads work again once space is freed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.faults.faults import assert_error_shape, assert_settled
+from tests.support.hub import TEST_SECRET_KEY, auth
+
+JOB = "/api/v1/domains/d1/users/alice/jobs"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs mounted at ``tmp_path/storage`` for the length of the test."""
+    mount = tmp_path / "storage"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("filling a disk needs a tmpfs mount, which needs root (CI runs as root)")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}): no small disk to fill")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _leftovers(store: Path) -> list[str]:
+    """Every file in the store but the test's own filler and the job's raw objects."""
+    return sorted(
+        str(p.relative_to(store))
+        for p in store.rglob("*")
+        if p.is_file() and p.name != "filler" and "/raw/" not in str(p)
+    )
+
+
+def test_a_full_disk_gives_503_keeps_nothing_half_written_and_recovers(
+    small_disk: Path, hub_process: Any, tmp_path: Path
+) -> None:
+    from profilerhub_core.db.migrate import upgrade
+    from profilerhub_core.db.session import make_engine
+
+    database = f"sqlite:///{tmp_path / 'hub.db'}"
+    engine = make_engine(database)
+    upgrade(engine)
+    engine.dispose()
+    hub = hub_process(
+        "hub",
+        database_url=database,
+        env={"PROFILERHUB_STORAGE_URL": small_disk.as_uri(), "PROFILERHUB_SECRET_KEY": TEST_SECRET_KEY},
+    )
+    admin = auth(hub.admin_token())
+    with httpx.Client(base_url=hub.url, timeout=60) as client:
+        client.post("/api/v1/domains", json={"name": "d1"}, headers=admin).raise_for_status()
+        client.post("/api/v1/domains/d1/users", json={"name": "alice"}, headers=admin).raise_for_status()
+        alice = auth(
+            client.post("/api/v1/domains/d1/users/alice/tokens", json={}, headers=admin).json()["token"]
+        )
+        job = client.post(JOB, json={"name": "full-disk"}, headers=alice).json()["job_id"]
+        files = f"{JOB}/{job}/files"
+        assert client.put(f"{files}/job.json", content=b"{}", headers=alice).status_code == 201
+
+        refused = []
+        big = client.put(f"{files}/traces/big.json", content=b"x" * (6 << 20), headers=alice)
+        refused.append(big)  # larger than the whole disk
+        filler = small_disk / "filler"
+        with filler.open("wb", buffering=0) as out, pytest.raises(OSError):
+            while True:  # fill what is left, to the last block
+                out.write(b"\0" * 4096)
+        refused += [
+            client.put(f"{files}/metrics/000001.jsonl.gz", content=b"y" * 20_000, headers=alice),
+            client.put(f"{files}/small.json", content=b"{}" * 3000, headers=alice),
+        ]
+        for answer in refused:
+            assert_error_shape(answer, 503, 507)
+        assert _leftovers(small_disk) == []  # no temporary part of a refused upload stays
+        raw = sorted(p.name for p in small_disk.rglob("*") if "/raw/" in str(p) and p.is_file())
+        assert raw == ["job.json"]  # only what was accepted
+
+        filler.unlink()  # space freed: the same uploads go through
+        again = client.put(f"{files}/metrics/000001.jsonl.gz", content=b"y" * 20_000, headers=alice)
+        assert again.status_code == 201, again.text
+        assert client.get(f"{JOB}/{job}", headers=alice).status_code == 200
+        assert client.delete(f"{JOB}/{job}", headers=alice).status_code == 204
+    assert_settled(database)
+    print(f"\nfull disk: {len(refused)} uploads refused ({sorted({a.status_code for a in refused})}), "
+          "0 left half-written, the next upload after freeing space stored")  # fmt: skip
