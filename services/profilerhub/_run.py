@@ -202,6 +202,8 @@ class Run:
         self.uploader.submit("_SUCCESS", json.dumps({"job": self.cfg.job, "end_ns": end_ns}).encode())
         self.uploader.submit_call(self._complete)
         self.uploader.close(max(0.0, deadline - time.monotonic()))
+        if self.delivery is not None:  # earlier runs' spills: what is left of the deadline, no more
+            self.delivery.join(max(0.0, deadline - time.monotonic()))
         dropped, spilled = self.uploader.dropped, self.uploader.spilled
         spill_dir = self._close_spill()
         summary = {

@@ -54,4 +54,8 @@ class DomainSettings(BaseModel):
         return cls.model_validate({k: v for k, v in stored.items() if k in cls.model_fields})
 
 
-__all__ = ["DomainSettings"]
+# What a domain's own administrators may change (``UpdateDomainSettings``); the rest (quotas,
+# impersonation, users made on first sign-in, rules) is the platform's (``UpdateDomain``).
+DOMAIN_ADMIN_SETTINGS = frozenset({"idle_minutes", "users_manage_own_apps"})
+
+__all__ = ["DOMAIN_ADMIN_SETTINGS", "DomainSettings"]

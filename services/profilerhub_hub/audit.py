@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 TARGET_TYPES: dict[Action, str] = {
     Action.CreateDomain: "Domain",
     Action.UpdateDomain: "Domain",
+    Action.UpdateDomainSettings: "Domain",
     Action.DeleteDomain: "Domain",
     Action.CreateUserProfile: "UserProfile",
     Action.UpdateUserProfile: "UserProfile",

@@ -40,6 +40,7 @@ class Action(enum.StrEnum):
     ListDomains = "ListDomains"
     DescribeDomain = "DescribeDomain"
     UpdateDomain = "UpdateDomain"
+    UpdateDomainSettings = "UpdateDomainSettings"
     DeleteDomain = "DeleteDomain"
     CreateUserProfile = "CreateUserProfile"
     ListUserProfiles = "ListUserProfiles"
@@ -84,6 +85,7 @@ class Rule(enum.Enum):
 RULES: dict[Action, Rule] = {
     Action.CreateDomain: Rule.PLATFORM,
     Action.UpdateDomain: Rule.PLATFORM,
+    Action.UpdateDomainSettings: Rule.DOMAIN_ADMIN,  # the everyday ones: DOMAIN_ADMIN_SETTINGS
     Action.DeleteDomain: Rule.PLATFORM,
     Action.ListDomains: Rule.MEMBER,
     Action.DescribeDomain: Rule.MEMBER,
@@ -116,6 +118,9 @@ RULES: dict[Action, Rule] = {
     Action.DescribeWebhook: Rule.OWNER,
     Action.DeleteWebhook: Rule.OWNER,
 }
+
+# A token scoped for the key of this table may also do its value (a narrower change).
+IMPLIED_BY: dict[Action, Action] = {Action.UpdateDomainSettings: Action.UpdateDomain}
 
 # Actions that change something: refusals of these are written to the audit log.
 MUTATING = frozenset(
@@ -208,7 +213,9 @@ def visible_domain(caller: Caller) -> str | None:
 
 def authorize(caller: Caller, action: Action, target: Target) -> None:
     """Return when ``caller`` may do ``action`` on ``target``; raise ``AccessDenied`` or ``NotFound``."""
-    if ALL_SCOPES not in caller.scopes and action.value not in caller.scopes:
+    implied = IMPLIED_BY.get(action)
+    granted = {action.value} | ({implied.value} if implied else set())
+    if ALL_SCOPES not in caller.scopes and not granted & set(caller.scopes):
         raise AccessDenied(f"This token's scopes do not include {action.value}")
     rule = RULES[action]
     if rule is Rule.SELF:

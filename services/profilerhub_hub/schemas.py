@@ -40,6 +40,7 @@ class DomainSettingsUpdate(RequestModel):
     create_users_on_sign_in: StrictBool | None = None
     max_live_apps: StrictInt | None = Field(None, ge=0, le=10_000)
     job_idle_hours: StrictInt | None = Field(None, ge=0, le=90 * 24)
+    user_storage_quota_bytes: StrictInt | None = Field(None, ge=0, le=1 << 60)
     rules: RuleConfigs | None = None
 
 

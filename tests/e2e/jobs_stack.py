@@ -88,6 +88,11 @@ class JobStack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def spill_dir(self) -> Path:
+        """Where training runs spill what the hub did not take (never the user's own cache)."""
+        return self.tmp / "spill"
+
     @classmethod
     def start(cls, tmp: Path, redis_url: str, env: dict[str, str] | None = None) -> JobStack:
         home = tmp / "home"
@@ -176,7 +181,12 @@ class JobStack:
         child = subprocess.Popen(
             [sys.executable, str(script)],
             env=base
-            | {"PROFILERHUB_URL": self.url, "PROFILERHUB_TOKEN": token, "STEPS": str(steps)}
+            | {
+                "PROFILERHUB_URL": self.url,
+                "PROFILERHUB_TOKEN": token,
+                "STEPS": str(steps),
+                "PROFILERHUB_SPILL_DIR": str(self.spill_dir),
+            }
             | (env or {}),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

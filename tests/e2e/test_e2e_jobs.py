@@ -95,7 +95,7 @@ def test_training_survives_the_hub_going_away_and_uploads_when_it_returns(job_st
     assert job["summary"]["metrics"]["train:loss"]["count"] == 20
 
 
-def test_training_finishes_and_reports_what_was_dropped_when_the_hub_never_returns(
+def test_training_finishes_and_spills_what_is_left_when_the_hub_never_returns(
     job_stack: JobStack,
 ) -> None:
     token = job_stack.user_token("ml", "carol")
@@ -113,8 +113,11 @@ def test_training_finishes_and_reports_what_was_dropped_when_the_hub_never_retur
     assert run.returncode == 0, run.output
     assert "Traceback" not in run.output
     assert run.output.count("acc=") == 10  # every step ran
-    assert run.finish["completed"] is False
-    assert sum(run.finish["dropped_files"].values()) > 0 and run.finish["dropped_bytes"] > 0
+    assert run.finish["completed"] is False and run.finish["dropped_files"] == {}
+    assert sum(run.finish["spilled_files"].values()) > 0 and run.finish["spilled_bytes"] > 0
+    assert (
+        str(job_stack.spill_dir) in run.finish["spill_dir"] and "profilerhub upload --spilled" in run.output
+    )
 
 
 def test_a_corrupt_upload_fails_its_job_through_the_worker_and_leaves_others_alone(

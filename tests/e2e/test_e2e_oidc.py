@@ -145,3 +145,29 @@ def test_oidc_sign_in_in_a_real_browser(
     assert page.evaluate("fetch('/api/v1/me').then(r => r.json()).then(m => m.user)") == "bob"
     assert log.errors == [], log.errors
     context.close()
+
+    # -- a domain administrator edits their domain's everyday settings in the console ------------
+    seed.user("ml", "dana", role="admin")
+    provider.next_claims = {"preferred_username": "dana"}
+    context, page = click_sign_in(browser, oidc_hub, log)
+    page.wait_for_url(f"{oidc_hub}/console/")
+    page.goto(f"{oidc_hub}/console/#/domains/ml")
+    page.wait_for_selector("input[name=idle_minutes]")
+    assert page.locator("input[name=allow_impersonation]").count() == 0  # the platform's to set
+    assert page.locator("input[name=create_users_on_sign_in]").count() == 0
+    page.fill("input[name=idle_minutes]", "45")
+    page.uncheck("input[name=users_manage_own_apps]")
+    page.click("text=Save settings")
+    page.wait_for_selector("input[name=users_manage_own_apps]:not(:checked)")
+    shot(page, "oidc-04-domain-admin-settings")
+    with seed.session() as session:
+        from profilerhub_core.domain_settings import DomainSettings
+
+        saved = DomainSettings.of(domains.require_domain(session, "ml").settings)
+    assert (saved.idle_minutes, saved.users_manage_own_apps, saved.create_users_on_sign_in) == (
+        45,
+        False,
+        True,
+    )
+    assert log.errors == [], log.errors
+    context.close()

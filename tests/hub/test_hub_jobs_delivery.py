@@ -132,8 +132,14 @@ def test_a_bad_complete_body_is_refused_and_changes_nothing(
 def test_the_storage_quota_counts_every_job_of_the_user_and_refuses_with_what_to_do(
     jobs_client: Any, jobs_seed: Any
 ) -> None:
-    jobs_seed.domain("d1", user_storage_quota_bytes=1000)
     token = jobs_seed.user_token("d1", "alice")
+    for refused_value in (-1, "1000", True):
+        body = {"settings": {"user_storage_quota_bytes": refused_value}}
+        bad = jobs_client.patch("/api/v1/domains/d1", json=body, headers=auth(jobs_seed.admin_token))
+        assert bad.status_code == 422, bad.text
+    body = {"settings": {"user_storage_quota_bytes": 1000}}
+    set_quota = jobs_client.patch("/api/v1/domains/d1", json=body, headers=auth(jobs_seed.admin_token))
+    assert set_quota.status_code == 200 and set_quota.json()["settings"]["user_storage_quota_bytes"] == 1000
     first = _job(jobs_client, token, "first", files={"a.bin": b"x" * 600})
     # Replacing a file counts it once, not twice.
     again = jobs_client.put(f"{JOBS}/{first}/files/a.bin", content=b"y" * 600, headers=auth(token))

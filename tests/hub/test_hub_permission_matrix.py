@@ -41,7 +41,8 @@ APP = f"{U}/apps/DetailedProfiler/default"
 JOB = f"{U}/jobs/{{job}}"
 
 # (method, path, json body, status for each caller in CALLERS order)
-PATCH_D1 = {"settings": {"idle_minutes": 5}}
+PATCH_D1 = {"settings": {"idle_minutes": 5}}  # a domain admin may change this one...
+PATCH_PLATFORM = {"settings": {"max_live_apps": 5}}  # ... not this one
 NEW_APP = {"app_type": "DetailedProfiler", "app_name": "second"}
 UPLOAD = {"path": "rank0.json", "size": 10}
 SIGN_IN_LINK = {"landing": "app"}
@@ -53,7 +54,8 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("GET",   "/api/v1/domains",                 None,              (200, 200, 200, 200, 200, 401, 401, 401)),
     ("GET",   "/api/v1/domains/d1",              None,              (200, 200, 404, 200, 200, 401, 401, 401)),
     ("GET",   "/api/v1/domains/nope",            None,              (404, 404, 404, 404, 404, 401, 401, 401)),
-    ("PATCH", "/api/v1/domains/d1",              PATCH_D1,          (200, 403, 404, 403, 403, 401, 401, 401)),
+    ("PATCH", "/api/v1/domains/d1",              PATCH_D1,          (200, 200, 404, 403, 403, 401, 401, 401)),
+    ("PATCH", "/api/v1/domains/d1",              PATCH_PLATFORM,    (200, 403, 404, 403, 403, 401, 401, 401)),
     ("DELETE","/api/v1/domains/d1",              None,              (409, 403, 404, 403, 403, 401, 401, 401)),
     ("DELETE","/api/v1/domains/d3",              None,              (204, 404, 404, 404, 404, 401, 401, 401)),
     ("POST",  "/api/v1/domains/d1/users",        {"name": "carol"}, (201, 201, 404, 403, 403, 401, 401, 401)),
@@ -234,8 +236,8 @@ CLI_HINTS = {401: "profilerhub login", 403: "ask an administrator", 404: "check 
 
 
 def _http_row(method: str, path: str) -> tuple[int, ...]:
-    (expected,) = [row[3] for row in MATRIX if (row[0], row[1]) == (method, path)]
-    return expected
+    # The first row of a route is the one its CLI command sends (PATCH d1: PATCH_D1).
+    return next(row[3] for row in MATRIX if (row[0], row[1]) == (method, path))
 
 
 def test_cli_matrix_names_real_rows() -> None:

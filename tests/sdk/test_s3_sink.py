@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import ModuleType
 
 import boto3
@@ -65,3 +68,27 @@ def test_a_missing_bucket_is_logged_once_and_training_goes_on(
     errors = [r for r in caplog.records if r.name == "profilerhub" and r.levelname == "ERROR"]
     assert len(errors) == 1 and "NoSuchBucket" in errors[0].getMessage()
     assert summary["spilled_files"]["job.json"] == 1 and not summary["completed"]
+
+
+def test_a_run_spilled_for_a_missing_bucket_is_delivered_once_the_bucket_exists(
+    s3_server: dict[str, str], s3_bucket: str, monkeypatch: pytest.MonkeyPatch, _spill_dir_of_its_own: Path
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server["endpoint_url"])
+    later = f"{s3_bucket}-later"
+    ph.init(job="waits", output=f"s3://{later}/team", chunk_interval_s=0.05)
+    for i in range(5):
+        with ph.step(i), ph.annotate("work"):
+            pass
+    summary = ph.finish(timeout=5)
+    assert summary["spill_dir"] and summary["dropped_files"] == {}
+
+    boto3.client("s3", endpoint_url=s3_server["endpoint_url"], region_name=s3_server["region"]).create_bucket(
+        Bucket=later
+    )
+    cmd = [sys.executable, "-m", "profilerhub.cli.main", "upload", "--spilled"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    files = _objects(s3_server, later, "team/waits/")
+    assert {"job.json", "_SUCCESS"} <= set(files) and job_json(files)["status"] == "Completed"
+    assert [r["step"] for r in records(files, "annotations") if r["kind"] == "step"] == list(range(5))
+    assert not any(p.name.startswith("waits") for p in _spill_dir_of_its_own.iterdir())

@@ -78,9 +78,16 @@ class HubSink(Sink):
         try:
             if self._client is None:
                 self._client = HubClient(self.url, self.token, transport=self._transport)
-            if self.job is not None and self._still_open(self.job):
+            wanted = self.job
+            if wanted is not None and self._still_open(wanted):
                 return
             me = self._client.me()
+            if wanted is not None and (str(me["domain"]), str(me["user"])) != (wanted.domain, wanted.user):
+                raise SinkError(
+                    f"job {wanted.job_id} was registered by {wanted.domain}/{wanted.user}, not by this "
+                    "token's user; deliver it with their token",
+                    fatal=True,
+                )
             self.job = self._client.create_job(
                 str(me["domain"]),
                 str(me["user"]),

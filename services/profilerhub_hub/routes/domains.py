@@ -7,11 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Request, Response
 
 from profilerhub_core.db.models import Domain
+from profilerhub_core.domain_settings import DOMAIN_ADMIN_SETTINGS
 from profilerhub_core.records import domains
 from profilerhub_core.storage import layout
 from profilerhub_hub import job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.deps.targets import authorize_resolved
 from profilerhub_hub.permissions import Action, visible_domain
 from profilerhub_hub.routes.paths import IN_DOMAIN
 from profilerhub_hub.schemas import DomainCreate, DomainRead, DomainUpdate, Page
@@ -46,12 +48,18 @@ async def describe_domain(target: Annotated[Resolved, allow(Action.DescribeDomai
 
 @router.patch("/{domain}", openapi_extra=IN_DOMAIN)
 def update_domain(
-    body: DomainUpdate, session: SessionDep, target: Annotated[Resolved, allow(Action.UpdateDomain)]
+    body: DomainUpdate, session: SessionDep, target: Annotated[Resolved, allow(Action.UpdateDomainSettings)]
 ) -> DomainRead:
+    """Change settings: a domain's administrators the everyday ones (``DOMAIN_ADMIN_SETTINGS``),
+    platform administrators any."""
     assert target.domain is not None
     changes = body.settings.model_dump(exclude_none=True)
+    action = Action.UpdateDomainSettings
+    if not set(changes) <= DOMAIN_ADMIN_SETTINGS:
+        action = Action.UpdateDomain
+        authorize_resolved(session, target, action, read_only=False)
     domain = domains.update_domain(session, target.domain, changes)
-    commit_audited(session, target, Action.UpdateDomain, domain.name, detail={"changes": changes})
+    commit_audited(session, target, action, domain.name, detail={"changes": changes})
     return DomainRead.of(domain)
 
 

@@ -129,26 +129,38 @@ async function domain(name) {
   navigation("#/domains");
   const d = await api(`domains/${enc(name)}`);
   const s = d.settings;
-  const settings = me.platform
-    ? actionForm([
-        el("label", {}, "Idle shutdown (min, 0 = never) ", el("input", { name: "idle_minutes", type: "number", min: 0, value: s.idle_minutes })),
-        el("label", {}, el("input", { name: "users_manage_own_apps", type: "checkbox", checked: s.users_manage_own_apps }), " users manage their own apps"),
-        el("label", {}, el("input", { name: "allow_impersonation", type: "checkbox", checked: s.allow_impersonation }), " allow impersonation (audited)"),
-        el("label", {}, el("input", { name: "create_users_on_sign_in", type: "checkbox", checked: s.create_users_on_sign_in }), " OpenID sign-in adds users who have no profile yet"),
-      ], "Save settings", async (values, form) => {
-        await api(`domains/${enc(name)}`, { method: "PATCH", body: { settings: {
+  // Platform admins edit every setting; a domain's own admins the everyday ones (UpdateDomainSettings).
+  const own = !me.platform && isAdmin && me.domain === d.name;
+  const fields = [
+    el("label", {}, "Idle shutdown (min, 0 = never) ", el("input", { name: "idle_minutes", type: "number", min: 0, value: s.idle_minutes })),
+    el("label", {}, el("input", { name: "users_manage_own_apps", type: "checkbox", checked: s.users_manage_own_apps }), " users manage their own apps"),
+  ];
+  if (me.platform) {
+    fields.push(
+      el("label", {}, el("input", { name: "allow_impersonation", type: "checkbox", checked: s.allow_impersonation }), " allow impersonation (audited)"),
+      el("label", {}, el("input", { name: "create_users_on_sign_in", type: "checkbox", checked: s.create_users_on_sign_in }), " OpenID sign-in adds users who have no profile yet"));
+  }
+  const facts = el("dl", { class: "facts" },
+    ...(me.platform || own ? [] : [
+      el("dt", {}, "Idle shutdown"), el("dd", {}, s.idle_minutes ? `${s.idle_minutes} min` : "never"),
+      el("dt", {}, "Users manage own apps"), el("dd", {}, s.users_manage_own_apps ? "yes" : "no")]),
+    ...(me.platform ? [] : [
+      el("dt", {}, "Impersonation"), el("dd", {}, s.allow_impersonation ? "allowed (audited)" : "off"),
+      el("dt", {}, "OpenID sign-in adds missing users"), el("dd", {}, s.create_users_on_sign_in ? "yes" : "no")]));
+  const settings = me.platform || own
+    ? el("div", {}, actionForm(fields, "Save settings", async (values, form) => {
+        const changes = {
           idle_minutes: Number(values.idle_minutes),
           users_manage_own_apps: form.elements.users_manage_own_apps.checked,
-          allow_impersonation: form.elements.allow_impersonation.checked,
-          create_users_on_sign_in: form.elements.create_users_on_sign_in.checked,
-        } } });
+        };
+        if (me.platform) {
+          changes.allow_impersonation = form.elements.allow_impersonation.checked;
+          changes.create_users_on_sign_in = form.elements.create_users_on_sign_in.checked;
+        }
+        await api(`domains/${enc(name)}`, { method: "PATCH", body: { settings: changes } });
         route();
-      })
-    : el("dl", { class: "facts" },
-        el("dt", {}, "Idle shutdown"), el("dd", {}, s.idle_minutes ? `${s.idle_minutes} min` : "never"),
-        el("dt", {}, "Users manage own apps"), el("dd", {}, s.users_manage_own_apps ? "yes" : "no"),
-        el("dt", {}, "Impersonation"), el("dd", {}, s.allow_impersonation ? "allowed (audited)" : "off"),
-        el("dt", {}, "OpenID sign-in adds missing users"), el("dd", {}, s.create_users_on_sign_in ? "yes" : "no"));
+      }), facts)
+    : facts;
   const createUser = actionForm([
     el("label", {}, "New user ", el("input", { name: "name", id: "new-user", required: true, placeholder: "alice" })),
     el("label", {}, "Role ", el("select", { name: "role" }, el("option", {}, "user"), el("option", {}, "admin"))),
