@@ -17,6 +17,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"  # the one place: pyproject.toml reads it (tool.hatch.version)
 
-from ._api import annotate, current_run, finish, init, log_metric, step  # noqa: E402
+from ._api import StopTraining, annotate, current_run, finish, init, log_metric, step  # noqa: E402
 
-__all__ = ["__version__", "annotate", "current_run", "finish", "init", "log_metric", "step"]
+__all__ = ["StopTraining", "__version__", "annotate", "current_run", "finish", "init", "log_metric", "step"]

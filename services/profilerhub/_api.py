@@ -1,4 +1,5 @@
-"""The public functions: ``init``, ``step``, ``annotate``, ``log_metric``, ``finish``.
+"""The public functions: ``init``, ``step``, ``annotate``, ``log_metric``, ``finish``; and
+``StopTraining``, the one exception the SDK raises into a training loop that asked for it.
 
 One run per process is current at a time.  When there is none (before ``init``, after
 ``finish``, in a forked child), ``step``/``annotate``/``log_metric`` do nothing, so instrumented
@@ -31,6 +32,17 @@ _init_lock = threading.Lock()
 _tls = threading.local()
 
 
+class StopTraining(Exception):  # noqa: N818 - SageMaker's name for it
+    """Raised by ``ph.step`` when the hub asks the run to stop: a rule named in
+    ``ph.init(stop_on=[...])`` found issues while the job ran. Only runs that opted in get it,
+    once; ``rule`` names the rule. Catch it around the loop and finish as usual."""
+
+    def __init__(self, rule: str, job: str) -> None:
+        super().__init__(f"job {job}: rule {rule} found issues and the run opted to stop on it")
+        self.rule = rule
+        self.job = job
+
+
 def current_run() -> Run | None:
     """The run ``init`` started in this process, if it is still recording."""
     return _current
@@ -45,6 +57,7 @@ def init(
     chunk_interval_s: float = 5.0,
     metric_definitions: Sequence[Mapping[str, str]] | None = None,
     rules: Sequence[str | Mapping[str, Any]] | None = None,
+    stop_on: Sequence[str] | None = None,
     capture_output: bool = True,
     hub_url: str | None = None,
     token: str | None = None,
@@ -66,7 +79,10 @@ def init(
     (0.1-60 s).  ``chunk_interval_s``: how often buffered records are written out.
     ``metric_definitions``: SageMaker-style ``[{"Name", "Regex"}]`` (at most 40) matched against
     lines the script prints.  ``rules``: profiler rules the hub runs on the job (names or
-    ``{"rule", "parameters"}``, at most 20; docs/rules.md).  ``flush_timeout_s``: how long
+    ``{"rule", "parameters"}``, at most 20; docs/rules.md).  ``stop_on``: rule names; when one
+    finds issues while the job runs, the hub asks the run to stop and the next ``ph.step`` raises
+    ``ph.StopTraining`` (hub runs only; learnt from the uploads' answers, no extra request).
+    ``flush_timeout_s``: how long
     ``finish`` (and exit) may wait for uploads.  ``spill_dir`` / ``spill_max_bytes`` (default
     ``$PROFILERHUB_SPILL_DIR`` or ``~/.cache/profilerhub/spill``, and ``$PROFILERHUB_SPILL_MAX_BYTES``
     or 2 GiB; 0 = off): where files the hub or S3 did not take are kept for a later delivery.  A
@@ -85,6 +101,7 @@ def init(
         chunk_interval_s=chunk_interval_s,
         metric_definitions=metric_definitions,
         rules=rules,
+        stop_on=stop_on,
         capture_output=capture_output,
         hub_url=hub_url,
         token=token,
@@ -204,7 +221,8 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
     """One training step: ``with ph.step(i): ...`` (``i`` defaults to the previous step + 1).
 
     Sets the step number that annotations and metrics get, records the step's range, and advances
-    the torch profiler's schedule when the step ends.
+    the torch profiler's schedule when the step ends. Entering it raises ``StopTraining`` when
+    the hub asked an opted-in run to stop (``ph.init(stop_on=...)``).
     """
 
     __slots__ = ("number", "_start", "_depth", "_run", "_nvtx")
@@ -217,6 +235,13 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         run = self._run = _live_run()
         if run is None:
             return self
+        stop = run.stop_requested()
+        if stop is not None:
+            self._run = None
+            logger.warning(
+                "profilerhub: job %s: rule %s found issues; raising ph.StopTraining", run.cfg.job, stop
+            )
+            raise StopTraining(stop, run.cfg.job)
         if self.number is None:
             self.number = 0 if run.current_step is None else run.current_step + 1
         run.current_step = self.number

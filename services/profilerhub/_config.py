@@ -76,6 +76,7 @@ class Config:
     flush_timeout_s: float
     max_pending_bytes: int
     rules: tuple[dict[str, Any], ...] = ()
+    stop_on: tuple[str, ...] = ()
     #: Where undelivered files are kept (``profilerhub._spill``) and how much it may hold; 0 = off.
     spill_dir: Path = field(default_factory=lambda: spill_root())
     spill_max_bytes: int = DEFAULT_SPILL_MAX_BYTES
@@ -192,6 +193,7 @@ def build_config(
     flush_timeout_s: float,
     max_pending_bytes: int,
     rules: Sequence[str | Mapping[str, Any]] | None = None,
+    stop_on: Sequence[str] | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
     spill_max_bytes: int | None = None,
 ) -> Config:
@@ -228,6 +230,7 @@ def build_config(
         flush_timeout_s=float(flush_timeout_s),
         max_pending_bytes=int(max_pending_bytes),
         rules=parse_rules(rules),
+        stop_on=parse_stop_on(stop_on),
         spill_dir=spill_root(spill_dir),
         spill_max_bytes=spill_max_bytes,
     )
@@ -250,6 +253,20 @@ RULE_NAMES = (
 )  # fmt: skip
 """The hub's rules (``profilerhub_analysis.rules.RULES``, which the SDK may not import); the hub
 checks parameters, this catches a misspelt name before training starts."""
+
+
+def parse_stop_on(stop_on: Sequence[str] | None) -> tuple[str, ...]:
+    """Rule names the run stops on (``ph.StopTraining``); ValueError on one the hub does not know."""
+    if stop_on is None:
+        return ()
+    if isinstance(stop_on, str | bytes) or not isinstance(stop_on, Sequence):
+        raise ValueError('stop_on must be a list of rule names, e.g. ["LowGPUUtilization"]')
+    if len(stop_on) > MAX_RULES:
+        raise ValueError(f"stop_on has {len(stop_on)} entries; at most {MAX_RULES}")
+    for i, name in enumerate(stop_on):
+        if name not in RULE_NAMES:
+            raise ValueError(f"stop_on[{i}]: unknown rule {name!r} (known: {', '.join(RULE_NAMES)})")
+    return tuple(dict.fromkeys(stop_on))
 
 
 def parse_rules(rules: Sequence[str | Mapping[str, Any]] | None) -> tuple[dict[str, Any], ...]:

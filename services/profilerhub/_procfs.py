@@ -56,13 +56,15 @@ class ProcReaders:
         self._ticks = os.sysconf("SC_CLK_TCK")
         self._page = os.sysconf("SC_PAGE_SIZE")
         self._prev_cpu = self._cores()
+        self.iowait_percent = 0.0
+        """Mean time the cores waited for I/O (%) over the last ``cpu_percent`` interval."""
         self._prev_self = self._self_times()
 
     def close(self) -> None:
         for f in (self._stat, self._meminfo, self._diskstats, self._netdev, self._self):
             f.close()
 
-    def _cores(self) -> list[tuple[int, int]]:
+    def _cores(self) -> list[tuple[int, int, int]]:
         out = []
         for line in self._stat.read().split(b"\n"):
             if not line.startswith(b"cpu"):
@@ -71,17 +73,21 @@ class ProcReaders:
                 continue  # the all-CPU line: the total is the mean of the cores
             f = [int(x) for x in line.split()[1:9]]  # user nice system idle iowait irq softirq steal
             total = sum(f)
-            out.append((total - f[3] - f[4], total))  # busy = all but idle and iowait (as psutil)
+            out.append((total - f[3] - f[4], f[4], total))  # busy = all but idle and iowait (as psutil)
         return out
 
     def cpu_percent(self) -> list[float]:
-        """Per-core busy % since the previous call."""
+        """Per-core busy % since the previous call; ``iowait_percent`` is set from the same reading."""
         now = self._cores()
-        pct = []
-        for (busy0, tot0), (busy1, tot1) in zip(self._prev_cpu, now, strict=False):
+        pct, wait, cores = [], 0.0, 0
+        for (busy0, io0, tot0), (busy1, io1, tot1) in zip(self._prev_cpu, now, strict=False):
             dt = tot1 - tot0
             pct.append(round(100.0 * (busy1 - busy0) / dt, 1) if dt > 0 else 0.0)
+            if dt > 0:
+                wait += 100.0 * (io1 - io0) / dt
+                cores += 1
         self._prev_cpu = now
+        self.iowait_percent = round(wait / cores, 2) if cores else 0.0
         return pct
 
     def memory(self) -> tuple[int, int]:

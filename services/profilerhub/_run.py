@@ -69,6 +69,7 @@ class Run:
             cfg.token,
             [d.as_dict() for d in cfg.metric_definitions] or None,
             list(cfg.rules) or None,
+            stop_on=list(cfg.stop_on) or None,
         )
         self.spill = self._make_spill()
         self.uploader = Uploader(self.sink, max_pending_bytes=cfg.max_pending_bytes, spill=self.spill)
@@ -80,6 +81,7 @@ class Run:
         self._collector: threading.Thread | None = None
         self._finish_lock = threading.Lock()
         self._summary: dict[str, Any] | None = None
+        self.stop_raised = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -255,6 +257,14 @@ class Run:
             )
         return summary
 
+    def stop_requested(self) -> str | None:
+        """The rule the hub asked this run to stop for, the first time it is asked (opted-in runs)."""
+        rule = self.sink.stop_request
+        if rule is None or self.stop_raised or not self.cfg.stop_on:
+            return None
+        self.stop_raised = True
+        return rule
+
     def _complete(self) -> None:
         """``complete`` the job, telling the hub how many files it will not get now and why."""
         self.sink.complete(self._missing_report())
@@ -429,6 +439,7 @@ class Run:
             "chunk_interval_s": cfg.chunk_interval_s,
             "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
             "rules": list(cfg.rules),
+            "stop_on": list(cfg.stop_on),
             "torch_profiler": None
             if tp is None
             else {

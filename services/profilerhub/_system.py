@@ -37,6 +37,7 @@ class SystemSampler:
             self._psutil = psutil
             self._proc = psutil.Process(os.getpid())
             psutil.cpu_percent(percpu=True)  # the first calls only prime the counters
+            psutil.cpu_times_percent()
             self._proc.cpu_percent()
         self._prev_disk = self._disk()
         self._prev_net = self._net()
@@ -49,6 +50,13 @@ class SystemSampler:
             return self._procfs.cpu_percent(), total, available
         vm = self._psutil.virtual_memory()
         return self._psutil.cpu_percent(percpu=True), vm.total, vm.available
+
+    def _iowait(self) -> float | None:
+        """Mean % of time the cores waited for I/O since the previous sample (None: not known here)."""
+        if self._procfs is not None:
+            return self._procfs.iowait_percent
+        iowait = getattr(self._psutil.cpu_times_percent(), "iowait", None)  # Linux only
+        return None if iowait is None else round(float(iowait), 2)
 
     def _process(self) -> tuple[float, int]:
         """This process's CPU % (100 = one core) and resident bytes."""
@@ -105,6 +113,9 @@ class SystemSampler:
             "mem_total_bytes": mem_total,
             "mem_percent": round(100.0 * (mem_total - mem_available) / mem_total, 1),
         }
+        iowait = self._iowait()
+        if iowait is not None:  # what the IOBottleneck rule reads
+            rec["cpu_iowait_percent"] = iowait
         try:
             rec["proc_cpu_percent"], rec["proc_rss_bytes"] = self._process()
         except Exception as exc:

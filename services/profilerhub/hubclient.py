@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 API = "/api/v1"
+STOP_HEADER = "X-ProfilerHub-Stop"
 
 
 class HubError(Exception):
@@ -88,6 +89,8 @@ class HubClient:
         name: str,
         metric_definitions: list[dict[str, str]] | None = None,
         rules: list[dict[str, Any]] | None = None,
+        *,
+        stop_on: list[str] | None = None,
     ) -> HubJob:
         """``POST …/jobs`` -> the new job (201), with where its files go."""
         body: dict[str, Any] = {"name": name}
@@ -95,6 +98,8 @@ class HubClient:
             body["metric_definitions"] = metric_definitions
         if rules:
             body["rules"] = rules
+        if stop_on:
+            body["stop_on"] = stop_on
         path = f"{API}/domains/{quote(domain)}/users/{quote(user)}/jobs"
         data = self._json("POST", path, json_body=body, missing_is_fatal=True)
         try:
@@ -133,10 +138,18 @@ class HubClient:
         """``GET …/jobs/{job_id}``."""
         return self._json("GET", job.path)
 
-    def put_file(self, job: HubJob, path: str, data: bytes, content_type: str) -> None:
-        """Upload one raw file: through the hub (``PUT …/files/{path}``) or to a presigned URL."""
+    def put_file(self, job: HubJob, path: str, data: bytes, content_type: str) -> str | None:
+        """Upload one raw file: through the hub (``PUT …/files/{path}``) or to a presigned URL.
+
+        Returns the hub's ``X-ProfilerHub-Stop`` (the rule it asks the run to stop for), if any."""
         if job.upload_mode == "s3":
-            grant = self._json("POST", f"{job.path}/uploads", json_body={"path": path, "size": len(data)})
+            answer = self._send(
+                self._http, "POST", f"{job.path}/uploads", json_body={"path": path, "size": len(data)}
+            )
+            try:
+                grant = answer.json()
+            except ValueError as exc:
+                raise HubError(f"the hub's upload grant for {path} is not JSON", retryable=True) from exc
             try:
                 method, url = str(grant.get("method", "PUT")).upper(), str(grant["url"])
                 headers = {str(k): str(v) for k, v in (grant.get("headers") or {}).items()}
@@ -147,7 +160,7 @@ class HubClient:
                 self._bare, method, url, content=data, headers=headers, what=f"upload of {path} to storage"
             )
         else:
-            self._send(
+            answer = self._send(
                 self._http,
                 "PUT",
                 f"{job.files_url or job.path + '/files/'}{quote(path, safe='/')}",
@@ -155,6 +168,7 @@ class HubClient:
                 headers={"Content-Type": content_type},
                 what=f"upload of {path}",
             )
+        return answer.headers.get(STOP_HEADER) or None
 
     def complete(self, job: HubJob, report: dict[str, Any] | None = None) -> None:
         """``POST …/jobs/{job_id}/complete`` -> 202: the hub starts ingesting the job.

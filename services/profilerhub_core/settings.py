@@ -121,6 +121,26 @@ class Settings(BaseSettings):
         le=3600,
         description="How often the rules of a running job are evaluated on what it has streamed so far.",
     )
+    # -- webhooks (docs/webhooks.md) --
+    webhook_allowed_networks: list[str] = Field(
+        default_factory=list,
+        description="Networks (CIDR, JSON list: '[\"10.1.0.0/16\"]') webhooks may call although they are "
+        "not public: loopback, link-local, private and reserved addresses are refused unless listed here. "
+        "Checked on every address the webhook's host resolves to, when it is created and at each delivery.",
+    )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=60, description="How long one webhook delivery attempt may take."
+    )
+    webhook_max_attempts: int = Field(
+        default=6, ge=1, le=20, description="Attempts per webhook delivery before it is Failed."
+    )
+    webhook_retry_backoff_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Wait before the first retry of a failed delivery; doubled for each further one "
+        "(at most 1 hour), with jitter.",
+    )
     job_ingest_max_attempts: int = Field(
         default=3, ge=1, description="Ingest attempts before a job is Failed."
     )
@@ -242,6 +262,17 @@ class Settings(BaseSettings):
         le=3600,
         description="How far a SigV4-signed request's X-Amz-Date may be from the hub's clock.",
     )
+
+    @model_validator(mode="after")
+    def _check_webhook_networks(self) -> Settings:
+        import ipaddress
+
+        for net in self.webhook_allowed_networks:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"webhook_allowed_networks: {net!r} is not a network ({exc})") from exc
+        return self
 
     @property
     def effective_hub_workers(self) -> int:

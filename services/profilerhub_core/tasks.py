@@ -4,7 +4,8 @@ The hub sends tasks by name and never imports task code; a worker registers its 
 names. Neither imports the other: both import this module.
 
 Payload: every task takes exactly one positional argument, the id of the row it works on
-(``SPAWN_APP`` and ``DELETE_APP`` an app id, ``INGEST_JOB`` a job id); the periodic tasks take
+(``SPAWN_APP`` and ``DELETE_APP`` an app id, ``INGEST_JOB`` a job id, ``DELIVER_WEBHOOK`` a
+webhook delivery id); the periodic tasks take
 none. A sender commits the row first and enqueues after (``docs/architecture.md``), so a task
 re-reads the row and moves it on with a compare-and-set: a duplicate or late task does nothing.
 
@@ -32,6 +33,9 @@ INGEST_JOB = "profilerhub.jobs.ingest"
 RECONCILE_JOBS = "profilerhub.jobs.reconcile"
 SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
 LIVE_RULES = "profilerhub.jobs.live_rules"
+
+# A worker sends it for each delivery row it adds (a rule's finding, a job Ready or Failed).
+DELIVER_WEBHOOK = "profilerhub.webhooks.deliver"
 
 # Tasks a request sends, with the one id they take.
 SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
@@ -77,6 +81,7 @@ __all__ = [
     "APP_QUEUE",
     "CULL_IDLE_APPS",
     "DELETE_APP",
+    "DELIVER_WEBHOOK",
     "INGEST_JOB",
     "PERIODIC",
     "POLL_APPS",

@@ -39,6 +39,8 @@ TARGET_TYPES: dict[Action, str] = {
     Action.CompleteJob: "Job",
     Action.UploadJobFile: "Job",
     Action.DeleteJob: "Job",
+    Action.CreateWebhook: "Webhook",
+    Action.DeleteWebhook: "Webhook",
 }
 if set(TARGET_TYPES) != MUTATING:  # checked when the module loads, like permissions.RULES
     raise RuntimeError(f"audit.TARGET_TYPES and permissions.MUTATING differ: {set(TARGET_TYPES) ^ MUTATING}")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.names import ResourceName
 from profilerhub_core.records.jobs import undelivered_warning
-from profilerhub_hub.rule_schemas import RuleConfigs
+from profilerhub_hub.rule_schemas import RuleConfigs, StopOn
 
 # SageMaker's limits for metric definitions.
 MAX_METRIC_DEFINITIONS = 40
@@ -46,6 +46,11 @@ class JobCreate(BaseModel):
     )
     rules: RuleConfigs | None = Field(
         None, description="Rules to run (default: the domain's, else ProfilerReport)."
+    )
+    stop_on: StopOn | None = Field(
+        None,
+        description="Rules whose IssuesFound (while the job runs) asks the run to stop: the SDK "
+        "raises ph.StopTraining at its next step (docs/sdk.md).",
     )
 
 
@@ -114,6 +119,10 @@ class JobRead(BaseModel):
         None, description="The compact summary once Ready (only when one job is read)."
     )
     upload: UploadInfo | None = Field(None, description="Where files go, while the job takes them.")
+    stop_on: list[str] = Field(default_factory=list, description="Rules the run stops on.")
+    stop_request: dict[str, Any] | None = Field(
+        None, description='Set when a stop_on rule found issues: {"rule", "reason", "requested_at"}.'
+    )
 
     @classmethod
     def of(
@@ -134,6 +143,8 @@ class JobRead(BaseModel):
             undelivered=job.undelivered,
             summary=job.summary if summary else None,
             upload=upload,
+            stop_on=list(job.stop_on or []),
+            stop_request=job.stop_request,
         )
 
 

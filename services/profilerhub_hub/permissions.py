@@ -65,6 +65,10 @@ class Action(enum.StrEnum):
     CompleteJob = "CompleteJob"
     UploadJobFile = "UploadJobFile"
     DeleteJob = "DeleteJob"
+    CreateWebhook = "CreateWebhook"
+    ListWebhooks = "ListWebhooks"
+    DescribeWebhook = "DescribeWebhook"
+    DeleteWebhook = "DeleteWebhook"
 
 
 class Rule(enum.Enum):
@@ -108,6 +112,11 @@ RULES: dict[Action, Rule] = {
     Action.CompleteJob: Rule.OWNER,
     Action.UploadJobFile: Rule.OWNER,
     Action.DeleteJob: Rule.OWNER,
+    # A user's webhooks are theirs; the domain's own (every job there) its administrators'.
+    Action.CreateWebhook: Rule.OWNER,
+    Action.ListWebhooks: Rule.OWNER,
+    Action.DescribeWebhook: Rule.OWNER,
+    Action.DeleteWebhook: Rule.OWNER,
 }
 
 # A token scoped for the key of this table may also do its value (a narrower change).

@@ -1,5 +1,6 @@
 """Rules in the jobs API: the configuration a job or domain takes (checked by the analysis
-engine's ``check_configs``) and ``RulesRead``, what ``GET …/jobs/{job_id}/rules`` answers."""
+engine's ``check_configs``), the rules a run stops on (``StopOn``) and ``RulesRead``, what
+``GET …/jobs/{job_id}/rules`` answers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from sqlalchemy.orm import Session
 
 from profilerhub_analysis.rules import MAX_RULES, RuleParamError, check_configs
-from profilerhub_analysis.rules.registry import DEFAULT_RULES
+from profilerhub_analysis.rules.registry import DEFAULT_RULES, RULES
 from profilerhub_core.db.models import Domain, Job
 from profilerhub_core.domain_settings import DomainSettings
 
@@ -25,6 +26,20 @@ RuleConfigs = Annotated[
     list[str | dict[str, Any]],
     Field(max_length=MAX_RULES, description='Rule names or {"rule", "parameters"} (docs/rules.md).'),
     AfterValidator(_checked),
+]
+
+
+def _known_names(value: list[str]) -> list[str]:
+    unknown = [name for name in value if name not in RULES]
+    if unknown:
+        raise ValueError(f"unknown rule(s) {', '.join(map(repr, unknown))}; known: {', '.join(RULES)}")
+    return list(dict.fromkeys(value))
+
+
+StopOn = Annotated[
+    list[Annotated[str, Field(max_length=64)]],
+    Field(max_length=MAX_RULES, description="Rule names whose IssuesFound asks the run to stop."),
+    AfterValidator(_known_names),
 ]
 
 

@@ -14,7 +14,8 @@ The targets are domain ``d1`` and its user ``alice``. Callers:
 404 where the caller may not even know the target exists (another domain, another user).
 Each cell starts from the same data (reseeded after every request that changed something), on
 SQLite and PostgreSQL: besides the callers' tokens, alice has a Pending app ``default``
-(``{app}``; so deleting alice is 409, and deleting it is 409 too) and an open job (``{job}``);
+(``{app}``; so deleting alice is 409, and deleting it is 409 too), an open job (``{job}``), a
+webhook (``{hook}``) and the domain has one (``{dhook}``);
 uploads go through the hub (local storage), so asking for a presigned upload is 400.
 
 Every operation of the OpenAPI document has at least one row (``test_matrix_has_a_row_for_every
@@ -30,8 +31,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from profilerhub_core.db.models import ApiToken, App, AppType, Job, utcnow
-from profilerhub_core.records import apps, domains, jobs, users
+from profilerhub_core.db.models import ApiToken, App, AppType, Job, Webhook, utcnow
+from profilerhub_core.records import apps, domains, jobs, users, webhooks
 from tests.support.hub import auth
 
 CALLERS = ("platform", "dadmin", "oadmin", "user", "other", "revoked", "expired", "none")
@@ -45,6 +46,8 @@ PATCH_PLATFORM = {"settings": {"max_live_apps": 5}}  # ... not this one
 NEW_APP = {"app_type": "DetailedProfiler", "app_name": "second"}
 UPLOAD = {"path": "rank0.json", "size": 10}
 SIGN_IN_LINK = {"landing": "app"}
+HOOK = {"url": "https://93.184.215.14/hook"}  # a public IP literal: no DNS needed
+DHOOKS = "/api/v1/domains/d1/webhooks"
 # fmt: off
 MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("POST",  "/api/v1/domains",                 {"name": "d9"},    (201, 403, 403, 403, 403, 401, 401, 401)),
@@ -94,6 +97,17 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("POST",  f"{JOB}/uploads",                  UPLOAD,            (400, 400, 404, 400, 404, 401, 401, 401)),
     ("POST",  f"{JOB}/complete",                 None,              (202, 202, 404, 202, 404, 401, 401, 401)),
     ("DELETE",JOB,                               None,              (204, 204, 404, 204, 404, 401, 401, 401)),
+    ("POST",  DHOOKS,                            HOOK,              (201, 201, 404, 403, 403, 401, 401, 401)),
+    ("GET",   DHOOKS,                            None,              (200, 200, 404, 403, 403, 401, 401, 401)),
+    ("GET",   f"{DHOOKS}/{{dhook}}",             None,              (200, 200, 404, 403, 403, 401, 401, 401)),
+    ("GET",   f"{DHOOKS}/{{dhook}}/deliveries",  None,              (200, 200, 404, 403, 403, 401, 401, 401)),
+    ("DELETE",f"{DHOOKS}/{{dhook}}",             None,              (204, 204, 404, 403, 403, 401, 401, 401)),
+    ("POST",  f"{U}/webhooks",                   HOOK,              (201, 201, 404, 201, 404, 401, 401, 401)),
+    ("GET",   f"{U}/webhooks",                   None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   f"{U}/webhooks/{{hook}}",          None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("GET",   f"{U}/webhooks/no-such-hook",      None,              (404, 404, 404, 404, 404, 401, 401, 401)),
+    ("GET",   f"{U}/webhooks/{{hook}}/deliveries", None,            (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("DELETE",f"{U}/webhooks/{{hook}}",          None,              (204, 204, 404, 204, 404, 401, 401, 401)),
 ]
 # fmt: on
 
@@ -128,6 +142,11 @@ def _alices_app_and_job(seed: Any) -> None:
         alice = users.get_user(session, domain, "alice")
         apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default", actor="test")
         jobs.create_job(session, domain, alice, "first", [])
+        for owner, note in ((alice, "alice's"), (None, "the domain's")):
+            webhooks.create_webhook(
+                session, domain, owner, url=HOOK["url"], events=webhooks.EVENTS, created_by="test",
+                allowed_networks=(), note=note,
+            )  # fmt: skip
         session.commit()
 
 
@@ -138,6 +157,8 @@ def _concrete(path: str, seed: Any) -> str:
             "{spare}": session.scalar(sa.select(ApiToken.id).where(ApiToken.note == "spare")),
             "{app}": session.scalar(sa.select(App.id).where(App.app_name == "default")),
             "{job}": session.scalar(sa.select(Job.id).where(Job.name == "first")),
+            "{hook}": session.scalar(sa.select(Webhook.id).where(Webhook.note == "alice's")),
+            "{dhook}": session.scalar(sa.select(Webhook.id).where(Webhook.note == "the domain's")),
         }
     for placeholder, value in ids.items():
         path = path.replace(placeholder, str(value))

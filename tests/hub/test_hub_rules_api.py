@@ -12,22 +12,9 @@ from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
 from profilerhub_worker.ingest import ingest_job
 from tests.support.hub import auth
-from tests.support.jobs import jsonl_gz, sdk_files
+from tests.support.jobs import sdk_files, stalled_sdk_files
 
 JOBS = "/api/v1/domains/d1/users/alice/jobs"
-
-
-def _stalled_run_files() -> dict[str, bytes]:
-    """An SDK run whose 'dataloader' annotation stalls once (500 ms against 2 ms)."""
-    files = sdk_files(steps=30)
-    t0, ms = 1_000_000_000_000, 1_000_000
-    fetches = [
-        {"kind": "annotation", "name": "dataloader", "start_ns": t0 + i * 20 * ms, "thread": 1,
-         "end_ns": t0 + i * 20 * ms + (500 if i == 20 else 2) * ms, "depth": 1, "step": i}
-        for i in range(30)
-    ]  # fmt: skip
-    files["annotations/000002.jsonl.gz"] = jsonl_gz(fetches)
-    return files
 
 
 def _ingested(client: Any, ctx: Any, token: str, body: dict[str, Any], files: dict[str, bytes]) -> str:
@@ -53,7 +40,7 @@ def test_rules_configured_on_the_job_are_evaluated_at_ingest_and_read_back(
         "name": "stall",
         "rules": ["Dataloader", {"rule": "StepOutlier", "parameters": {"n_outliers": 0}}],
     }
-    job_id = _ingested(jobs_client, ctx, token, body, _stalled_run_files())
+    job_id = _ingested(jobs_client, ctx, token, body, stalled_sdk_files())
     out = jobs_client.get(f"{JOBS}/{job_id}/rules", headers=auth(token)).json()
     assert out["final"] is True and out["evaluated_at"] and out["status"] == "IssuesFound"
     assert [c["rule"] for c in out["configured"]] == ["Dataloader", "StepOutlier"]

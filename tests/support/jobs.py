@@ -24,6 +24,14 @@ def jsonl_gz(records: list[dict[str, Any]]) -> bytes:
     return gzip.compress(("\n".join(json.dumps(r) for r in records) + "\n").encode())
 
 
+def cpu_chunk(first: int, n: int, cpu: float, t0: int = 1_000_000_000_000) -> bytes:
+    """A ``system/`` chunk: samples ``first`` .. ``first + n`` at 100 ms, CPU ``cpu`` %, GPU 0 at 2 %."""
+    return jsonl_gz(
+        [{"ts_ns": t0 + (first + i) * 100_000_000, "cpu_percent": cpu,
+          "gpus": [{"index": 0, "util_percent": 2.0}]} for i in range(n)]
+    )  # fmt: skip
+
+
 def sdk_files(steps: int = 5, t0: int = 1_000_000_000_000) -> dict[str, bytes]:
     """A small SDK run: job.json, annotations with steps, two metrics, system samples."""
     ms = 1_000_000
@@ -107,6 +115,19 @@ def sdk_files(steps: int = 5, t0: int = 1_000_000_000_000) -> dict[str, bytes]:
         "system/000001.jsonl.gz": jsonl_gz(system),
         "_SUCCESS": b"{}",
     }
+
+
+def stalled_sdk_files() -> dict[str, bytes]:
+    """An SDK run whose 'dataloader' annotation stalls once (500 ms against 2 ms)."""
+    files = sdk_files(steps=30)
+    t0, ms = 1_000_000_000_000, 1_000_000
+    fetches = [
+        {"kind": "annotation", "name": "dataloader", "start_ns": t0 + i * 20 * ms, "thread": 1,
+         "end_ns": t0 + i * 20 * ms + (500 if i == 20 else 2) * ms, "depth": 1, "step": i}
+        for i in range(30)
+    ]  # fmt: skip
+    files["annotations/000002.jsonl.gz"] = jsonl_gz(fetches)
+    return files
 
 
 def make_job(

@@ -10,7 +10,7 @@ from profilerhub_core.db.models import Job
 from profilerhub_core.records import jobs
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from profilerhub_worker.ingest.live_rules import evaluate_live, evaluate_running_jobs
-from tests.support.jobs import job_row, jsonl_gz, make_job
+from tests.support.jobs import cpu_chunk, job_row, make_job
 
 T0 = 1_000_000_000_000
 RULES = [
@@ -19,16 +19,9 @@ RULES = [
 ]
 
 
-def _chunk(first: int, n: int, cpu: float) -> bytes:
-    return jsonl_gz(
-        [{"ts_ns": T0 + (first + i) * 100_000_000, "cpu_percent": cpu,
-          "gpus": [{"index": 0, "util_percent": 2.0}]} for i in range(n)]
-    )  # fmt: skip
-
-
 def _running_job(ctx: IngestContext) -> tuple[str, Any]:
     files = {"job.json": json.dumps({"status": "InProgress", "start_ns": T0}).encode(),
-             "system/000001.jsonl.gz": _chunk(0, 20, 95.0)}  # fmt: skip
+             "system/000001.jsonl.gz": cpu_chunk(0, 20, 95.0)}  # fmt: skip
     job_id, place = make_job(ctx, files, complete=False)
     with ctx.sessions() as session:
         row = session.get(Job, job_id)
@@ -56,7 +49,7 @@ def test_only_new_chunks_are_read_and_the_earlier_ones_come_from_the_cache(ctx: 
     job_id, place = _running_job(ctx)
     evaluate_live(ctx, job_id)
     ctx.store.delete(place.raw_key("system/000001.jsonl.gz"))  # were it read again, its 20 would be lost
-    ctx.store.put(place.raw_key("system/000002.jsonl.gz"), _chunk(20, 30, 20.0))
+    ctx.store.put(place.raw_key("system/000002.jsonl.gz"), cpu_chunk(20, 30, 20.0))
     assert evaluate_live(ctx, job_id) == "evaluated"
     cpu = _cpu(job_row(ctx, job_id).rule_results)
     assert cpu["figures"]["datapoints"] == 50 and cpu["figures"]["bottleneck_datapoints"] == 20

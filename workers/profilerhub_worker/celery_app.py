@@ -27,7 +27,11 @@ from profilerhub_core.tasks import (
 )
 from profilerhub_worker.runtime import WorkerRuntime, attach
 
-TASK_MODULES = ["profilerhub_worker.tasks.apps", "profilerhub_worker.tasks.ingest"]
+TASK_MODULES = [
+    "profilerhub_worker.tasks.apps",
+    "profilerhub_worker.tasks.ingest",
+    "profilerhub_worker.tasks.webhooks",
+]
 
 
 def make_celery(

@@ -21,6 +21,7 @@ def make_sink(
     token: str | None = None,
     metric_definitions: list[dict[str, str]] | None = None,
     rules: list[dict[str, Any]] | None = None,
+    stop_on: list[str] | None = None,
 ) -> Sink:
     """Build the sink for ``kind`` (``local``, ``s3``, ``hub``) at ``location`` for ``job``."""
     if kind == "local":
@@ -34,5 +35,5 @@ def make_sink(
     if kind == "hub":
         from .hub import HubSink
 
-        return HubSink(location, token, job, metric_definitions, rules=rules)
+        return HubSink(location, token, job, metric_definitions, rules=rules, stop_on=stop_on)
     raise ValueError(f"unknown sink {kind!r}")

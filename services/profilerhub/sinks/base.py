@@ -37,6 +37,8 @@ class Sink(ABC):
 
     #: ``local``, ``s3`` or ``hub``.
     kind: str = ""
+    #: The rule the hub asked the run to stop for (learnt from an upload's answer); hub sink only.
+    stop_request: str | None = None
 
     @abstractmethod
     def open(self) -> None:

@@ -11,7 +11,9 @@ from .base import Sink, SinkError, check_relative_path, content_type
 class HubSink(Sink):
     """``open`` asks ``GET /me`` who we are and creates the job; ``put`` uploads one file.
 
-    ``metric_definitions`` are sent with the job so the hub knows the metric names up front.  Set
+    ``metric_definitions`` are sent with the job so the hub knows the metric names up front;
+    ``stop_on`` too. Each upload's answer may say that the hub asks the run to stop
+    (``X-ProfilerHub-Stop``): ``stop_request`` keeps it, and the run raises at its next step.  Set
     ``job`` before ``open`` to resume uploading to that job (used if it is still ``InProgress``).
     """
 
@@ -25,12 +27,14 @@ class HubSink(Sink):
         metric_definitions: list[dict[str, str]] | None = None,
         transport: Any = None,
         rules: list[dict[str, Any]] | None = None,
+        stop_on: list[str] | None = None,
     ) -> None:
         self.url = url
         self.token = token
         self.job_name = job
         self.metric_definitions = metric_definitions
         self.rules = rules
+        self.stop_on = stop_on
         self._transport = transport
         self._client: HubClient | None = None
         self.job: HubJob | None = None
@@ -85,7 +89,12 @@ class HubSink(Sink):
                     fatal=True,
                 )
             self.job = self._client.create_job(
-                str(me["domain"]), str(me["user"]), self.job_name, self.metric_definitions, self.rules
+                str(me["domain"]),
+                str(me["user"]),
+                self.job_name,
+                self.metric_definitions,
+                self.rules,
+                stop_on=self.stop_on,
             )
         except HubError as exc:
             raise _sink_error(exc) from exc
@@ -118,9 +127,11 @@ class HubSink(Sink):
     def put(self, path: str, data: bytes) -> None:
         assert self._client is not None and self.job is not None, "open() first"
         try:
-            self._client.put_file(self.job, check_relative_path(path), data, content_type(path))
+            stop = self._client.put_file(self.job, check_relative_path(path), data, content_type(path))
         except HubError as exc:
             raise _sink_error(exc) from exc
+        if stop and self.stop_request is None:
+            self.stop_request = stop
 
     def complete(self, report: dict[str, Any] | None = None) -> None:
         assert self._client is not None and self.job is not None, "open() first"

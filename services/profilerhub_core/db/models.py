@@ -299,6 +299,72 @@ class Job(Timestamped, Base):
     None when everything did."""
     raw_bytes: Mapped[int] = mapped_column(sa.BigInteger, default=0, server_default="0")
     """Bytes of the job's raw files as last counted by an upload (the storage quota's usage)."""
+    stop_on: Mapped[list[Any] | None] = mapped_column(sa.JSON, default=None)
+    """Rule names whose IssuesFound asks the run to stop (``ph.init(stop_on=...)``); None = never."""
+    stop_request: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+    """Set once when a ``stop_on`` rule turned IssuesFound live: ``{"rule", "reason", "requested_at"}``."""
+
+
+class WebhookScope(enum.StrEnum):
+    domain = "domain"
+    user = "user"
+    job = "job"
+
+
+class Webhook(Base):
+    """An HTTPS endpoint told about a domain's, a user's or one job's events (docs/webhooks.md).
+
+    ``user_id`` None: every job of the domain; ``job_id`` set: that job only. ``secret`` signs
+    each body (HMAC-SHA256); it is shown once, when the webhook is created."""
+
+    __tablename__ = "webhooks"
+    __table_args__ = (sa.Index(None, "domain_id", "user_id"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    domain_id: Mapped[str] = mapped_column(sa.ForeignKey("domains.id", ondelete="CASCADE"))
+    user_id: Mapped[str | None] = mapped_column(
+        sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), default=None
+    )
+    job_id: Mapped[str | None] = mapped_column(
+        sa.ForeignKey("jobs.id", ondelete="CASCADE"), default=None, index=True
+    )
+    url: Mapped[str] = mapped_column(sa.String(2000))
+    events: Mapped[list[str]] = mapped_column(default=list)
+    secret: Mapped[str] = mapped_column(sa.String(100))
+    note: Mapped[str] = mapped_column(sa.String(200), default="")
+    created_by: Mapped[str] = mapped_column(sa.String(130))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    @property
+    def scope(self) -> WebhookScope:
+        if self.job_id is not None:
+            return WebhookScope.job
+        return WebhookScope.domain if self.user_id is None else WebhookScope.user
+
+
+class DeliveryStatus(enum.StrEnum):
+    Pending = "Pending"
+    Delivered = "Delivered"
+    Failed = "Failed"
+
+
+class WebhookDelivery(Base):
+    """One event sent (or being sent) to one webhook; ``attempts`` logs every try."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (sa.Index(None, "webhook_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    webhook_id: Mapped[str] = mapped_column(sa.ForeignKey("webhooks.id", ondelete="CASCADE"))
+    job_id: Mapped[str | None] = mapped_column(sa.String(36), default=None)
+    event: Mapped[str] = mapped_column(sa.String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[DeliveryStatus] = mapped_column(_enum(DeliveryStatus), default=DeliveryStatus.Pending)
+    attempts: Mapped[list[Any]] = mapped_column(sa.JSON, default=list)
+    """``[{"at", "status_code", "error", "ms"}]``, one per try, oldest first."""
+    next_attempt_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 __all__ = [
@@ -310,6 +376,7 @@ __all__ = [
     "AuditEvent",
     "Base",
     "Domain",
+    "DeliveryStatus",
     "DomainStatus",
     "Job",
     "JobStatus",
@@ -317,6 +384,9 @@ __all__ = [
     "Role",
     "UTCDateTime",
     "UserProfile",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookScope",
     "new_id",
     "utcnow",
 ]

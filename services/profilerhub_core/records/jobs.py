@@ -29,6 +29,7 @@ def create_job(
     name: str,
     metric_definitions: list[dict[str, str]] | None = None,
     rules: list[dict[str, Any]] | None = None,
+    stop_on: list[str] | None = None,
 ) -> Job:
     """A new ``InProgress`` job of ``user``, ready to take raw files."""
     job = Job(
@@ -38,6 +39,7 @@ def create_job(
         status=JobStatus.InProgress,
         metric_definitions=list(metric_definitions or []),
         rules=rules,
+        stop_on=stop_on or None,
     )
     session.add(job)
     session.flush()
@@ -56,6 +58,16 @@ def jobs_query(user: UserProfile, status: JobStatus | None = None) -> sa.Select[
     """``user``'s jobs, optionally only those in ``status`` (unordered; paginate by created_at, id)."""
     stmt = sa.select(Job).where(Job.user_id == user.id)
     return stmt if status is None else stmt.where(Job.status == status)
+
+
+STOP_HEADER = "X-ProfilerHub-Stop"
+"""Sent with every answer to an upload of a job whose stop was requested: the rule's name."""
+
+
+def stop_header(job: Job) -> dict[str, str]:
+    """``{STOP_HEADER: rule}`` once a stop was requested for ``job``, else nothing."""
+    rule = (job.stop_request or {}).get("rule")
+    return {STOP_HEADER: str(rule)} if rule else {}
 
 
 def missing_files(job: Job) -> int:
@@ -180,6 +192,7 @@ def delete_job(session: Session, job: Job) -> None:
 
 
 __all__ = [
+    "STOP_HEADER",
     "awaits_files",
     "create_job",
     "delete_job",
@@ -191,6 +204,7 @@ __all__ = [
     "redeliver",
     "require_job",
     "require_uploading",
+    "stop_header",
     "takes_files",
     "undelivered_warning",
     "user_raw_bytes",

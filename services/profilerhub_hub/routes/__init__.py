@@ -18,11 +18,12 @@ from profilerhub_hub.routes import (
     signin,
     tokens,
     users,
+    webhooks,
 )
 
 api_routers: list[APIRouter] = [
     module.router
-    for module in (domains, users, tokens, access_keys, signin, me, audit, apps, jobs, app_owner)
+    for module in (domains, users, tokens, access_keys, signin, me, audit, apps, jobs, app_owner, webhooks)
 ]
 
 __all__ = ["api_routers"]

@@ -72,7 +72,7 @@ def create_job(
     assert target.domain is not None and target.user is not None
     definitions = [d.model_dump() for d in body.metric_definitions]
     rules = [r for r in body.rules or [] if isinstance(r, dict)] or None  # normalised: dicts only
-    job = jobs.create_job(session, target.domain, target.user, body.name, definitions, rules)
+    job = jobs.create_job(session, target.domain, target.user, body.name, definitions, rules, body.stop_on)
     detail = {"user": target.user.name, "name": job.name}
     commit_audited(session, target, Action.CreateJob, job.id, detail=detail)
     return _read(request, target, job)
@@ -160,11 +160,13 @@ async def upload_file(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    response: Response,
     target: Annotated[Resolved, allow(Action.UploadJobFile)],
 ) -> FileStored:
     """Store the request body as the job's raw file ``path`` (streamed; replaces a file of that name)."""
     job = await run_in_threadpool(_job, session, target, job_id)
     jobs.require_uploading(job)
+    response.headers.update(jobs.stop_header(job))  # how a run learns a stop was requested
     quota = await run_in_threadpool(job_uploads.quota_of, session, target, job)
     session.close()  # no connection held while the body streams in
     length = request.headers.get("content-length")
@@ -189,11 +191,13 @@ def grant_upload(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    response: Response,
     target: Annotated[Resolved, allow(Action.UploadJobFile)],
 ) -> UploadGrant:
     """A presigned URL to PUT one raw file straight to S3 (when the hub's storage is S3)."""
     job = _job(session, target, job_id)
     jobs.require_uploading(job)
+    response.headers.update(jobs.stop_header(job))
     store = job_uploads.job_store(request.app.state)
     quota = job_uploads.quota_of(session, target, job)
     grant, total = job_uploads.grant_upload(

@@ -24,6 +24,8 @@ ONE_APP = USER_APPS + "/{app_type}/{app_name}"
 USER_JOBS = "/domains/{domain}/users/{user}/jobs"
 ONE_JOB = USER_JOBS + "/{job_id}"
 JOB_FILES = ONE_JOB + "/files/"
+DOMAIN_WEBHOOKS = "/domains/{domain}/webhooks"
+USER_WEBHOOKS = "/domains/{domain}/users/{user}/webhooks"
 
 
 def path_regex(template: str) -> str:
@@ -44,6 +46,7 @@ OF_USER: dict[str, Any] = {"parameters": [_DOMAIN, _USER]}
 
 __all__ = [
     "API_PREFIX",
+    "DOMAIN_WEBHOOKS",
     "IN_DOMAIN",
     "JOB_FILES",
     "OF_USER",
@@ -51,5 +54,6 @@ __all__ = [
     "ONE_JOB",
     "USER_APPS",
     "USER_JOBS",
+    "USER_WEBHOOKS",
     "path_regex",
 ]

@@ -13,6 +13,18 @@ from profilerhub_core.storage import ObjectStore
 from profilerhub_worker.ingest.limits import MemoryBudget, default_memory_budget, remove_stale_copies
 
 
+@dataclass(frozen=True)
+class WebhookPolicy:
+    """How deliveries are made (the ``webhook_*`` settings)."""
+
+    allowed_networks: tuple[str, ...] = ()
+    timeout_s: float = 10.0
+    max_attempts: int = 6
+    backoff_s: float = 10.0
+    transport: Any = None
+    """An ``httpx`` transport seam for tests; None: the network."""
+
+
 @dataclass
 class IngestContext:
     """What ingest needs: the database, the object store and the limits. One per worker process."""
@@ -38,6 +50,7 @@ class IngestContext:
     """Largest total of one job's raw files once decompressed."""
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
     """The worker-wide budget concurrent ingests parse under (``limits``)."""
+    webhooks: WebhookPolicy = field(default_factory=WebhookPolicy)
 
     @classmethod
     def from_settings(
@@ -59,6 +72,12 @@ class IngestContext:
             heartbeat_stale=timedelta(seconds=3 * settings.job_ingest_heartbeat_seconds),
             max_takeovers=settings.job_ingest_max_takeovers,
             enqueue=enqueue,
+            webhooks=WebhookPolicy(
+                allowed_networks=tuple(settings.webhook_allowed_networks),
+                timeout_s=settings.webhook_timeout_seconds,
+                max_attempts=settings.webhook_max_attempts,
+                backoff_s=settings.webhook_retry_backoff_seconds,
+            ),
         )
 
 
@@ -78,4 +97,4 @@ class IngestInterrupted(Exception):
         self.claim = claim
 
 
-__all__ = ["BadUpload", "IngestContext", "IngestInterrupted"]
+__all__ = ["BadUpload", "IngestContext", "IngestInterrupted", "WebhookPolicy"]

@@ -9,7 +9,9 @@ task takes each ``InProgress`` job not yet completed whose results are older tha
        ``processed/live/series.npz``;
     3. evaluates the job's rules with ``finished=False`` (a rule short of data is InProgress),
        and stores the results on the row (only while the job is still InProgress) and in
-       ``processed/rules.json``.
+       ``processed/rules.json``;
+    4. tells the webhooks of rules newly IssuesFound, and records a stop request when one is
+       a rule the run opted to stop on (``actions``).
 
 Ingest empties ``processed/`` and evaluates once more on everything (``final: true``).
 """
@@ -33,6 +35,7 @@ from profilerhub_core.errors import NotFound
 from profilerhub_core.jobstorage import place_of
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
+from profilerhub_worker.ingest.actions import act_on_rules
 from profilerhub_worker.ingest.context import IngestContext
 from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
 
@@ -84,7 +87,7 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
         job = session.get(Job, job_id)
         if job is None or job.status is not JobStatus.InProgress or job.completed_at is not None:
             return "skipped"
-        place, configs = place_of(job), job_rules(session, job)
+        place, configs, before = place_of(job), job_rules(session, job), job.rule_results
     try:
         state = json.loads(ctx.store.get(place.processed_key(STATE)))
         cached = unpack(ctx.store.get(place.processed_key(CACHE)))
@@ -135,6 +138,10 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     if not moved:
         return "skipped"  # completed meanwhile: ingest evaluates on everything
     ctx.store.put(place.processed_key(RULES), json.dumps(results).encode())
+    try:
+        act_on_rules(ctx, job_id, before, results)
+    except Exception:  # the next job's scan goes on
+        log.exception("job %s: webhook deliveries could not be recorded", job_id)
     return "evaluated"
 
 

@@ -13,6 +13,8 @@
               ``processed/traces/<n>-<name>/`` and the summary to ``processed/summary.json``.
     finish    Processing -> Ready with a compact summary on the row (compare-and-set on the
               claim, so a worker that lost its claim changes nothing).
+    act       webhooks of rules newly IssuesFound in the final evaluation and of the job's end
+              (``actions``).
 
 A storage or database failure raises ``IngestInterrupted`` carrying the claim, and the Celery
 task retries with it (``claim=``), taking its own claim back. Running the whole thing twice
@@ -33,6 +35,7 @@ from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.jobstorage import SUMMARY, place_of
 from profilerhub_worker.ingest import summary as sm
+from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
 from profilerhub_worker.ingest.claim import claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
@@ -65,6 +68,7 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
             "metric_definitions": list(job.metric_definitions or []),
             "rules": job_rules(session, job),
         }
+        live_results = job.rule_results
     try:
         try:
             ctx.store.delete_prefix(place.processed_prefix)  # a re-run starts from nothing
@@ -92,12 +96,26 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
         except (Unavailable, OSError) as exc:
             raise IngestInterrupted(stamp.isoformat(), exc) from exc
         failed = finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=bad.message)
+        if failed:
+            _act(ctx, job_id, None)
         return "Failed" if failed else "lost"
     except (Unavailable, OperationalError, OSError) as exc:
         raise IngestInterrupted(stamp.isoformat(), exc) from exc
     compact = plain(sm.compact(summary))
     moved = finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact, rule_results=rule_results)
+    if moved:
+        _act(ctx, job_id, (live_results, rule_results))
     return "Ready" if moved else "lost"
+
+
+def _act(ctx: IngestContext, job_id: str, rules: tuple[Any, dict[str, Any]] | None) -> None:
+    """Webhooks for the final rules and the job's end; the job is finished whatever happens here."""
+    try:
+        if rules is not None:
+            act_on_rules(ctx, job_id, *rules)
+        act_on_end(ctx, job_id)
+    except Exception:
+        log.exception("job %s: webhook deliveries could not be recorded", job_id)
 
 
 __all__ = ["ingest_job"]

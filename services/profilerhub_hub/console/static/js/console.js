@@ -3,7 +3,7 @@
 //   #/                          home: my apps, jobs and tokens (users); my domains (admins)
 //   #/domains                   the domains I can see (platform admins create and delete them)
 //   #/domains/D                 a domain: its settings and users (create, delete; paged)
-//   #/domains/D/users/U         a user: apps (start, open, delete; live status), jobs, tokens
+//   #/domains/D/users/U         a user: apps (start, open, delete; live status), jobs, tokens, access keys
 //   #/audit?actor=&action=…     the audit log with filters (paged)
 //
 // Everything comes from the hub's public API (/api/v1) with the session cookie; nothing here
@@ -241,6 +241,7 @@ async function userSections(d, u, own) {
       when(j.created_at), when(j.completed_at),
     ]), "No jobs yet. Run a training script with the SDK and PROFILERHUB_TOKEN set (see Tokens).")));
   box.append(tokensSection(d, u, own));
+  box.append(accessKeysSection(d, u, own));
   if (!own && isAdmin) box.append(signInLinkSection(d, u));
   return box;
 }
@@ -252,6 +253,14 @@ async function openApp(d, u, app) {
   } catch (error) {
     main.prepend(errorBox(error));
   }
+}
+
+// A secret just created: the only time it is shown, with a copy button.
+function shownOnce(words, id, snippet) {
+  return el("div", { class: "notice" },
+    el("p", {}, el("b", {}, "Copy it now: "), words),
+    el("pre", { class: "snippet", id }, snippet),
+    el("button", { type: "button", onclick: () => navigator.clipboard?.writeText(snippet) }, "Copy"));
 }
 
 function tokensSection(d, u, own) {
@@ -276,10 +285,7 @@ function tokensSection(d, u, own) {
     if (expires) body.expires_in_seconds = Number(expires);
     const t = await api(`${userPath(d, u)}/tokens`, { method: "POST", body });
     const snippet = `export PROFILERHUB_URL=${me.publicUrl}\nexport PROFILERHUB_TOKEN=${t.token}`;
-    fill(created, el("div", { class: "notice" },
-      el("p", {}, el("b", {}, "Copy it now: "), "the token is shown once. Put these in the training job's environment:"),
-      el("pre", { class: "snippet", id: "token-snippet" }, snippet),
-      el("button", { type: "button", onclick: () => navigator.clipboard?.writeText(snippet) }, "Copy")));
+    fill(created, shownOnce("the token is shown once. Put these in the training job's environment:", "token-snippet", snippet));
     load();
   });
   load();
@@ -290,6 +296,34 @@ function tokensSection(d, u, own) {
       await api(`${userPath(d, u)}/tokens`, { method: "DELETE" });
       load();
     })));
+}
+
+// Access keys for boto3 and the AWS CLI (docs/sagemaker-api.md): the same API as any script.
+function accessKeysSection(d, u, own) {
+  const path = `${userPath(d, u)}/access-keys`;
+  const created = el("div", { id: "access-key-created", "aria-live": "polite" });
+  const list = el("div", { id: "access-keys" });
+  const load = () => fill(list, paged((t) => api(withToken(path, t)), (items) =>
+    table(["Access key", "Note", "Status", "Created", "Last used", ""], items.map((k) => [
+      el("code", {}, k.access_key_id), k.note, statusBadge(k.status), when(k.created_at), when(k.last_used_at),
+      k.status === "active" ? confirmButton("Revoke", `Revoke access key ${k.access_key_id}? Requests signed with it are refused at once.`, async () => {
+        await api(`${path}/${enc(k.access_key_id)}`, { method: "DELETE" });
+        load();
+      }) : "",
+    ]), "No access keys yet.")));
+  const form = actionForm([
+    el("label", {}, "Note ", el("input", { name: "note", id: "access-key-note", maxlength: 180, placeholder: "laptop" })),
+  ], "Create access key", async ({ note }) => {
+    const k = await api(path, { method: "POST", body: { note } });
+    const snippet = `export AWS_ACCESS_KEY_ID=${k.access_key_id}\nexport AWS_SECRET_ACCESS_KEY=${k.secret_access_key}\n` +
+      `aws sagemaker list-domains --endpoint-url ${me.publicUrl}/sagemaker --region us-east-1`;
+    fill(created, shownOnce("the secret access key is shown once.", "access-key-snippet", snippet));
+    load();
+  });
+  load();
+  return el("section", { id: "access-keys-section" }, el("h2", { class: "section" }, own ? "My access keys" : "Access keys"),
+    el("p", { class: "muted" }, "Access keys sign boto3 and AWS CLI requests to this hub's SageMaker API as ", own ? "you." : "this user."),
+    form, created, list);
 }
 
 function signInLinkSection(d, u) {
