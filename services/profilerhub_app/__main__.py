@@ -1,7 +1,8 @@
-"""Run one profiler app: ``python -m profilerhub_app`` (what ``profilerhub app`` runs).
+"""Run one app: ``python -m profilerhub_app [--type TensorBoard]`` (what ``profilerhub app`` runs).
 
-Binds its port first (port 0 = a free one), tells the spawner which port through the port
-file, then serves until SIGTERM.
+``--type`` picks the app (default ``DetailedProfiler``, the profiler app). Binds its port first
+(port 0 = a free one), tells the spawner which port through the port file, then serves until
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,14 +27,33 @@ def _write_port_file(path: str, port: int) -> None:
     tmp.replace(target)
 
 
-def run(factory: Callable[[AppServiceSettings], ASGIApp] | None = None) -> None:
-    """Serve the app that ``factory`` (default ``main.create_app``) builds from the environment."""
+APP_TYPES = ("DetailedProfiler", "TensorBoard")
+"""The app types this package runs (``--type``)."""
+
+
+def factory_for(app_type: str) -> Callable[[AppServiceSettings], ASGIApp]:
+    """The ``create_app`` of one app type; ``ValueError`` for a type this package does not run."""
+    if app_type == "DetailedProfiler":
+        from profilerhub_app.main import create_app
+
+        return create_app
+    if app_type == "TensorBoard":
+        from profilerhub_app.tensorboard_app import create_app as create_tensorboard_app
+
+        return create_tensorboard_app
+    raise ValueError(f"unknown app type {app_type!r} (one of {', '.join(APP_TYPES)})")
+
+
+def run(
+    factory: Callable[[AppServiceSettings], ASGIApp] | None = None, app_type: str = "DetailedProfiler"
+) -> None:
+    """Serve the app that ``factory`` (default: the ``create_app`` of ``app_type``) builds from the
+    environment."""
     import uvicorn
 
-    from profilerhub_app.main import create_app
     from profilerhub_app.settings import AppServiceSettings
 
-    factory = factory or create_app
+    factory = factory or factory_for(app_type)
 
     settings = AppServiceSettings.from_env()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -57,4 +77,8 @@ def run(factory: Callable[[AppServiceSettings], ASGIApp] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run()
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m profilerhub_app")
+    parser.add_argument("--type", dest="app_type", choices=APP_TYPES, default="DetailedProfiler")
+    run(app_type=parser.parse_args().app_type)

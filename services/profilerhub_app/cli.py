@@ -9,13 +9,17 @@ from profilerhub.cli.toolkit import require
 
 def register(app: typer.Typer) -> None:
     @app.command("app")
-    def run_app() -> None:
-        """Run one profiler app, configured by PROFILERHUB_APP_* variables set by the spawner."""
+    def run_app(
+        app_type: str = typer.Option(
+            "DetailedProfiler", "--type", help="DetailedProfiler (the profiler app) or TensorBoard."
+        ),
+    ) -> None:
+        """Run one app, configured by PROFILERHUB_APP_* variables set by the spawner."""
         require("starlette", "server")
-        from profilerhub_app.__main__ import run
+        from profilerhub_app.__main__ import factory_for, run
         from profilerhub_app.settings import MissingSetting
 
         try:
-            run()
-        except MissingSetting as exc:
+            run(factory_for(app_type))
+        except (MissingSetting, ValueError) as exc:
             raise typer.BadParameter(str(exc)) from None

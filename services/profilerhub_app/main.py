@@ -1,8 +1,7 @@
 """The profiler app's web application: ``create_app(settings)``.
 
-Every request except the health check must carry a hub-signed token
-(``Authorization: Bearer <jwt>``) for this app and its owner; without one the answer is 401
-and nothing else.  The hub mints a fresh token for each request it proxies.
+Every request except the health check must carry a hub-signed token for this app and its owner
+(``profilerhub_app.auth``); without one the answer is 401 and nothing else.
 
 Built on Starlette alone (no FastAPI, no pydantic): one app runs per user, so its start time and
 idle memory count many times over.
@@ -18,9 +17,10 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_app import pages
+from profilerhub_app.auth import RequireAppToken
+from profilerhub_app.auth import error_response as _error
 from profilerhub_app.jobdata import JobData
 from profilerhub_app.live import LiveView
 from profilerhub_app.routes import analysis as analysis_routes
@@ -28,37 +28,6 @@ from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.routes import rules as rules_routes
 from profilerhub_app.routes import timeline as timeline_routes
 from profilerhub_app.settings import AppServiceSettings
-from profilerhub_core.apptokens import load_public_key, verify_app_token
-from profilerhub_core.errors import Unauthorized
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
-
-
-class RequireAppToken:
-    """ASGI middleware: 401 for any HTTP request without a valid hub token (health excepted)."""
-
-    def __init__(self, app: ASGIApp, settings: AppServiceSettings) -> None:
-        self.app = app
-        self.settings = settings
-        self.public_key = load_public_key(settings.public_key)
-        self.health_path = f"{settings.base_path}health"
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == self.health_path:
-            await self.app(scope, receive, send)
-            return
-        scheme, _, token = Request(scope).headers.get("authorization", "").partition(" ")
-        try:
-            if scheme.lower() != "bearer" or not token.strip():
-                raise Unauthorized("this app is reached through the hub")
-            verify_app_token(self.public_key, token.strip(), self.settings.id, self.settings.owner_id)
-        except Unauthorized as exc:
-            await _error(401, "Unauthorized", exc.message)(scope, receive, send)
-            return
-        scope.setdefault("state", {})["authenticated_at"] = time.time()
-        await self.app(scope, receive, send)
 
 
 def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None = None) -> Starlette:

@@ -36,6 +36,8 @@ class AppServiceSettings:
     """PEM of the hub's Ed25519 public key that signs app tokens."""
     domain: str = ""
     """The owner's domain name."""
+    domain_id: str = ""
+    """The owner's domain id: with ``owner_id``, the owner's folder ``{domain_id}/{user_id}/`` in storage."""
     type: str = "DetailedProfiler"
     """The app type."""
     hub_url: str = ""

@@ -4,6 +4,7 @@ A running stack: a real hub process, real Celery worker and beat processes on a 
 queue and key prefix of the stack's own), real app processes, a migrated SQLite database.
 
     shared_stack     one stack per test module, for tests that do not break it
+    browser          one headless Chromium per test module (playwright)
     app_stack        factory for a stack of the test's own: ``app_stack(worker=False, **env)``
 
     stack.user_token("d1", "alice") / stack.create(token, "d1", "alice") / stack.wait_status(...)
@@ -27,6 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.pages_stack import launch_browser
 from tests.support.hub import auth, cli_command, wait_for
 
 APPS = "/api/v1/domains/{domain}/users/{user}/apps"
@@ -122,11 +124,13 @@ class AppStack:
             answer.raise_for_status()
             return str(answer.json()["token"])
 
-    def create(self, token: str, domain: str, user: str, name: str = "default") -> httpx.Response:
+    def create(
+        self, token: str, domain: str, user: str, name: str = "default", app_type: str = "DetailedProfiler"
+    ) -> httpx.Response:
         return httpx.post(
             f"{self.url}{APPS.format(domain=domain, user=user)}",
             headers=auth(token),
-            json={"app_type": "DetailedProfiler", "app_name": name},
+            json={"app_type": app_type, "app_name": name},
             timeout=30,
         )
 
@@ -137,9 +141,11 @@ class AppStack:
             timeout=30,
         )
 
-    def describe(self, token: str, domain: str, user: str, name: str = "default") -> dict[str, Any]:
+    def describe(
+        self, token: str, domain: str, user: str, name: str = "default", app_type: str = "DetailedProfiler"
+    ) -> dict[str, Any]:
         answer = httpx.get(
-            f"{self.url}{APPS.format(domain=domain, user=user)}/DetailedProfiler/{name}",
+            f"{self.url}{APPS.format(domain=domain, user=user)}/{app_type}/{name}",
             headers=auth(token),
             timeout=30,
         )
@@ -147,12 +153,19 @@ class AppStack:
         return answer.json()  # type: ignore[no-any-return]
 
     def wait_status(
-        self, token: str, domain: str, user: str, status: str, timeout: float = 30, name: str = "default"
+        self,
+        token: str,
+        domain: str,
+        user: str,
+        status: str,
+        timeout: float = 30,
+        name: str = "default",
+        app_type: str = "DetailedProfiler",
     ) -> dict[str, Any]:
         seen: dict[str, Any] = {}
 
         def reached() -> bool:
-            seen.update(self.describe(token, domain, user, name))
+            seen.update(self.describe(token, domain, user, name, app_type))
             return seen["status"] == status
 
         wait_for(reached, f"app of {domain}/{user} {status} (last seen: {seen.get('status')})", timeout)
@@ -230,6 +243,11 @@ def app_stack(tmp_path: Path, redis_url: str) -> Iterator[Callable[..., AppStack
     yield build
     for stack in stacks:
         stack.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from launch_browser()
 
 
 def stop_app_instances(home: Path) -> None:

@@ -9,10 +9,8 @@ ones that kill its processes restore them and run last.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,25 +18,8 @@ import httpx
 import pytest
 
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token
-from tests.e2e.apps_stack import AppStack, pid_alive, shared_stack  # noqa: F401  (fixtures)
+from tests.e2e.apps_stack import AppStack, browser, pid_alive, shared_stack  # noqa: F401  (fixtures)
 from tests.support.hub import auth, wait_for
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: run infra/ensure-test-deps.sh (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield chromium
-        chromium.close()
 
 
 def presigned_url(stack: AppStack, token: str, domain: str, user: str) -> str:

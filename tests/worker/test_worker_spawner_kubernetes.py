@@ -7,6 +7,7 @@ answers (409 adopt, 404 done, 5xx retried, pods that never get ready or cannot p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from profilerhub_worker.spawners import AppSpec, SpawnerConfig, SpawnError, make_spawner, spawner_class
 from profilerhub_worker.spawners.kubernetes import KubernetesSpawner
+from profilerhub_worker.spawners.local import app_command
 from profilerhub_worker.spawners.manifests import KubeOptions, make_deployment, make_service, object_name
 from tests.support.fake_kube import (
     KUBERNETES_VERSION,
@@ -75,6 +77,19 @@ def fake() -> Iterator[FakeKubeAPI]:
 def test_manifests_validate_against_the_kubernetes_schema(spec: AppSpec, opts: KubeOptions) -> None:
     for manifest in (make_deployment(spec, opts), make_service(spec, opts)):
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+
+
+def test_a_tensorboard_app_runs_the_tensorboard_command_everywhere(spec: AppSpec, opts: KubeOptions) -> None:
+    board = dataclasses.replace(spec, app_type="TensorBoard")
+    deployment = make_deployment(board, opts)
+    kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["profilerhub", "app", "--type", "TensorBoard"]
+    assert app_command("TensorBoard")[-2:] == ["--type", "TensorBoard"]  # the local spawner's
+    assert make_deployment(spec, opts)["spec"]["template"]["spec"]["containers"][0]["command"] == [
+        "profilerhub",
+        "app",
+    ]
 
 
 def test_deployment_is_one_recreated_replica_labelled_for_the_reconciler(

@@ -129,7 +129,7 @@ def _spec(session: Session, app: App, ctx: WorkerContext) -> AppSpec:
         user_id=app.user_id,
         app_type=str(app.app_type),
         app_name=app.app_name,
-        env=dict(ctx.app_env),
+        env={**ctx.app_env, "PROFILERHUB_APP_DOMAIN_ID": app.domain_id},  # the owner's storage folder
     )
 
 

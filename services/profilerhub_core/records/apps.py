@@ -90,9 +90,9 @@ def live_apps_in_domain(session: Session, domain: Domain) -> int:
     return session.scalar(sa.select(sa.func.count()).where(App.domain_id == domain.id, LIVE)) or 0
 
 
-AVAILABLE_APP_TYPES = frozenset({AppType.DetailedProfiler})
-"""The app types this hub can run. ``TensorBoard`` is a known type (SageMaker's) whose app is not
-written yet (issue 11): it is refused with a 400 rather than started as a profiler app."""
+AVAILABLE_APP_TYPES = frozenset({AppType.DetailedProfiler, AppType.TensorBoard})
+"""The app types this hub can run (each has its own app: ``profilerhub app --type``). A type
+outside it is refused with a 400 rather than started as some other app."""
 
 
 def create_user_app(

@@ -41,6 +41,12 @@ from typing import Any, ClassVar
 STATE_VERSION_KEY = "version"
 
 
+def app_arguments(app_type: str) -> list[str]:
+    """What follows ``profilerhub app`` (or ``python -m profilerhub_app``) to run ``app_type``:
+    nothing for the profiler app, ``--type TensorBoard`` for TensorBoard. Every spawner uses it."""
+    return [] if app_type == "DetailedProfiler" else ["--type", app_type]
+
+
 class SpawnError(Exception):
     """The instance could not be started; ``reason`` is stored as the app's ``failure_reason``."""
 

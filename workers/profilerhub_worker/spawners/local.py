@@ -24,7 +24,14 @@ from typing import Any, ClassVar
 import httpx
 import psutil
 
-from profilerhub_worker.spawners.base import AppSpec, Spawner, SpawnerConfig, SpawnError, wait_for
+from profilerhub_worker.spawners.base import (
+    AppSpec,
+    Spawner,
+    SpawnerConfig,
+    SpawnError,
+    app_arguments,
+    wait_for,
+)
 
 # What an app process inherits from the worker's environment; everything else it needs is
 # passed explicitly (the worker's own secrets, such as the database URL, are not).
@@ -38,9 +45,9 @@ _START_MARK = "--- profilerhub: starting app"
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def app_command() -> list[str]:
-    """The command line of ``profilerhub app`` using the worker's own interpreter."""
-    return [sys.executable, "-m", "profilerhub_app"]
+def app_command(app_type: str = "DetailedProfiler") -> list[str]:
+    """The command line of ``profilerhub app`` for ``app_type`` using the worker's own interpreter."""
+    return [sys.executable, "-m", "profilerhub_app", *app_arguments(app_type)]
 
 
 class LocalProcessSpawner(Spawner):
@@ -76,7 +83,7 @@ class LocalProcessSpawner(Spawner):
 
     def command(self) -> list[str]:
         """The command line that starts the app; subclasses (test fakes) override it."""
-        return app_command()
+        return app_command(self.require_spec().app_type)
 
     def environment(self) -> dict[str, str]:
         env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from profilerhub_worker.spawners.base import AppSpec
+from profilerhub_worker.spawners.base import AppSpec, app_arguments
 
 APP_PORT = 8888
 APP_UID = 10001
@@ -174,7 +174,7 @@ def make_pod_template(spec: AppSpec, opts: KubeOptions, *, stop_grace: float = 5
                 "name": "app",
                 "image": opts.app_image,
                 "imagePullPolicy": opts.image_pull_policy,
-                "command": ["profilerhub", "app"],
+                "command": ["profilerhub", "app", *app_arguments(spec.app_type)],
                 "env": make_env(spec, opts),
                 "ports": [{"name": "http", "containerPort": APP_PORT, "protocol": "TCP"}],
                 "readinessProbe": {
