@@ -62,7 +62,11 @@ def test_a_training_run_becomes_a_ready_job_with_its_summary(job_stack: JobStack
     assert panels["cpu_ops"][0]["name"] == trace["ops"][0]["name"]
     assert panels["metrics"]["train:loss"]["count"] == STEPS and panels["system"]["samples"] > 0
     lanes = httpx.get(f"{base}/timeline/lanes", headers=auth(token), timeout=60).json()
-    assert lanes["events"] == full.json()["traces"][0]["report"]["x_events"]
+    # The trace's events, plus the SDK's annotations and steps on their own lanes.
+    all_lanes = [lane for group in lanes["groups"] for lane in group["lanes"]]
+    sdk_events = sum(lane["events"] for lane in all_lanes if lane["kind"] == "sdk_thread")
+    assert sdk_events > 0, all_lanes
+    assert lanes["events"] == full.json()["traces"][0]["report"]["x_events"] + sdk_events
     window = httpx.get(
         f"{base}/timeline/window", params={"start": 0, "end": lanes["t_end"], "px": 1000}, headers=auth(token)
     )

@@ -48,6 +48,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis: PrivateRedis) -> Iter
         # A dead ingest is seen within 15 s. Not less: a trace's JSON decode holds the GIL, and a
         # heartbeat that cannot run for three periods makes a live ingest look dead.
         PROFILERHUB_JOB_INGEST_HEARTBEAT_SECONDS="5",
+        # One hub process: each process logs its own outage's start and end, and with several the
+        # request that ends it may land on a process that never saw it start.
+        PROFILERHUB_HUB_WORKERS="1",
     )
     yield running
     running.stop()
