@@ -87,7 +87,8 @@ def test_state_lets_a_new_spawner_find_poll_and_stop_the_instance(
 def test_killed_app_polls_as_not_running_with_a_reason(started: LocalProcessSpawner) -> None:
     os.kill(started.pid, signal.SIGKILL)
     assert wait_for(lambda: started.poll() is not None, 5)
-    assert started.poll() in (-9, f"process {started.pid} is gone") or "exited" in str(started.poll())
+    polled = started.poll()  # once: a second poll may see the process reaped and answer differently
+    assert polled in (-9, f"process {started.pid} is gone") or "exited" in str(polled)
 
 
 def test_recycled_pid_is_not_taken_for_the_app(spec: AppSpec, config: SpawnerConfig) -> None:
