@@ -8,12 +8,13 @@ What rules and the metrics API read instead of the summary's downsampled series.
     met.<i>.t_ns / .value / .step   training metric number ``i`` (NaN = non-finite value, step -1 = none)
     met.names                the metric names, in ``i`` order (a unicode array)
     steps.start_ns / .dur_ns / .number, dl.start_ns / .dur_ns     step and data-loading ranges
+    x.<name>                 arrays stored alongside by the caller (``pack(extra=...)``, ``extras``)
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -50,7 +51,8 @@ def metric_columns(records: Sequence[Any]) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
-def pack(series: JobSeries) -> bytes:
+def pack(series: JobSeries, extra: Mapping[str, np.ndarray] | None = None) -> bytes:
+    """The ``.npz`` of ``series`` and, under ``x.<name>``, the ``extra`` arrays kept with it."""
     arrays: dict[str, np.ndarray] = {"sys.t_ns": series.sys_t_ns}
     arrays |= {f"sys.{k}": v for k, v in series.sys.items()}
     names = sorted(series.metrics)
@@ -62,6 +64,7 @@ def pack(series: JobSeries) -> bytes:
         arrays |= dict(zip(("steps.start_ns", "steps.dur_ns", "steps.number"), series.steps, strict=True))
     if series.dataloader is not None:
         arrays |= dict(zip(("dl.start_ns", "dl.dur_ns"), series.dataloader, strict=True))
+    arrays |= {f"x.{k}": v for k, v in (extra or {}).items()}
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]
     return buf.getvalue()
@@ -81,4 +84,10 @@ def unpack(data: bytes) -> JobSeries:
     return out
 
 
-__all__ = ["SERIES", "JobSeries", "metric_columns", "pack", "unpack"]
+def extras(data: bytes) -> dict[str, np.ndarray]:
+    """The ``extra`` arrays ``pack`` stored with a series, by name."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        return {k[2:]: z[k] for k in z.files if k.startswith("x.")}
+
+
+__all__ = ["SERIES", "JobSeries", "extras", "metric_columns", "pack", "unpack"]
