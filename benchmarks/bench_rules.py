@@ -68,14 +68,14 @@ def live_scan(cached: bytes, fresh: JobSeries, memo: bool = True) -> None:
         tuple(np.concatenate([a, b]) for a, b in zip(series.dataloader, fresh.dataloader, strict=True)),  # type: ignore[arg-type]
     )
     evaluate_job(None, joined, [], {"start_ns": T0}, finished=False, windows=windows)
-    pack(joined, extra=windows.arrays())
+    pack(joined, extra=windows.arrays(), flat=True)
 
 
 def previous_scan(series: JobSeries) -> bytes:
     """The live cache as the scan before left it: the series and its window memo."""
     windows = WindowMemo()
     evaluate_job(None, series, [], {"start_ns": T0}, finished=False, windows=windows)
-    return pack(series, extra=windows.arrays())
+    return pack(series, extra=windows.arrays(), flat=True)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from profilerhub_analysis.rules.base import WindowMemo
 from profilerhub_analysis.rules.job import evaluate_job
-from profilerhub_analysis.series import JobSeries, extras, pack, unpack
+from profilerhub_analysis.series import FLAT, JobSeries, extras, pack, unpack
 
 T0 = 10**18
 STEP = 100_000_000
@@ -70,7 +70,7 @@ def test_scans_with_the_memo_equal_scans_from_scratch_at_every_edge() -> None:
             memo = WindowMemo(saved)
             assert evaluate(part, configs, memo) == evaluate(part, configs), (configs, n)
             reused += memo.reused
-            packed = pack(part, extra=memo.arrays())  # what the live cache keeps
+            packed = pack(part, extra=memo.arrays(), flat=n % 2 == 0)  # what the live cache keeps
             saved = extras(packed)
             assert np.array_equal(unpack(packed).sys_t_ns, part.sys_t_ns)
         if configs is CONFIGS:
@@ -85,3 +85,25 @@ def test_a_memo_made_for_other_parameters_is_not_used() -> None:
     again = WindowMemo(memo.arrays())
     assert evaluate(s, other, again) == evaluate(s, other)
     assert again.reused == 0
+
+
+def test_flat_and_npz_layouts_hold_the_same_series() -> None:
+    t = np.arange(5, dtype=np.int64)
+    metric = (t[:3], np.array([0.1, np.nan, 0.3]), np.array([-1, 1, 2]))
+    s = JobSeries(t, {"cpu_percent": np.array([1, np.nan, 3, 4, 5.5])}, {"train:loss": metric, "é": metric},
+                  (t[:2], t[:2], t[:2]), (t[:0], t[:0]))  # fmt: skip
+    extra = {"LowGPUUtilization.gpu0|10|20|95,5": np.arange(6.0).reshape(2, 3), "empty": np.zeros((2, 0))}
+    flat, npz = pack(s, extra, flat=True), pack(s, extra)
+    assert flat.startswith(FLAT) and npz.startswith(b"PK")
+    for data in (flat, npz):
+        back = unpack(data)
+        assert np.array_equal(back.sys_t_ns, t) and np.array_equal(
+            back.sys["cpu_percent"], s.sys["cpu_percent"], equal_nan=True
+        )
+        assert back.metrics.keys() == s.metrics.keys() and back.metrics["é"][2].tolist() == [-1, 1, 2]
+        assert back.steps is not None and back.steps[0].tolist() == [0, 1] and back.dataloader is not None
+        got = extras(data)
+        assert got.keys() == extra.keys() and all(
+            np.array_equal(got[k], v) and got[k].shape == v.shape for k, v in extra.items()
+        )
+    assert unpack(pack(JobSeries(), flat=True)).sys == {}

@@ -143,7 +143,7 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     results = stamped(evaluate_job(configs, series, [], job_section, finished=False, windows=windows))
     state["read"] = sorted(read | set(fresh))
     if fresh:
-        ctx.store.put(place.processed_key(CACHE), pack(series, extra=windows.arrays()))
+        ctx.store.put(place.processed_key(CACHE), pack(series, extra=windows.arrays(), flat=True))
         ctx.store.put(place.processed_key(STATE), json.dumps(state).encode())
     with ctx.sessions() as session:
         stmt = (
