@@ -83,14 +83,16 @@ def pack(series: JobSeries, extra: Mapping[str, np.ndarray] | None = None, *, fl
 
 
 def _flat(arrays: dict[str, np.ndarray]) -> bytes:
-    header, parts, offset = [], [], 0
+    header: list[list[Any]] = []
+    parts: list[bytes | memoryview] = []
+    offset = 0
     for name, a in arrays.items():
         a = np.ascontiguousarray(a)
         pad = -offset % _ALIGN
         parts.append(bytes(pad))
         offset += pad
         header.append([name, a.dtype.str, list(a.shape), offset])
-        parts.append(a.reshape(-1).view(np.uint8))
+        parts.append(a.reshape(-1).view(np.uint8).data)
         offset += a.nbytes
     head = json.dumps(header).encode()
     lead = FLAT + len(head).to_bytes(8, "little") + head
