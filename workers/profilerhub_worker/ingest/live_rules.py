@@ -33,6 +33,7 @@ from profilerhub_analysis.series import JobSeries, pack, unpack
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import NotFound
 from profilerhub_core.jobstorage import place_of
+from profilerhub_core.outage import report
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_rules
@@ -140,8 +141,9 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     ctx.store.put(place.processed_key(RULES), json.dumps(results).encode())
     try:
         act_on_rules(ctx, job_id, before, results)
-    except Exception:  # the next job's scan goes on
-        log.exception("job %s: webhook deliveries could not be recorded", job_id)
+    except Exception as exc:  # the next job's scan goes on
+        if not report(exc):  # an outage is counted, not logged per job (``profilerhub_core.outage``)
+            log.exception("job %s: webhook deliveries could not be recorded", job_id)
     return "evaluated"
 
 

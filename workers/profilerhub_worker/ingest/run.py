@@ -34,6 +34,7 @@ from sqlalchemy.exc import OperationalError
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.jobstorage import SUMMARY, place_of
+from profilerhub_core.outage import report
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
 from profilerhub_worker.ingest.claim import claim, finish, heartbeat
@@ -114,8 +115,9 @@ def _act(ctx: IngestContext, job_id: str, rules: tuple[Any, dict[str, Any]] | No
         if rules is not None:
             act_on_rules(ctx, job_id, *rules)
         act_on_end(ctx, job_id)
-    except Exception:
-        log.exception("job %s: webhook deliveries could not be recorded", job_id)
+    except Exception as exc:
+        if not report(exc):  # an outage is counted, not logged per job (``profilerhub_core.outage``)
+            log.exception("job %s: webhook deliveries could not be recorded", job_id)
 
 
 __all__ = ["ingest_job"]
