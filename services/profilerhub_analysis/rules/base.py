@@ -44,10 +44,18 @@ class Series:
     values: np.ndarray
     source: str = "sdk"
     """``sdk`` (system samples) or ``trace`` (derived from a profiler trace)."""
+    _finite: Series | None = field(default=None, init=False, repr=False, compare=False)
 
     def finite(self) -> Series:
-        ok = np.isfinite(self.values)
-        return Series(self.t_ns[ok], self.values[ok], self.source)
+        """The datapoints that were read (NaN dropped); computed once, shared by every rule."""
+        if self._finite is None:
+            ok = np.isfinite(self.values)
+            if ok.all():
+                self._finite = self
+            else:
+                self._finite = Series(self.t_ns[ok], self.values[ok], self.source)
+                self._finite._finite = self._finite
+        return self._finite
 
     def __len__(self) -> int:
         return len(self.values)
@@ -193,9 +201,48 @@ def windows(n: int, patience: int, window: int) -> np.ndarray:
     return np.stack([lo[keep], hi[keep]], axis=1)
 
 
-def window_quantiles(values: np.ndarray, bounds: np.ndarray, q: float) -> np.ndarray:
-    """The ``q``-th percentile of ``values`` in each window (one call per window, not per point)."""
-    return np.array([np.percentile(values[lo:hi], q) for lo, hi in bounds.tolist()], dtype=np.float64)
+def window_quantiles(values: np.ndarray, bounds: np.ndarray, q: float | Sequence[float]) -> np.ndarray:
+    """The ``q``-th percentile(s) of ``values`` in each window: shape ``(len(bounds),)`` for one ``q``,
+    ``(len(q), len(bounds))`` for several.
+
+    The windows of :func:`windows` are consecutive and all ``window`` long but perhaps the last, so
+    the full ones are one ``(n_windows, window)`` view and one ``np.percentile(..., axis=1)`` call;
+    the same numbers as one call per window (numpy's linear interpolation row by row)."""
+    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    out = np.empty((len(qs), len(bounds)), dtype=np.float64)
+    if len(bounds):
+        lo, hi = bounds[:, 0], bounds[:, 1]
+        size = int(hi[0] - lo[0])
+        full = int(np.count_nonzero(hi - lo == size))
+        regular = bool(np.all(lo[1:] == hi[:-1])) and bool(np.all(hi[:full] - lo[:full] == size))
+        if regular:
+            start = int(lo[0])
+            block = values[start : start + full * size].reshape(full, size)
+            out[:, :full] = np.percentile(block, qs, axis=1)
+        else:
+            full = 0
+        for i, (a, b) in enumerate(bounds[full:].tolist(), start=full):
+            out[:, i] = np.percentile(values[a:b], qs)
+    return out[0] if np.ndim(q) == 0 else out
+
+
+def earlier_index(sample_t: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+    """Index in ``sample_t`` (sorted) of the nearest sample at or before each of ``t_ns`` (sorted),
+    the first sample for times before it.
+
+    The system columns share one clock, so ``t_ns`` is most often a run of ``sample_t`` itself; then
+    the answer is that run's indices, without a binary search per point."""
+    n, m = len(sample_t), len(t_ns)
+    if 0 < m <= n:
+        k = int(np.searchsorted(sample_t, t_ns[0], side="left"))
+        if (
+            k + m <= n
+            and (k + m == n or sample_t[k + m] > t_ns[-1])
+            and np.array_equal(sample_t[k : k + m], t_ns)
+            and bool(np.all(t_ns[1:] > t_ns[:-1]))
+        ):
+            return np.arange(k, k + m)
+    return np.clip(np.searchsorted(sample_t, t_ns, side="right") - 1, 0, max(n - 1, 0))
 
 
 def runs(mask: np.ndarray) -> np.ndarray:
@@ -243,6 +290,7 @@ __all__ = [
     "RuleSpec",
     "RuleStatus",
     "Series",
+    "earlier_index",
     "error",
     "evidence",
     "not_enough",

@@ -18,6 +18,7 @@ from profilerhub_analysis.rules.base import (
     RuleResult,
     RuleSpec,
     RuleStatus,
+    earlier_index,
     error,
     evidence,
     not_enough,
@@ -60,8 +61,7 @@ def _on(t_ns: np.ndarray, series: Any) -> np.ndarray:
     s = series.finite()
     if not len(s):
         return np.full(len(t_ns), np.nan)
-    i = np.clip(np.searchsorted(s.t_ns, t_ns, side="right") - 1, 0, len(s) - 1)
-    return s.values[i]
+    return s.values[earlier_index(s.t_ns, t_ns)]
 
 
 def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
