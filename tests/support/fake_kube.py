@@ -6,7 +6,10 @@ Deployment one pod whose state the fake's ``pod_state`` decides.  What it does h
 the spawner relies on: objects by namespace and name, ``uid`` on create, 409 ``AlreadyExists``
 on a second create, 404 ``NotFound``, equality label selectors on lists, and a create refused
 (422) unless the body validates against the Kubernetes schema (``kubernetes-validate``), as a
-real API server refuses a malformed object.
+real API server refuses a malformed object.  Like a kubelet, it keeps a pod whose container
+needs a Secret (a ``secretKeyRef`` that is not optional) that is missing, or a key missing from
+it, in ``CreateContainerConfigError`` with the kubelet's message; ``add_secret`` is the
+operator's ``kubectl create secret``.
 
 The fakes are named for how they misbehave (after JupyterHub's ``never_spawn`` & co.):
 
@@ -33,6 +36,7 @@ _ROUTES = {
     ("apis", "apps", "v1", "deployments"): "Deployment",
     ("api", "v1", "services"): "Service",
     ("api", "v1", "pods"): "Pod",
+    ("api", "v1", "secrets"): "Secret",
 }
 
 
@@ -118,8 +122,27 @@ class FakeKubeAPI:
         return None
 
     def pod_state(self, deployment: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-        """``(ready, container state)`` of the deployment's pod."""
+        """``(ready, container state)`` of the deployment's pod: running, unless a Secret it
+        needs is missing."""
+        missing = self.missing_secret(deployment)
+        if missing:
+            return False, {"waiting": {"reason": "CreateContainerConfigError", "message": missing}}
         return True, {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+
+    def missing_secret(self, deployment: dict[str, Any]) -> str | None:
+        """The kubelet's message for the first required Secret (or key) the pod lacks, else None."""
+        namespace = deployment["metadata"]["namespace"]
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            for item in container.get("env") or []:
+                ref = (item.get("valueFrom") or {}).get("secretKeyRef")
+                if not ref or ref.get("optional"):
+                    continue
+                secret = self.objects.get(("Secret", namespace, ref["name"]))
+                if secret is None:
+                    return f'secret "{ref["name"]}" not found'
+                if ref["key"] not in {**(secret.get("data") or {}), **(secret.get("stringData") or {})}:
+                    return f"couldn't find key {ref['key']} in Secret {namespace}/{ref['name']}"
+        return None
 
     # -- what tests look at ------------------------------------------------------------------
 
@@ -130,6 +153,20 @@ class FakeKubeAPI:
     def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
         with self.lock:
             return self.objects.get((kind, namespace, name))
+
+    def add_secret(self, name: str, data: dict[str, str], namespace: str = "default") -> None:
+        """What an operator's ``kubectl create secret generic`` leaves (values base64-encoded)."""
+        import base64
+
+        encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+        with self.lock:
+            self.objects[("Secret", namespace, name)] = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4())},
+                "type": "Opaque",
+                "data": encoded,
+            }
 
     def remove(self, kind: str, name: str, namespace: str = "default") -> None:
         """Delete an object behind the spawner's back (an operator's kubectl delete)."""

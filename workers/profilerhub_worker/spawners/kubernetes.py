@@ -206,11 +206,9 @@ class KubernetesSpawner(Spawner):
     def _start(self) -> str:
         spec = self.require_spec()
         name = object_name(self.app_id)
+        deployment = make_deployment(spec, self.opts, stop_grace=self.config.stop_grace)  # may refuse
         self.api.create(self.api.core.create_namespaced_service, make_service(spec, self.opts))
-        created = self.api.create(
-            self.api.apps.create_namespaced_deployment,
-            make_deployment(spec, self.opts, stop_grace=self.config.stop_grace),
-        )
+        created = self.api.create(self.api.apps.create_namespaced_deployment, deployment)
         if created is None:  # 409: an earlier attempt made it; adopt it
             created = self.api.read_deployment(name)
             if created is None:
