@@ -17,6 +17,28 @@ from __future__ import annotations
 
 __version__ = "0.1.0"  # the one place: pyproject.toml reads it (tool.hatch.version)
 
-from ._api import StopTraining, annotate, current_run, finish, init, log_metric, step  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+if TYPE_CHECKING:
+    from ._api import StopTraining, annotate, current_run, finish, init, log_metric, step
+
+_API = frozenset({"StopTraining", "annotate", "current_run", "finish", "init", "log_metric", "step"})
+
+
+def __getattr__(name: str) -> Any:
+    # The run API is imported on first use, so the ``profilerhub`` command (a sub-package) does not
+    # pay for it (logging, threads, fork hooks) when it only analyses a trace.
+    if name in _API:
+        from . import _api
+
+        value = getattr(_api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _API)
+
 
 __all__ = ["StopTraining", "__version__", "annotate", "current_run", "finish", "init", "log_metric", "step"]

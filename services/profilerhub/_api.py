@@ -65,6 +65,7 @@ def init(
     max_pending_bytes: int = 256 << 20,
     spill_dir: str | os.PathLike[str] | None = None,
     spill_max_bytes: int | None = None,
+    tensorboard_dir: str | os.PathLike[str] | None = None,
     _sink: Sink | None = None,
 ) -> Run:
     """Start profiling this process as the job ``job``.
@@ -88,6 +89,9 @@ def init(
     or 2 GiB; 0 = off): where files the hub or S3 did not take are kept for a later delivery.  A
     hub run also delivers, in the background, what earlier runs spilled for the same hub.  A run
     already started is finished first.
+    ``tensorboard_dir``: a local folder the script's own TensorBoard writer fills
+    (``SummaryWriter(log_dir=...)``); the run copies it into the job (``raw/tensorboard/logdir/``)
+    every 30 s and at ``finish``, so it shows in the owner's TensorBoard app (docs/sdk.md).
     """
     global _current
     from ._config import build_config
@@ -109,6 +113,7 @@ def init(
         max_pending_bytes=max_pending_bytes,
         spill_dir=spill_dir,
         spill_max_bytes=spill_max_bytes,
+        tensorboard_dir=tensorboard_dir,
     )
     with _init_lock:
         if _current is not None:
@@ -146,12 +151,15 @@ def finish(timeout: float | None = None) -> dict[str, Any]:
     return summary
 
 
-def log_metric(name: str, value: float, step: int | None = None) -> None:
-    """Record a training metric (``step`` defaults to the current ``ph.step``)."""
+def log_metric(name: str, value: float, step: int | None = None, *, tensorboard: bool = False) -> None:
+    """Record a training metric (``step`` defaults to the current ``ph.step``).
+
+    ``tensorboard=True`` also writes it as a TensorBoard scalar (tag ``name``) into the job's
+    ``raw/tensorboard/`` event files, which the owner's TensorBoard app shows (docs/sdk.md)."""
     run = _current
     if run is not None and run.enabled:
         try:
-            run.log_metric(name, value, step)
+            run.log_metric(name, value, step, tensorboard=tensorboard)
         except Exception as exc:
             log_once("log_metric", logging.WARNING, "profilerhub: log_metric failed (%s)", exc)
 

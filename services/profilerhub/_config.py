@@ -80,6 +80,8 @@ class Config:
     #: Where undelivered files are kept (``profilerhub._spill``) and how much it may hold; 0 = off.
     spill_dir: Path = field(default_factory=lambda: spill_root())
     spill_max_bytes: int = DEFAULT_SPILL_MAX_BYTES
+    #: A folder the script's own TensorBoard writer fills, copied into the job (``_tensorboard``).
+    tensorboard_dir: Path | None = None
 
 
 def default_job_name() -> str:
@@ -196,6 +198,7 @@ def build_config(
     stop_on: Sequence[str] | None = None,
     spill_dir: str | os.PathLike[str] | None = None,
     spill_max_bytes: int | None = None,
+    tensorboard_dir: str | os.PathLike[str] | None = None,
 ) -> Config:
     """Validate ``init``'s arguments (raising ValueError) and resolve environment defaults."""
     if not isinstance(sample_interval_s, (int, float)) or not (
@@ -233,7 +236,25 @@ def build_config(
         stop_on=parse_stop_on(stop_on),
         spill_dir=spill_root(spill_dir),
         spill_max_bytes=spill_max_bytes,
+        tensorboard_dir=parse_tensorboard_dir(tensorboard_dir),
     )
+
+
+def parse_tensorboard_dir(folder: str | os.PathLike[str] | None) -> Path | None:
+    """A local folder (it may not exist yet: the script's writer makes it); ValueError otherwise."""
+    if folder is None:
+        return None
+    if not isinstance(folder, str | os.PathLike) or not os.fspath(folder):
+        raise ValueError("tensorboard_dir must be a local folder path, e.g. './runs/exp1'")
+    text = os.fspath(folder)
+    if isinstance(text, bytes) or "://" in text:
+        raise ValueError(
+            f"tensorboard_dir {text!r} must be a local folder; the SDK copies it into the job's storage"
+        )
+    path = Path(text).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"tensorboard_dir {text!r} exists and is not a folder")
+    return path
 
 
 def _env_int(name: str, default: int) -> int:

@@ -26,6 +26,7 @@ from ._config import Config
 from ._log import log_once, logger, say
 from ._spill import Spill, upload_command
 from ._stdio import TeeStream
+from ._tensorboard import TensorBoardFiles
 from ._uploader import Uploader
 from .sinks import Sink, make_sink
 
@@ -62,6 +63,7 @@ class Run:
         self.invalid_metrics = 0
         self.chunks = dict.fromkeys(CHUNK_KINDS, 0)
         self.torch_traces = 0
+        self.tensorboard = TensorBoardFiles(cfg.tensorboard_dir)
         self.sink = sink or make_sink(
             cfg.sink,
             cfg.location,
@@ -312,7 +314,9 @@ class Run:
 
     # -- records ------------------------------------------------------------------------------
 
-    def log_metric(self, name: str, value: Any, step: int | None, source: str = "log_metric") -> None:
+    def log_metric(
+        self, name: str, value: Any, step: int | None, source: str = "log_metric", tensorboard: bool = False
+    ) -> None:
         if not isinstance(name, str) or not 1 <= len(name) <= 255:
             self._invalid_metric(f"metric name must be a 1-255 character string, got {name!r}")
             return
@@ -331,6 +335,8 @@ class Run:
         if rec["value"] is None:
             rec["nonfinite"] = str(number)  # "nan", "inf", "-inf": JSON has no such numbers
         self.metrics.append(rec)
+        if tensorboard:
+            self.tensorboard.add(name, number, rec["step"])
 
     def _invalid_metric(self, why: str) -> None:
         self.invalid_metrics += 1
@@ -386,6 +392,8 @@ class Run:
             if records:
                 self.chunks[kind] += 1
                 self.uploader.submit(f"{kind}/{self.chunks[kind]:06d}.jsonl.gz", _jsonl_gz(records))
+        for path, data in self.tensorboard.files(final=self._stop.is_set()):
+            self.uploader.submit(path, data)
 
     def _drain(self, kind: str) -> list[dict[str, Any]]:
         buf: collections.deque[Any] = getattr(self, kind)
@@ -451,7 +459,12 @@ class Run:
                 **tp.flags,
                 "activities": getattr(self.torch_profiler, "activities", None),
             },
-            "files": {**self.chunks, "torch": self.torch_traces},
+            "files": {
+                **self.chunks,
+                "torch": self.torch_traces,
+                "tensorboard": self.tensorboard.event_files + self.tensorboard.synced_files,
+            },
+            "tensorboard_dir": None if cfg.tensorboard_dir is None else str(cfg.tensorboard_dir),
             "dropped": {
                 "files": dict(self.uploader.dropped.files),
                 "bytes": self.uploader.dropped.bytes,

@@ -52,7 +52,9 @@ def run(
     import uvicorn
 
     from profilerhub_app.settings import AppServiceSettings
+    from profilerhub_core.outage import name_this_process
 
+    name_this_process("app")
     factory = factory or factory_for(app_type)
 
     settings = AppServiceSettings.from_env()

@@ -16,8 +16,11 @@
 
 A beat or poll task runs every second, and during an outage each used to log a traceback; here a
 process logs when an outage starts and when it ends. The component (``hub``, ``worker``,
-``beat``) is named once per process with ``name_this_process``. Thread-safe. Standard library
-only: the SDK's CLI imports core.
+``beat``, ``app``) is named once per process with ``name_this_process``. A process has one tracker
+per dependency (``tracker("Redis")`` is the same object wherever it is asked for), so the parts
+that reach one dependency (the hub's task sender, token cache, rate limiter and readiness probe
+all reach Redis) feed one outage: one start line, one end line counting all their failures.
+Nothing else logs an outage error. Thread-safe. Standard library only: the SDK's CLI imports core.
 """
 
 from __future__ import annotations
@@ -101,9 +104,67 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:200] if text else ""
 
 
-DATABASE = Outage("database")
-"""This process's view of its database (fed by the engine's events, ``db.session``)."""
-REDIS = Outage("Redis")
-"""This process's view of its Redis (the broker)."""
+_trackers: dict[str, Outage] = {}
+_trackers_lock = threading.Lock()
 
-__all__ = ["DATABASE", "REDIS", "Outage", "is_outage", "name_this_process"]
+
+def tracker(dependency: str) -> Outage:
+    """This process's one tracker of ``dependency`` (made on first use)."""
+    with _trackers_lock:
+        found = _trackers.get(dependency)
+        if found is None:
+            found = _trackers[dependency] = Outage(dependency)
+        return found
+
+
+def observe(outage: Outage, exc: BaseException) -> bool:
+    """Count ``exc`` against ``outage`` if it is an outage error (True); False (nothing logged)
+    for any other error, which the caller reports as it would."""
+    if not is_outage(exc):
+        return False
+    outage.failed(exc)
+    return True
+
+
+DATABASE = tracker("database")
+"""This process's view of its database (fed by the engine's events, ``db.session``)."""
+REDIS = tracker("Redis")
+"""This process's view of its Redis (the broker, and the hub's shared counters)."""
+STORAGE = tracker("storage")
+"""This process's view of its object store (``Unavailable`` from a store)."""
+
+
+def outage_of(exc: BaseException) -> Outage:
+    """Which dependency an outage error comes from (by the module of its class)."""
+    module = type(exc).__module__
+    if module.startswith(("redis", "kombu", "amqp")):
+        return REDIS
+    if type(exc).__name__ == "Unavailable":
+        return STORAGE
+    return DATABASE
+
+
+def report(exc: BaseException) -> bool:
+    """Count ``exc`` against the outage of the dependency it comes from, if it is an outage error
+    (True; the database's are already counted by the engine's events); False for any other error,
+    which the caller logs as it would."""
+    if not is_outage(exc):
+        return False
+    outage = outage_of(exc)
+    if outage is not DATABASE:
+        outage.failed(exc)
+    return True
+
+
+__all__ = [
+    "DATABASE",
+    "REDIS",
+    "STORAGE",
+    "Outage",
+    "is_outage",
+    "name_this_process",
+    "observe",
+    "outage_of",
+    "report",
+    "tracker",
+]

@@ -390,6 +390,13 @@ class Settings(BaseSettings):
         description="Secret whose AWS_* keys become the app pods' storage credentials (empty: none; the "
         "worker's own credentials are never copied into a pod spec).",
     )
+    k8s_app_storage_secret_template: str = Field(
+        default="",
+        description="Per-owner storage credentials: the name of the Secret each app pod reads its AWS_* keys "
+        "from, with {domain_id}, {user_id}, {domain}, {user} filled in (e.g. 'ph-storage-{user_id}'). "
+        "The operator creates one such Secret per user, with credentials that can read only "
+        "that user's prefix; a missing Secret keeps the app from starting. Overrides k8s_app_storage_secret.",
+    )
     k8s_api_retries: int = Field(
         default=5, ge=1, description="Attempts of one Kubernetes API call answered 429/5xx or unreachable."
     )
@@ -407,6 +414,16 @@ class Settings(BaseSettings):
         self.app_subdomain_host = _origin_setting("PROFILERHUB_APP_SUBDOMAIN_HOST", self.app_subdomain_host)
         if self.default_page_size > self.max_page_size:
             raise ValueError("default_page_size must not exceed max_page_size")
+        if self.k8s_app_storage_secret_template:
+            fields = dict.fromkeys(("domain_id", "user_id", "domain", "user"), "x")
+            try:
+                self.k8s_app_storage_secret_template.format(**fields)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"PROFILERHUB_K8S_APP_STORAGE_SECRET_TEMPLATE {self.k8s_app_storage_secret_template!r} "
+                    f"does not format ({exc!r}); use only the fields {{domain_id}}, {{user_id}}, {{domain}}, "
+                    "{user}"
+                ) from None
         if self.spawner == "kubernetes" and not self.k8s_app_image:
             raise ValueError("PROFILERHUB_K8S_APP_IMAGE must be set when PROFILERHUB_SPAWNER=kubernetes")
         if self.oidc_issuer and not self.oidc_client_id:

@@ -31,7 +31,7 @@ from profilerhub_hub.proxy import install_app_proxy
 from profilerhub_hub.ratelimit import RateLimits
 from profilerhub_hub.routes import api_routers, health
 from profilerhub_hub.routes.paths import API_PREFIX, JOB_FILES, path_regex
-from profilerhub_hub.sagemaker import router as sagemaker_router
+from profilerhub_hub.sagemaker import SageMakerDoor
 from profilerhub_hub.shared import shared_key, shared_redis
 from profilerhub_hub.tokencache import SharedEpoch, TokenCache
 
@@ -73,10 +73,11 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     # only the API's base URL): one router, mounted at both; only the API's copy is documented.
     app.include_router(health.router, prefix=API_PREFIX)
     app.include_router(health.router, include_in_schema=False)
-    app.include_router(sagemaker_router)  # boto3's door: /sagemaker (docs/sagemaker-api.md)
     install_app_proxy(app)
     install_openapi(app, settings)
     install_console(app)
+    # boto3's door, /sagemaker (docs/sagemaker-api.md): inside the middleware below, before the router.
+    app.add_middleware(SageMakerDoor)
     app.add_middleware(SessionCloser)
     app.add_middleware(
         BodyLimitMiddleware, limit=settings.max_request_body_bytes, overrides=dict(BODY_LIMIT_OVERRIDES)

@@ -35,6 +35,7 @@ from starlette.background import BackgroundTask
 from profilerhub_core.apptokens import hub_signing_key, issue_app_token
 from profilerhub_core.db.models import App, AppStatus, utcnow
 from profilerhub_core.errors import InvalidInput, NotFound, Unauthorized, Unavailable
+from profilerhub_core.outage import is_outage
 from profilerhub_core.pagination import decode_page_token, encode_page_token
 from profilerhub_core.records import audit, sessions
 from profilerhub_core.records.apps import record_activity
@@ -230,7 +231,8 @@ class AppProxy:
                 record_activity(session, {app_id: utcnow()})
                 session.commit()
         except Exception as exc:  # activity is best effort; the request already succeeded
-            log.warning("could not record activity of app %s: %s", app_id, exc)
+            if not is_outage(exc):  # an outage is logged once, by the engine's events
+                log.warning("could not record activity of app %s: %s", app_id, exc)
 
 
 def _bearer(request: Request) -> str | None:

@@ -10,7 +10,7 @@ Counting: one counter per (bucket, address) per window of ``rate_limit_window_se
 (``SET key 0 EX window NX`` then ``INCR``, one round trip), so every hub process sharing the Redis
 counts together and the limit holds across replicas. Without Redis, or while it is unreachable,
 each process counts alone: the limit is then per process (N processes let N times as many
-through), which still stops a brute force, and the fallback is logged.
+through), which still stops a brute force; the outage is logged (``profilerhub_hub.shared``).
 
 A refusal answers 429 ``ThrottlingException`` with ``Retry-After`` (seconds to the window's end).
 The first refusal of a window is audited (action ``RateLimited``, target the address); the ones
@@ -126,9 +126,11 @@ class RateLimits:
                         pipe.get(name)
                     pipe.ttl(name)
                     *_, count, ttl = pipe.execute()
-                return int(count or 0), int(ttl) if ttl and ttl > 0 else window
             except Exception as exc:  # Redis down: count here rather than not at all
                 log_fallback.note(exc)
+            else:
+                log_fallback.answered()
+                return int(count or 0), int(ttl) if ttl and ttl > 0 else window
         return self.local.add(key, window, amount)
 
     def _audit(self, bucket: Bucket, address: str, retry_after: int) -> None:

@@ -10,7 +10,7 @@ import logging
 import threading
 from typing import Any
 
-from profilerhub_core.outage import REDIS, is_outage
+from profilerhub_core.outage import REDIS, observe
 from profilerhub_core.settings import Settings
 
 log = logging.getLogger("profilerhub.hub")
@@ -47,11 +47,9 @@ class TaskSender:
                 retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
             )
         except Exception as exc:  # the row is committed; the reconciler re-sends it
-            outage = is_outage(exc)
-            if outage:
-                REDIS.failed(exc)  # one line per outage, not one per request
+            outage = observe(REDIS, exc)  # one line per outage, not one per request
             log.log(
-                logging.INFO if outage else logging.WARNING,
+                logging.DEBUG if outage else logging.WARNING,
                 "could not enqueue %s for app %s (%s); the reconciler will",
                 task_name, app_id, exc,
             )  # fmt: skip

@@ -48,10 +48,12 @@ class SharedEpoch:
         if self.redis is None:
             return None
         try:
-            return int(self.redis.get(self.key) or 0)
+            epoch = int(self.redis.get(self.key) or 0)
         except Exception as exc:
             _fallback.note(exc)
             return None
+        _fallback.answered()
+        return epoch
 
     def bump(self) -> None:
         if self.redis is None:
@@ -60,6 +62,8 @@ class SharedEpoch:
             self.redis.incr(self.key)
         except Exception as exc:
             _fallback.note(exc)
+        else:
+            _fallback.answered()
 
 
 class TokenCache:

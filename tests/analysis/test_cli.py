@@ -168,3 +168,64 @@ def test_missing_path_and_empty_directory_are_clear_errors(tmp_path: Path) -> No
     assert missing.returncode == 2 and "no such file" in missing.stderr
     empty = _run(tmp_path)
     assert empty.returncode == 2 and "no trace files" in empty.stderr
+
+
+LOADED = """
+import sys
+from profilerhub.cli.main import main
+sys.argv = ["profilerhub", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+heavy = ("typer", "pydantic", "click", "importlib.metadata", "profilerhub._api", "profilerhub_hub")
+print("LOADED", code, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)
+"""
+
+
+def _loaded(*args: str | Path) -> tuple[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("LOADED")]
+    return done.stdout, line
+
+
+def test_plain_analyze_runs_without_building_the_typer_app(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t.json.gz", _events())
+    out, loaded = _loaded("analyze", "--format=json", "-n", "1", trace)
+    assert loaded == "LOADED 0 []"
+    assert [k["name"] for k in json.loads(out)["kernels"]] == ["ampere_sgemm_128x64_nn"]
+    assert _loaded("analyze", trace, "--wide")[1] == "LOADED 0 []"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--top", "0"],
+        ["--top", "1", "--top", "2"],
+        ["-fjson"],
+        ["--format", "JSON"],
+        ["--max-size", "lots"],
+        ["--", "x"],
+        ["--wider"],
+    ],
+)
+def test_analyze_that_typer_must_judge_goes_through_the_typer_app(tmp_path: Path, args: list[str]) -> None:
+    trace = write_trace(tmp_path / "t.json.gz", _events())
+    assert "'typer'" in _loaded("analyze", trace, *args)[1]
+
+
+def test_fast_path_and_typer_app_print_the_same(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from profilerhub.cli.main import app
+
+    trace = write_trace(tmp_path / "t.json.gz", _events())
+    for args in (["-f", "json", str(trace)], [str(trace), "--top", "2"], [str(tmp_path / "missing.json")]):
+        fast = subprocess.run(
+            [*CLI, *args], capture_output=True, timeout=120, env=dict(os.environ, COLUMNS="80")
+        )
+        typed = CliRunner().invoke(app, ["analyze", *args], env={"COLUMNS": "80"})
+        assert (fast.returncode, fast.stdout.decode()) == (typed.exit_code, typed.stdout), args

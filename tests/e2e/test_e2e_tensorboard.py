@@ -1,10 +1,16 @@
 # ruff: noqa: F811  -- pytest fixtures imported from apps_stack are parameters here
-"""The TensorBoard app end to end: a real hub and worker spawn real TensorBoard over event files
-this test writes into its owner's storage folder; the owner reaches it through the proxy, in
-httpx and in Chromium, and nobody else does; and the same over S3 (moto's server)."""
+"""The TensorBoard app end to end: a training script (a real process, the SDK uploading to the
+real hub) logs metrics with ``tensorboard=True`` and fills a ``tensorboard_dir``; a real worker
+then spawns real TensorBoard over its owner's jobs, which lists the run's scalars; the owner
+reaches it through the proxy, in httpx and in Chromium, and nobody else does; and the same over
+S3 (moto's server)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +23,46 @@ from tests.support.hub import auth, wait_for
 
 TB = "TensorBoard"
 RUN = "tb-run-1/raw/tensorboard"  # TensorBoard names a run by its folder under the owner's jobs/
+
+# A training script as a user writes it: SDK metrics mirrored to TensorBoard, and the script's own
+# TensorBoard writer (tensorboard's, as torch's SummaryWriter uses) in the folder given to the SDK.
+SCRIPT = r"""
+import json, os, time
+import profilerhub as ph
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+ph.init(job="tb-sdk", chunk_interval_s=0.2, flush_timeout_s=30, tensorboard_dir="runs")
+own = EventFileWriter("runs")
+for i in range(4):
+    with ph.step(i):
+        time.sleep(0.01)
+    ph.log_metric("train:loss", 1.0 / (i + 1), tensorboard=True)
+    value = summary_pb2.Summary.Value(tag="own:acc", simple_value=i / 10)
+    own.add_event(event_pb2.Event(wall_time=time.time(), step=i, summary=summary_pb2.Summary(value=[value])))
+own.close()
+print("FINISHED " + json.dumps(ph.finish()), flush=True)
+"""
+
+
+def train_with_sdk(stack: AppStack, token: str, folder: Path) -> str:
+    """Run ``SCRIPT`` against the stack's hub as the token's user; the job's id."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.py").write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
+    env |= {
+        "PROFILERHUB_URL": stack.url,
+        "PROFILERHUB_TOKEN": token,
+        "PROFILERHUB_SPILL_DIR": str(folder / "spill"),
+    }
+    done = subprocess.run(
+        [sys.executable, "train.py"], env=env, cwd=folder, capture_output=True, text=True, timeout=240
+    )
+    finished = [line for line in done.stdout.splitlines() if line.startswith("FINISHED ")]
+    assert done.returncode == 0 and finished, done.stdout + done.stderr
+    summary = json.loads(finished[-1][9:])
+    assert summary["completed"], summary
+    return str(summary["location"]).rstrip("/").rsplit("/", 1)[-1]
 
 
 def owner_folder(stack: AppStack, token: str, domain: str, user: str) -> str:
@@ -41,28 +87,35 @@ def write_scalar(folder: Path) -> Path:
     return next(folder.glob("*tfevents*"))
 
 
-def wait_for_scalar(stack: AppStack, token: str, app_id: str) -> dict[str, Any]:
-    """TensorBoard's scalar tags once it has loaded the run (it loads in a background thread)."""
+def wait_for_scalar(stack: AppStack, token: str, app_id: str, run: str = RUN) -> dict[str, Any]:
+    """TensorBoard's scalar tags once it has loaded ``run`` (it loads in a background thread)."""
     tags: dict[str, Any] = {}
 
     def loaded() -> bool:
         tags.update(get(stack, token, app_id, "data/plugin/scalars/tags").json())
-        return RUN in tags
+        return run in tags
 
-    wait_for(loaded, f"TensorBoard listing run {RUN}", 60)
+    wait_for(loaded, f"TensorBoard listing run {run}", 60)
     return tags
 
 
 @pytest.fixture(scope="module")
 def board(shared_stack: AppStack) -> dict[str, str]:
-    """alice's running TensorBoard app over one scalar: her token and the app's id."""
+    """alice's running TensorBoard app over her SDK run and one scalar written straight to her
+    storage folder: her token, the app's id and the SDK job's two runs."""
     alice = shared_stack.user_token("tb", "alice")
+    job_id = train_with_sdk(shared_stack, alice, shared_stack.home.parent / "train")
     folder = owner_folder(shared_stack, alice, "tb", "alice")
     write_scalar(shared_stack.home / "storage" / folder / "jobs" / RUN)  # the hub's default storage_url
     created = shared_stack.create(alice, "tb", "alice", app_type=TB)
     assert created.status_code == 202, created.text
     shared_stack.wait_status(alice, "tb", "alice", "InService", app_type=TB)
-    return {"token": alice, "app_id": created.json()["app_id"]}
+    return {
+        "token": alice,
+        "app_id": created.json()["app_id"],
+        "sdk_run": f"{job_id}/raw/tensorboard",
+        "own_run": f"{job_id}/raw/tensorboard/logdir",
+    }
 
 
 def get(stack: AppStack, token: str, app_id: str, path: str) -> httpx.Response:
@@ -73,9 +126,26 @@ def test_owner_reads_her_scalar_through_the_proxy(shared_stack: AppStack, board:
     token, app_id = board["token"], board["app_id"]
     assert shared_stack.instance(app_id)["port"]  # a real process of the local spawner
     assert "loss" in wait_for_scalar(shared_stack, token, app_id)[RUN]
-    assert get(shared_stack, token, app_id, "data/runs").json() == [RUN]
+    assert sorted(get(shared_stack, token, app_id, "data/runs").json()) == sorted(
+        [RUN, board["sdk_run"], board["own_run"]]
+    )
     page = get(shared_stack, token, app_id, "")
     assert page.status_code == 200 and "<tb-webapp" in page.text
+
+
+def test_owner_sees_the_scalars_her_sdk_run_logged(shared_stack: AppStack, board: dict[str, str]) -> None:
+    token, app_id, sdk_run, own_run = board["token"], board["app_id"], board["sdk_run"], board["own_run"]
+    tags = wait_for_scalar(shared_stack, token, app_id, sdk_run)
+    assert "train:loss" in tags[sdk_run]  # ph.log_metric(..., tensorboard=True)
+    assert "own:acc" in tags[own_run]  # the script's own writer, copied from tensorboard_dir
+    scalars = get(shared_stack, token, app_id, f"data/plugin/scalars/scalars?run={sdk_run}&tag=train:loss")
+    assert scalars.status_code == 200, scalars.text
+    assert [(step, round(value, 4)) for _, step, value in scalars.json()] == [
+        (0, 1.0),
+        (1, 0.5),
+        (2, 0.3333),
+        (3, 0.25),
+    ]
 
 
 def test_nobody_but_the_owner_reaches_the_tensorboard(shared_stack: AppStack, board: dict[str, str]) -> None:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import testservices
 
-from tests.support.hub import TEST_SECRET_KEY, RunningHub, auth, cli_command, start_profilerhub
+from tests.support.hub import TEST_SECRET_KEY, RunningHub, auth, migrate, start_profilerhub
 
 ADMIN = "replica-admin-token-0123456789abcdef"
 GUESSER = "127.0.0.2"
@@ -36,7 +36,6 @@ class Replicas:
 def replicas(
     tmp_path_factory: pytest.TempPathFactory, postgres_url: str, redis_url: str
 ) -> Iterator[Replicas]:
-    import subprocess
 
     tmp = tmp_path_factory.mktemp("replicas")
     database = testservices.create_database(postgres_url)
@@ -50,14 +49,7 @@ def replicas(
         "PROFILERHUB_RATE_LIMIT_TOKEN_FAILURES": "3",
         "PROFILERHUB_RATE_LIMIT_WINDOW_SECONDS": "3600",  # no window ends while the module runs
     }
-    upgrade = subprocess.run(
-        [*cli_command(), "db", "upgrade"],
-        env={"PATH": "/usr/bin:/bin", "PROFILERHUB_HOME": str(tmp), "PROFILERHUB_DATABASE_URL": database},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert upgrade.returncode == 0, upgrade.stderr
+    migrate(database, tmp)
     started: list[RunningHub] = []
     try:
         for name in ("a", "b"):

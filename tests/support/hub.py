@@ -42,6 +42,7 @@ Real processes:
                     Every process it started is stopped at teardown.
     start_profilerhub  the same for fixtures of a wider scope: ``start_profilerhub("hub", home=...,
                     log=..., ...)``; the caller stops it.
+    migrate(database_url, home)   ``profilerhub db upgrade`` (``hub`` never migrates by itself)
 """
 
 from __future__ import annotations
@@ -299,6 +300,19 @@ def cli_command() -> list[str]:
     """How to run ``profilerhub`` with this interpreter (the console script when installed)."""
     script = Path(sys.executable).with_name("profilerhub")
     return [str(script)] if script.exists() else [sys.executable, "-m", "profilerhub.cli.main"]
+
+
+def migrate(database_url: str, home: Path) -> None:
+    """``profilerhub db upgrade`` on ``database_url`` (what a hub started with ``hub`` needs first)."""
+    env = {"PATH": "/usr/bin:/bin", "PROFILERHUB_HOME": str(home), "PROFILERHUB_DATABASE_URL": database_url}
+    upgrade = subprocess.run(
+        [*cli_command(), "db", "upgrade"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert upgrade.returncode == 0, upgrade.stderr
 
 
 @dataclass

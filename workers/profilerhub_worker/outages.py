@@ -20,28 +20,10 @@ from typing import Any, TypeVar
 
 from celery.beat import PersistentScheduler
 
-from profilerhub_core.outage import DATABASE, REDIS, Outage, is_outage
+from profilerhub_core.outage import REDIS, STORAGE, observe, outage_of, report
 
 log = logging.getLogger("profilerhub.beat")
-STORAGE = Outage("storage")
 T = TypeVar("T")
-
-
-def outage_of(exc: BaseException) -> Outage:
-    """Which dependency an outage error comes from."""
-    module = type(exc).__module__
-    if module.startswith(("redis", "kombu", "amqp")):
-        return REDIS
-    if type(exc).__name__ == "Unavailable":
-        return STORAGE
-    return DATABASE
-
-
-def report(exc: BaseException) -> None:
-    """Count ``exc`` against its dependency's outage (the database's engine counts its own)."""
-    outage = outage_of(exc)
-    if outage is not DATABASE:
-        outage.failed(exc)
 
 
 def quiet_in_outages(task: Callable[..., T]) -> Callable[..., T | None]:
@@ -54,9 +36,8 @@ def quiet_in_outages(task: Callable[..., T]) -> Callable[..., T | None]:
         try:
             result = task(*args, **kwargs)
         except Exception as exc:
-            if not is_outage(exc):
+            if not report(exc):
                 raise
-            report(exc)
             return None
         REDIS.recovered()
         STORAGE.recovered()
@@ -73,9 +54,7 @@ class OutageAwareScheduler(PersistentScheduler):
             self.apply_async(entry, producer=producer, advance=False)
         except Exception as exc:  # beat's own apply_entry logs and carries on, whatever it was
             cause = exc.__cause__ or exc.__context__ or exc  # apply_async wraps it in SchedulingError
-            if is_outage(cause):
-                REDIS.failed(cause)
-            else:
+            if not observe(REDIS, cause):
                 log.error("could not send the scheduled task %s: %s", entry.name, exc, exc_info=True)
         else:
             REDIS.recovered()

@@ -106,6 +106,7 @@ PROFILERHUB_K8S_APP_MEMORY_REQUEST: {{ .Values.apps.resources.memoryRequest | qu
 PROFILERHUB_K8S_APP_CPU_LIMIT: {{ .Values.apps.resources.cpuLimit | quote }}
 PROFILERHUB_K8S_APP_MEMORY_LIMIT: {{ .Values.apps.resources.memoryLimit | quote }}
 PROFILERHUB_K8S_APP_STORAGE_SECRET: {{ .Values.apps.storageSecret | quote }}
+PROFILERHUB_K8S_APP_STORAGE_SECRET_TEMPLATE: {{ .Values.apps.storageSecretTemplate | quote }}
 {{- end }}
 
 {{- /* The environment of every ProfilerHub container: the ConfigMap, then the Secret. */}}

@@ -12,16 +12,20 @@ metadata (a stale editable install: run ``make install``) or a module that does 
 error naming it, never a silently shorter ``--help``. Modules import their heavy dependencies
 inside the command functions, so ``profilerhub --help`` and the SDK stay light, and a command whose
 extra (``server``, ``analysis``) is not installed says what to install when it runs.
+
+The app is built on first use (``app`` here, or ``main()``), not at import: a plain
+``profilerhub analyze TRACE`` never builds it (``profilerhub.cli.analyze_run.fast_path``), so
+analysing many small traces one process each is not dominated by typer's and pydantic's start-up.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from profilerhub.cli.toolkit import readable_metavars
+if TYPE_CHECKING:
+    import typer
 
 ENTRY_POINT_GROUP = "profilerhub.commands"
 
@@ -30,20 +34,23 @@ SERVER_COMMANDS = ("up", "hub", "worker", "app", "db")
 # The SDK's own command modules (profilerhub.cli.<name>), shown after the server's.
 SDK_COMMANDS = ("analyze", "compare", "upload", "login", "resources", "tokens", "apps", "jobs")
 
-app = typer.Typer(
-    name="profilerhub",
-    help="ProfilerHub: self-hosted profiling for deep-learning training.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+_app: typer.Typer | None = None
 
 
 class MissingCommand(RuntimeError):
     """A sub-command that should be there is not installed or does not import."""
 
 
+def entry_points(group: str) -> Any:
+    """``importlib.metadata.entry_points(group=...)``, imported when the app is built."""
+    from importlib import metadata
+
+    return metadata.entry_points(group=group)
+
+
 def _print_version(asked: bool) -> None:
+    import typer
+
     if asked:
         from profilerhub import __version__
 
@@ -51,21 +58,51 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
-    ),
-) -> None:
-    """ProfilerHub: self-hosted profiling for deep-learning training."""
+def _build() -> typer.Typer:
+    import typer
+
+    from profilerhub.cli.toolkit import readable_metavars
+
+    built = typer.Typer(
+        name="profilerhub",
+        help="ProfilerHub: self-hosted profiling for deep-learning training.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @built.callback()
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ) -> None:
+        """ProfilerHub: self-hosted profiling for deep-learning training."""
+
+    @built.command()
+    def version() -> None:
+        """Print the installed ProfilerHub version."""
+        from profilerhub import __version__
+
+        typer.echo(__version__)
+
+    readable_metavars()
+    _register_all(built)
+    return built
 
 
-@app.command()
-def version() -> None:
-    """Print the installed ProfilerHub version."""
-    from profilerhub import __version__
+def get_app() -> typer.Typer:
+    """The ``profilerhub`` typer app with every sub-command registered (built once)."""
+    global _app
+    if _app is None:
+        _app = _build()
+    return _app
 
-    typer.echo(__version__)
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return get_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _server_modules() -> list[str]:
@@ -80,7 +117,7 @@ def _server_modules() -> list[str]:
     return [declared[name] for name in SERVER_COMMANDS] + [declared[name] for name in unknown]
 
 
-def _register(module_name: str) -> None:
+def _register(module_name: str, app: typer.Typer | None = None) -> None:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -88,22 +125,23 @@ def _register(module_name: str) -> None:
     register = getattr(module, "register", None)
     if not callable(register):
         raise MissingCommand(f"profilerhub: {module_name} has no register(app) function")
-    register(app)
+    register(app if app is not None else get_app())
 
 
-def _register_all() -> None:
+def _register_all(app: typer.Typer) -> None:
     for module_name in _server_modules():
-        _register(module_name)
+        _register(module_name, app)
     for name in SDK_COMMANDS:
-        _register(f"profilerhub.cli.{name}")
-
-
-readable_metavars()
-_register_all()
+        _register(f"profilerhub.cli.{name}", app)
 
 
 def main() -> None:
-    app()
+    from profilerhub.cli.analyze_run import fast_path
+
+    code = fast_path(sys.argv[1:])
+    if code is not None:
+        raise SystemExit(code)
+    get_app()()
 
 
 if __name__ == "__main__":

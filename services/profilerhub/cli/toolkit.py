@@ -13,9 +13,8 @@ from types import ModuleType
 from typing import Any
 
 import typer
-from rich.console import Console
 
-err_console = Console(stderr=True)
+from profilerhub.cli.console import err_console
 
 
 def require(module: str, extra: str) -> ModuleType:

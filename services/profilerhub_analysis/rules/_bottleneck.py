@@ -19,6 +19,7 @@ from profilerhub_analysis.rules.base import (
     RuleResult,
     RuleStatus,
     Series,
+    earlier_index,
     error,
     evidence,
     not_enough,
@@ -34,8 +35,7 @@ def busiest_gpu(data: RuleData, t_ns: np.ndarray) -> np.ndarray:
         s = series.finite()
         if not len(s):
             continue
-        i = np.clip(np.searchsorted(s.t_ns, t_ns, side="right") - 1, 0, len(s) - 1)
-        out = np.maximum(out, s.values[i])
+        out = np.maximum(out, s.values[earlier_index(s.t_ns, t_ns)])
     return out
 
 

@@ -18,6 +18,7 @@ from profilerhub_analysis.rules.base import (
     RuleResult,
     RuleSpec,
     RuleStatus,
+    earlier_index,
     error,
     evidence,
     not_enough,
@@ -60,8 +61,7 @@ def _on(t_ns: np.ndarray, series: Any) -> np.ndarray:
     s = series.finite()
     if not len(s):
         return np.full(len(t_ns), np.nan)
-    i = np.clip(np.searchsorted(s.t_ns, t_ns, side="right") - 1, 0, len(s) - 1)
-    return s.values[i]
+    return s.values[earlier_index(s.t_ns, t_ns)]
 
 
 def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
@@ -87,7 +87,10 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             continue
         checked += 1
         c, m = _on(u.t_ns, cpu), _on(u.t_ns, mem)
-        q_u, q_c, q_m = (window_quantiles(v, bounds, 95) for v in (u.values, c, m))
+        q_u, q_c, q_m = (
+            window_quantiles(v, bounds, 95, data.windows, f"{NAME}.{gpu}.{what}")
+            for v, what in ((u.values, "util"), (c, "cpu"), (m, "mem"))
+        )
         hit = (
             (q_c < params["cpu_threshold_p95"])
             & (q_u < params["gpu_threshold_p95"])

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from profilerhub_core.errors import InvalidInput, NotFound, ProfilerHubError, Unauthorized, Unavailable
+from profilerhub_core.outage import tracker
 from profilerhub_core.storage import ObjectStore, layout, open_store
 from profilerhub_core.storage.keys import validate_key
 from profilerhub_core.storage.layout import STATUS, SUMMARY
@@ -37,6 +38,8 @@ HUB_TIMEOUT_SECONDS = 10.0
 #: The list parameters the app passes on to the hub (``docs/app-api.md``).
 LIST_PARAMS = ("limit", "next_token", "sort", "order", "name_contains", "status")
 DEFAULT_LIMIT = 25
+HUB = tracker("hub")
+"""The app's view of the hub (``profilerhub_core.outage``)."""
 
 
 class HubRejected(InvalidInput):
@@ -82,7 +85,9 @@ class HttpHub:
                 params={**(query or {}), **({"job_id": job_id} if job_id else {})},
             )
         except Exception as exc:  # any transport error: the hub is unreachable for now
+            HUB.failed(exc)  # one line when the hub stops answering, one when it answers again
             raise Unavailable(f"The hub did not answer ({type(exc).__name__}); try again shortly") from exc
+        HUB.recovered()
         if answer.status_code == 401:
             raise Unauthorized("the hub refused this app's token")
         if answer.status_code in (400, 422):

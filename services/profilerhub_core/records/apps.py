@@ -7,11 +7,12 @@ domain row, so concurrent requests cannot both slip past either.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, contains_eager
+from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
@@ -24,8 +25,8 @@ from profilerhub_core.records.states import rows_changed
 LIVE = sa.and_(App.status != AppStatus.Deleted)
 
 
-def app_not_found(user: UserProfile, app_type: str, app_name: str) -> NotFound:
-    return NotFound(f"App '{app_type}/{app_name}' not found for user '{user.name}'")
+def app_not_found(user_name: str, app_type: str, app_name: str) -> NotFound:
+    return NotFound(f"App '{app_type}/{app_name}' not found for user '{user_name}'")
 
 
 def get_app_by_id(session: Session, app_id: str) -> App | None:
@@ -51,10 +52,38 @@ def get_app(session: Session, user: UserProfile, app_type: AppType, app_name: st
     return session.scalar(_APP_BY_NAME, params)
 
 
-_USER_AND_APP = (
-    sa.select(UserProfile, App)
-    .join(UserProfile.domain)
-    .options(contains_eager(UserProfile.domain))
+@dataclass(frozen=True, slots=True)
+class AppValues:
+    """An app's columns as plain values: what describing it shows (attributes named as ``App``'s)."""
+
+    id: str
+    domain_id: str
+    app_type: AppType
+    app_name: str
+    status: AppStatus
+    failure_reason: str | None
+    created_at: datetime
+    status_changed_at: datetime
+    last_activity_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class UserApp:
+    """A user profile (ids and names) and their app as ``get_app`` finds it, or None."""
+
+    domain_id: str
+    domain_name: str
+    user_id: str
+    user_name: str
+    app: AppValues | None
+
+
+_APP_VALUES = [getattr(App, field.name) for field in fields(AppValues)]
+# A Core select (plain rows, no ORM objects to build: that cost more than the query itself), built
+# once, on the session's own connection.
+_USER_APP = (
+    sa.select(UserProfile.domain_id, Domain.name, UserProfile.id, UserProfile.name, *_APP_VALUES)
+    .join(Domain, Domain.id == UserProfile.domain_id)
     .outerjoin(
         App,
         sa.and_(
@@ -69,20 +98,23 @@ _USER_AND_APP = (
 )
 
 
-def get_user_and_app(
+def get_user_app(
     session: Session, domain_id: str, user_name: str, app_type: AppType, app_name: str
-) -> tuple[UserProfile | None, App | None]:
-    """User ``user_name`` of domain ``domain_id`` (its ``domain`` loaded) and their app as
-    ``get_app`` finds it, in one query: the describe of an app is the hub's most frequent read."""
+) -> UserApp | None:
+    """User ``user_name`` of domain ``domain_id`` and their app ``app_type``/``app_name`` (the live
+    one, else the last deleted), read in one query for describing it: the hub's most frequent read."""
     params = {"domain_id": domain_id, "name": user_name, "app_type": app_type, "app_name": app_name}
-    row = session.execute(_USER_AND_APP, params).first()
-    return (row[0], row[1]) if row is not None else (None, None)
+    row = session.connection().execute(_USER_APP, params).first()
+    if row is None:
+        return None
+    app = AppValues(*row[4:]) if row[4] is not None else None
+    return UserApp(row[0], row[1], row[2], row[3], app)
 
 
 def require_app(session: Session, user: UserProfile, app_type: AppType, app_name: str) -> App:
     app = get_app(session, user, app_type, app_name)
     if app is None:
-        raise app_not_found(user, app_type, app_name)
+        raise app_not_found(user.name, app_type, app_name)
     return app
 
 
@@ -189,12 +221,14 @@ def save_instance(session: Session, app_id: str, status: AppStatus, **fields: ob
 
 
 __all__ = [
+    "AppValues",
+    "UserApp",
     "app_not_found",
     "apps_query",
     "create_user_app",
     "get_app",
-    "get_user_and_app",
     "get_app_by_id",
+    "get_user_app",
     "live_apps_in_domain",
     "record_activity",
     "request_delete",

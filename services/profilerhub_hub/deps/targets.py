@@ -30,7 +30,11 @@ from profilerhub_hub.permissions import MUTATING, Action, Caller, Target, author
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
-    """The target of a request, looked up from its path and authorized for the caller."""
+    """The target of a request, looked up from its path and authorized for the caller.
+
+    ``domain`` and ``user`` are the rows, where the lookup loaded them; a read that found its
+    target as plain values (``owner_target``) carries none (only refused changes, which are
+    audited, need them)."""
 
     caller: Caller
     target: Target
@@ -81,10 +85,17 @@ def resolved_domain(caller: Caller, domain: Domain, domain_missing: NotFound) ->
 def resolved_user(caller: Caller, user: UserProfile, domain_missing: NotFound) -> Resolved:
     """A found user profile (its ``domain`` loaded) as the request's target; ``domain_missing``
     when the caller may not see its domain (``authorize`` hides other users' profiles)."""
-    check_domain_visible(caller, user.domain_id, domain_missing)
-    user_missing = users.user_not_found(user.domain.name, user.name)
-    target = Target(domain_id=user.domain_id, owner_id=user.id, not_found=user_missing)
+    target = owner_target(caller, user.domain_id, user.domain.name, user.id, user.name, domain_missing)
     return Resolved(caller, target, user.domain, user)
+
+
+def owner_target(
+    caller: Caller, domain_id: str, domain_name: str, user_id: str, user_name: str, domain_missing: NotFound
+) -> Target:
+    """A user profile found by its ids and names as the target of an action (as ``resolved_user``)."""
+    check_domain_visible(caller, domain_id, domain_missing)
+    user_missing = users.user_not_found(domain_name, user_name)
+    return Target(domain_id=domain_id, owner_id=user_id, not_found=user_missing)
 
 
 def authorize_resolved(
@@ -122,4 +133,12 @@ def allow(action: Action) -> Any:
     return Depends(dependency)
 
 
-__all__ = ["Resolved", "allow", "authorize_resolved", "resolve", "resolved_domain", "resolved_user"]
+__all__ = [
+    "Resolved",
+    "allow",
+    "authorize_resolved",
+    "owner_target",
+    "resolve",
+    "resolved_domain",
+    "resolved_user",
+]

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from profilerhub_core.outage import REDIS, observe
 from profilerhub_hub.schemas import Health
 
 router = APIRouter(tags=["health"])
@@ -41,8 +42,10 @@ def _check_redis(url: str, queue: str) -> tuple[str, str]:
         finally:
             client.close()
     except Exception as exc:
+        observe(REDIS, exc)  # a probe every few seconds: it starts the outage's line, not one per probe
         reason = f"unavailable: {type(exc).__name__}"
         return reason, reason
+    REDIS.recovered()
     workers = "ok" if beating is not None else f"none: no worker has reported in {WORKER_HEARTBEAT_TTL} s"
     return "ok", workers
 

@@ -4,7 +4,7 @@ A second door onto the hub's service functions, for boto3 and the AWS CLI
 (``boto3.client("sagemaker", endpoint_url=f"{hub}/sagemaker")``): the same records, the same
 permission function, the same audit log as the REST API; SageMaker's protocol, names and errors.
 
-    endpoint     the route: JSON 1.1 protocol, dispatch, error answers
+    endpoint     the door (ASGI, before FastAPI's router): JSON 1.1 protocol, dispatch, errors
     sigv4        checking a request's SigV4 signature with botocore's signer
     operations   the operations, over ``profilerhub_core.records``
     tagging      AddTags, ListTags, DeleteTags and the Tags of the Create operations
@@ -15,6 +15,6 @@ Access keys are issued by ``POST /api/v1/domains/{domain}/users/{user}/access-ke
 (``profilerhub_core.records.access_keys``). User docs: ``docs/sagemaker-api.md``.
 """
 
-from profilerhub_hub.sagemaker.endpoint import PREFIX, router
+from profilerhub_hub.sagemaker.endpoint import PREFIX, SageMakerDoor
 
-__all__ = ["PREFIX", "router"]
+__all__ = ["PREFIX", "SageMakerDoor"]

@@ -12,11 +12,26 @@
         PayloadTooLarge-> ValidationException          413
         Unavailable    -> ServiceUnavailable           503   (botocore retries it)
 
+    aws_error_of_exception(exc)          the same for anything a request may raise, and what
+                                         the hub's own handlers map for REST (``hub.errors``):
+
+        a body past the hub's limit      -> ValidationException   413
+        the client gone mid-body         -> SerializationException 400
+        IntegrityError                   -> ResourceInUse          400
+        DataError                        -> ValidationException    400
+        any other DBAPIError             -> ServiceUnavailable     503
+        anything else                    -> None: a bug (the endpoint logs it, answers 500)
+
 botocore reads the code from ``__type`` (after any ``#``) and the text from ``message``, and
 raises ``ClientError`` (or the client's modeled exception class, ``sm.exceptions.ResourceNotFound``).
 """
 
 from __future__ import annotations
+
+import logging
+
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
+from starlette.requests import ClientDisconnect
 
 from profilerhub_core.errors import (
     AccessDenied,
@@ -29,6 +44,10 @@ from profilerhub_core.errors import (
     Unauthorized,
     Unavailable,
 )
+from profilerhub_core.outage import is_outage
+from profilerhub_hub.errors import BodyTooLarge
+
+log = logging.getLogger("profilerhub.hub")
 
 
 class AwsError(Exception):
@@ -63,8 +82,30 @@ def aws_error_of(error: ProfilerHubError) -> AwsError:
     return AwsError("InternalFailure", error.message, 500)
 
 
+def aws_error_of_exception(exc: Exception) -> AwsError | None:
+    if isinstance(exc, AwsError):
+        return exc
+    if isinstance(exc, ProfilerHubError):
+        return aws_error_of(exc)
+    if isinstance(exc, BodyTooLarge):
+        return AwsError("ValidationException", str(exc.detail), 413)
+    if isinstance(exc, ClientDisconnect):
+        return AwsError("SerializationException", "The request body did not arrive whole")
+    if isinstance(exc, IntegrityError):
+        log.info("integrity error mapped to ResourceInUse: %s", exc)
+        return AwsError("ResourceInUse", "The request conflicts with an existing resource; retry or rename")
+    if isinstance(exc, DataError):
+        log.info("data error mapped to ValidationException: %s", exc)
+        return validation("A value in the request cannot be stored or searched for")
+    if isinstance(exc, DBAPIError):
+        if not is_outage(exc):  # an outage is logged once, when it starts and ends
+            log.warning("database error mapped to ServiceUnavailable: %s", exc)
+        return AwsError("ServiceUnavailable", "The database is unavailable or busy; retry shortly", 503)
+    return None
+
+
 def validation(message: str) -> AwsError:
     return AwsError("ValidationException", message)
 
 
-__all__ = ["AwsError", "aws_error_of", "validation"]
+__all__ = ["AwsError", "aws_error_of", "aws_error_of_exception", "validation"]

@@ -27,6 +27,7 @@ from botocore.model import OperationModel, ServiceModel, Shape
 from botocore.validate import ParamValidator
 
 from profilerhub_core.db.models import App, Domain
+from profilerhub_core.records.apps import AppValues
 from profilerhub_core.settings import Settings
 from profilerhub_hub.sagemaker.errors import AwsError, validation
 
@@ -152,7 +153,7 @@ class Arns:
     def user(self, domain: Domain | str, user_name: str) -> str:
         return self._arn(f"user-profile/{domain_id(domain)}/{user_name}")
 
-    def app(self, app: App, user_name: str) -> str:
+    def app(self, app: App | AppValues, user_name: str) -> str:
         kind = app.app_type.value.lower()
         return self._arn(f"app/{domain_id(app.domain_id)}/{user_name}/{kind}/{app.app_name}")
 

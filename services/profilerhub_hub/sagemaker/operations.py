@@ -32,7 +32,14 @@ from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub import job_uploads
 from profilerhub_hub.app_schemas import DEFAULT_PRESIGNED_SECONDS
 from profilerhub_hub.audit import commit_audited
-from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolve, resolved_domain, resolved_user
+from profilerhub_hub.deps.targets import (
+    Resolved,
+    authorize_resolved,
+    owner_target,
+    resolve,
+    resolved_domain,
+    resolved_user,
+)
 from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.sagemaker import tagging
@@ -69,37 +76,41 @@ class Call:
         return resolved_domain(self.caller, domain, missing)
 
     def user(self) -> Resolved:
-        return self._user(None)[0]
+        name, raw = self._user_name(), domain_uuid(self.params["DomainId"])
+        user = users.get_user_in_domain(self.session, raw, name) if raw and is_valid_name(name) else None
+        if user is None:  # the common case in one query, as in REST's resolve
+            raise self._user_missing(name)
+        return resolved_user(self.caller, user, _domain_missing(self.params["DomainId"]))
 
-    def user_and_app(self, action: Action) -> tuple[Resolved, App]:
+    def user_app(self, action: Action) -> tuple[Resolved, apps.UserApp, apps.AppValues]:
         """The target user, allowed ``action``, and their app ``AppType``/``AppName`` (the live
-        one, else the last deleted), found by one query."""
-        app_type = _app_type(self)
-        resolved, app = self._user(app_type)
-        target = self.allowed(resolved, action)
-        assert target.user is not None
-        if app is None:
-            raise apps.app_not_found(target.user, app_type, self.params["AppName"])
-        return target, app
+        one, else the last deleted), found by one query as plain values (for reads)."""
+        app_type, name = _app_type(self), self._user_name()
+        raw, app_name = domain_uuid(self.params["DomainId"]), self.params["AppName"]
+        found = None
+        if raw and is_valid_name(name):
+            found = apps.get_user_app(self.session, raw, name, app_type, app_name)
+        if found is None:
+            raise self._user_missing(name)
+        missing = _domain_missing(self.params["DomainId"])
+        target = owner_target(self.caller, found.domain_id, found.domain_name, found.user_id, name, missing)
+        allowed = self.allowed(Resolved(self.caller, target), action)
+        if found.app is None:
+            raise apps.app_not_found(name, app_type, app_name)
+        return allowed, found, found.app
 
-    def _user(self, app_type: AppType | None) -> tuple[Resolved, App | None]:
-        name = self.params.get("UserProfileName")
+    def _user_name(self) -> str:
+        name: str | None = self.params.get("UserProfileName")
         if self.params.get("SpaceName"):
             raise validation("Spaces are not supported by ProfilerHub; give UserProfileName")
         if not name:
             raise validation("UserProfileName is required (ProfilerHub apps belong to user profiles)")
-        raw = domain_uuid(self.params["DomainId"])
-        user, app = None, None
-        if raw and is_valid_name(name):
-            if app_type is None:
-                user = users.get_user_in_domain(self.session, raw, name)
-            else:
-                user, app = apps.get_user_and_app(self.session, raw, name, app_type, self.params["AppName"])
-        if user is not None:  # the common case in one query, as in REST's resolve
-            return resolved_user(self.caller, user, _domain_missing(self.params["DomainId"])), app
+        return name
+
+    def _user_missing(self, name: str) -> NotFound:
         domain = self.domain().domain  # raises when the domain is missing or hidden
         assert domain is not None
-        raise users.user_not_found(domain.name, name)
+        return users.user_not_found(domain.name, name)
 
     def allowed(self, resolved: Resolved, action: Action) -> Resolved:
         return authorize_resolved(self.session, resolved, action)
@@ -355,7 +366,7 @@ def _app_type(call: Call) -> AppType:
         ) from None
 
 
-def _app_details(call: Call, app: App, user_name: str) -> dict[str, Any]:
+def _app_details(call: Call, app: App | apps.AppValues, user_name: str) -> dict[str, Any]:
     return {
         "DomainId": domain_id(app.domain_id),
         "UserProfileName": user_name,
@@ -386,12 +397,11 @@ def create_app(call: Call) -> dict[str, Any]:
 
 
 def describe_app(call: Call) -> dict[str, Any]:
-    target, app = call.user_and_app(Action.DescribeApp)
-    assert target.user is not None
+    _, found, app = call.user_app(Action.DescribeApp)
     return _clean(
-        _app_details(call, app, target.user.name)
+        _app_details(call, app, found.user_name)
         | {
-            "AppArn": call.arns.app(app, target.user.name),
+            "AppArn": call.arns.app(app, found.user_name),
             "FailureReason": app.failure_reason,
             "LastHealthCheckTimestamp": epoch(app.status_changed_at),
             "LastUserActivityTimestamp": epoch(app.last_activity_at),

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -106,31 +106,77 @@ def stale_claims(ctx: IngestContext, now: datetime) -> sa.ColumnElement[bool]:
     )
 
 
+class Heartbeat:
+    """A running ingest's claim kept live: ``ingest_heartbeat_at`` refreshed every
+    ``ctx.heartbeat_every`` by a daemon thread, only while the claim is still ours.
+
+    That thread needs the GIL, and parsing one large file holds it for seconds at a time (msgspec
+    decodes a whole document, or a whole batch of events, in one call: 4 s for 250 MiB on a loaded
+    machine), so a thread alone would let a healthy ingest look dead. Around a file's parse,
+    ``parsing(nbytes)`` therefore writes, from the ingest's own thread and before the parse starts,
+    a heartbeat as far ahead as the parse may take at ``ctx.slowest_parse_bytes_per_second``; the
+    thread never writes one earlier than that meanwhile, and the parse's end writes the present
+    again. A worker killed mid-parse is then taken over that much later, never a live one sooner.
+    """
+
+    def __init__(self, ctx: IngestContext, job_id: str, stamp: datetime) -> None:
+        self.ctx, self.job_id, self.stamp = ctx, job_id, stamp
+        self._promised: datetime | None = None
+        self._lock = threading.Lock()  # a beat and a promise are written one at a time, in order
+
+    def beat(self) -> None:
+        with self._lock:
+            now = utcnow()
+            self._write(max(now, self._promised) if self._promised else now)
+
+    @contextmanager
+    def parsing(self, nbytes: int) -> Iterator[None]:
+        """Keep the claim live while a file of ``nbytes`` (decompressed) is parsed."""
+        seconds = nbytes / self.ctx.slowest_parse_bytes_per_second
+        if seconds < 1:  # a short hold: the thread's beats cover it
+            yield
+            return
+        with self._lock:
+            self._promised = utcnow() + timedelta(seconds=seconds)
+            self._write(self._promised)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._promised = None
+                self._write(utcnow())
+
+    def _write(self, at: datetime) -> None:
+        try:
+            with self.ctx.sessions() as session:
+                session.execute(
+                    sa.update(Job)
+                    .where(Job.id == self.job_id, Job.status == JobStatus.Processing)
+                    .where(Job.updated_at == self.stamp)
+                    # updated_at is the claim's stamp: kept (its onupdate would end the claim)
+                    .values(ingest_heartbeat_at=at, updated_at=self.stamp)
+                    .execution_options(synchronize_session=False)
+                )
+                session.commit()
+        except Exception as exc:  # the database is down: the claim may go stale, and is then retaken
+            if not is_outage(exc):  # an outage is logged once, by the engine
+                log.warning("job %s: heartbeat not written", self.job_id, exc_info=True)
+
+
 @contextmanager
-def heartbeat(ctx: IngestContext, job_id: str, stamp: datetime) -> Iterator[None]:
-    """Refresh the claim's ``ingest_heartbeat_at`` every ``ctx.heartbeat_every`` while the block
-    runs (in a daemon thread), only while the claim is still ours."""
+def heartbeat(ctx: IngestContext, job_id: str, stamp: datetime) -> Iterator[Heartbeat]:
+    """Keep the claim live while the block runs (``Heartbeat``)."""
+    kept = Heartbeat(ctx, job_id, stamp)
     stop = threading.Event()
 
     def beat() -> None:
         while not stop.wait(ctx.heartbeat_every.total_seconds()):
-            try:
-                with ctx.sessions() as session:
-                    session.execute(
-                        sa.update(Job)
-                        .where(Job.id == job_id, Job.status == JobStatus.Processing, Job.updated_at == stamp)
-                        .values(ingest_heartbeat_at=utcnow())
-                        .execution_options(synchronize_session=False)
-                    )
-                    session.commit()
-            except Exception as exc:  # the database is down: the claim may go stale, and is then retaken
-                if not is_outage(exc):  # an outage is logged once, by the engine
-                    log.warning("job %s: heartbeat not written", job_id, exc_info=True)
+            kept.beat()
 
     thread = threading.Thread(target=beat, name=f"ingest-heartbeat-{job_id[:8]}", daemon=True)
     thread.start()
     try:
-        yield
+        yield kept
     finally:
         stop.set()
         thread.join()
@@ -143,4 +189,4 @@ def finish(ctx: IngestContext, job_id: str, stamp: datetime, to: JobStatus, **fi
     return moved
 
 
-__all__ = ["claim", "finish", "heartbeat", "is_stale", "stale_claims", "worker_died"]
+__all__ = ["Heartbeat", "claim", "finish", "heartbeat", "is_stale", "stale_claims", "worker_died"]

@@ -10,7 +10,12 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from profilerhub_core.storage import ObjectStore
-from profilerhub_worker.ingest.limits import MemoryBudget, default_memory_budget, remove_stale_copies
+from profilerhub_worker.ingest.limits import (
+    SLOWEST_PARSE_BYTES_PER_SECOND,
+    MemoryBudget,
+    default_memory_budget,
+    remove_stale_copies,
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class IngestContext:
     """How often a running ingest refreshes its claim's heartbeat."""
     heartbeat_stale: timedelta = timedelta(seconds=30)
     """A claim with no heartbeat for this long is its dead worker's: the next reconcile re-sends it."""
+    slowest_parse_bytes_per_second: float = SLOWEST_PARSE_BYTES_PER_SECOND
+    """The slowest a file's parse is assumed to go: a claim stays live this long per byte while a
+    large file is parsed (``claim.Heartbeat.parsing``)."""
     max_takeovers: int = 10
     """Takeovers from dead workers (``Job.ingest_takeovers``) before the job is Failed."""
     resend_after: timedelta = timedelta(seconds=30)

@@ -32,6 +32,12 @@ from pathlib import Path
 from profilerhub_core.storage import ObjectStore
 
 PARSE_MEMORY_FACTOR = 2.5
+# A parse holds the GIL for seconds at a time (msgspec decodes a whole document, or a whole batch,
+# in one call), so the heartbeat thread cannot run meanwhile; a large file's claim is kept live for
+# as long as its parse could take at this rate instead (``claim.Heartbeat.parsing``). Measured on a
+# loaded 2-core machine (benchmarks/bench_ingest_gil_hold.py): 250 MiB parsed at 22-32 MiB/s, the
+# GIL held 2.3-4.2 s in one stretch; this floor leaves a margin of about 3 below the slowest.
+SLOWEST_PARSE_BYTES_PER_SECOND = 8 << 20
 COPY_PREFIX = "profilerhub-ingest-"
 _CHUNK = 1 << 20
 
@@ -146,6 +152,7 @@ def _alive(pid: int) -> bool:
 __all__ = [
     "COPY_PREFIX",
     "PARSE_MEMORY_FACTOR",
+    "SLOWEST_PARSE_BYTES_PER_SECOND",
     "MemoryBudget",
     "OverLimit",
     "copy_dir",

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +65,13 @@ def build_summary(
     place: JobPlace,
     job: dict[str, Any],
     save: Callable[[str, EventStore, dict[str, Any], list[sm.AnnotationRecord]], None],
+    parsing: Callable[[int], AbstractContextManager[None]] = lambda _size: nullcontext(),
 ) -> dict[str, Any]:
     """Read and check every raw file and return the summary; each trace's event store is handed
     to ``save(folder, store, entry, annotations)`` with its summary entry as soon as it is built
     (so one trace at a time is in memory), with the SDK's annotation records (traces are read
-    after every SDK file, so all of them); ``save`` may add keys to the entry.
+    after every SDK file, so all of them); ``save`` may add keys to the entry. Each file is parsed
+    inside ``parsing(decompressed_size)`` (the claim's heartbeat keeps it live meanwhile).
 
     Raises ``BadUpload`` when no file could be read (naming the first that could not).
     """
@@ -104,24 +107,26 @@ def build_summary(
                 job_left -= size
                 with ctx.memory.reserve(int(size * PARSE_MEMORY_FACTOR), f"raw/{rel}"):
                     if kind == "trace":
-                        store = load_trace(local, size)
-                        folder = trace_folder(len(traces), rel)
-                        entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
-                        save(folder, store, entry, annotations)
+                        with parsing(size):  # and building its views: numpy holds the GIL too
+                            store = load_trace(local, size)
+                            folder = trace_folder(len(traces), rel)
+                            entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
+                            save(folder, store, entry, annotations)
                         traces.append(entry)
                         del store
                         read += 1
                         continue
-                    data = local.read_bytes()
-                    if kind == "job":
-                        job_doc = _job_doc(data)
-                    elif kind == "annotations":
-                        annotations.extend(_ANNOTATIONS.decode_lines(data))
-                    elif kind == "metrics":
-                        metrics.extend(_METRICS.decode_lines(data))
-                    else:
-                        samples.extend(_SAMPLES.decode_lines(data))
-                    del data
+                    with parsing(size):
+                        data = local.read_bytes()
+                        if kind == "job":
+                            job_doc = _job_doc(data)
+                        elif kind == "annotations":
+                            annotations.extend(_ANNOTATIONS.decode_lines(data))
+                        elif kind == "metrics":
+                            metrics.extend(_METRICS.decode_lines(data))
+                        else:
+                            samples.extend(_SAMPLES.decode_lines(data))
+                        del data
                     read += 1
             except OverLimit as exc:
                 warnings.append(str(exc))

@@ -34,9 +34,10 @@ from sqlalchemy.exc import OperationalError
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Unavailable
 from profilerhub_core.jobstorage import SUMMARY, place_of
+from profilerhub_core.outage import report
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
-from profilerhub_worker.ingest.claim import claim, finish, heartbeat
+from profilerhub_worker.ingest.claim import Heartbeat, claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
 from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
@@ -54,11 +55,11 @@ def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) 
     stamp = claim(ctx, job_id, resume=claim_stamp)
     if stamp is None:
         return "skipped"
-    with heartbeat(ctx, job_id, stamp):  # a worker killed from here on is seen within seconds
-        return _ingest_claimed(job_id, ctx, stamp)
+    with heartbeat(ctx, job_id, stamp) as kept:  # a worker killed from here on is seen within seconds
+        return _ingest_claimed(job_id, ctx, stamp, kept)
 
 
-def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
+def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Heartbeat) -> str:
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         assert job is not None
@@ -77,6 +78,7 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime) -> str:
                 place,
                 start,
                 lambda folder, es, entry, notes: put_trace(ctx.store, place, folder, es, entry, notes),
+                parsing=kept.parsing,
             )
             body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
             ctx.store.put(place.processed_key(SUMMARY), body)
@@ -114,8 +116,9 @@ def _act(ctx: IngestContext, job_id: str, rules: tuple[Any, dict[str, Any]] | No
         if rules is not None:
             act_on_rules(ctx, job_id, *rules)
         act_on_end(ctx, job_id)
-    except Exception:
-        log.exception("job %s: webhook deliveries could not be recorded", job_id)
+    except Exception as exc:
+        if not report(exc):  # an outage is counted, not logged per job (``profilerhub_core.outage``)
+            log.exception("job %s: webhook deliveries could not be recorded", job_id)
 
 
 __all__ = ["ingest_job"]

@@ -13,18 +13,30 @@ The reconciler finds an installation's apps by the first four (``instance_select
 chart's NetworkPolicy admits traffic to ``component=app`` pods from the hub pods only.
 The pod runs as a non-root user with a read-only root filesystem (``/tmp`` is an emptyDir), no
 privilege escalation and every capability dropped; its readiness probe is the app's health
-endpoint, so "ready" means what the local spawner's health check means.  The worker's storage
-credentials never enter the spec: they come from the Secret ``storage_secret`` names.
+endpoint, so "ready" means what the local spawner's health check means.
+
+Secrets: the worker's storage credentials never enter the spec.  An app pod's ``AWS_*`` come from
+a Secret, by reference (``secretKeyRef``), either
+
+* per owner (``app_storage_secret_template``, e.g. ``ph-storage-{user_id}``): the operator keeps one
+  Secret per user whose credentials can read only ``{prefix}/{domain_id}/{user_id}/`` (an IAM or
+  MinIO policy); the key id and secret key are required, so a missing Secret keeps the pod in
+  ``CreateContainerConfigError`` and the start fails saying which Secret; or
+* shared (``app_storage_secret``): the same credentials in every app pod (optional keys).
+
+The app holds no signing key: it gets the hub's *public* key (``PROFILERHUB_APP_PUBLIC_KEY``) and
+only verifies tokens; the private key stays in the hub's Secret.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from profilerhub_worker.spawners.base import AppSpec, app_arguments
+from profilerhub_worker.spawners.base import AppSpec, SpawnError, app_arguments
 
 APP_PORT = 8888
 APP_UID = 10001
@@ -41,6 +53,9 @@ STORAGE_SECRET_KEYS = (
     "AWS_SESSION_TOKEN",
     "AWS_DEFAULT_REGION",
 )
+#: The keys a per-owner Secret must hold (the others stay optional).
+REQUIRED_OWNER_SECRET_KEYS = frozenset({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"})
+_SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")  # a DNS-1123 subdomain
 
 
 @dataclass(frozen=True)
@@ -58,6 +73,7 @@ class KubeOptions:
     app_cpu_limit: str = "1"
     app_memory_limit: str = "1Gi"
     app_storage_secret: str = ""
+    app_storage_secret_template: str = ""
     api_retries: int = 5
 
     @classmethod
@@ -103,9 +119,33 @@ def make_labels(spec: AppSpec, opts: KubeOptions) -> dict[str, str]:
     return labels
 
 
+def storage_secret(spec: AppSpec, opts: KubeOptions) -> tuple[str, bool] | None:
+    """The Secret the app's storage credentials come from and whether it is its owner's own
+    (``app_storage_secret_template`` filled in), else the shared one; None when neither is set.
+
+    Raises ``SpawnError`` when the filled-in template is not a valid Secret name."""
+    if opts.app_storage_secret_template:
+        name = opts.app_storage_secret_template.format(
+            domain_id=spec.env.get("PROFILERHUB_APP_DOMAIN_ID", ""),
+            user_id=spec.user_id,
+            domain=spec.domain.lower(),
+            user=spec.user.lower(),
+        )
+        if not _SECRET_NAME.match(name):
+            raise SpawnError(
+                f"the storage Secret name {name!r} (from k8s_app_storage_secret_template "
+                f"{opts.app_storage_secret_template!r}) is not a valid Kubernetes name: lowercase letters, "
+                "digits, '-' and '.', at most 253"
+            )
+        return name, True
+    if opts.app_storage_secret:
+        return opts.app_storage_secret, False
+    return None
+
+
 def make_env(spec: AppSpec, opts: KubeOptions) -> list[dict[str, Any]]:
     """The app container's environment: what the local spawner passes, minus any credential
-    (those come from ``app_storage_secret``), plus where to listen inside the pod."""
+    (those come from ``storage_secret``), plus where to listen inside the pod."""
     plain = {k: v for k, v in spec.env.items() if k not in STORAGE_SECRET_KEYS}
     plain.update(
         PROFILERHUB_APP_ID=spec.app_id,
@@ -120,12 +160,18 @@ def make_env(spec: AppSpec, opts: KubeOptions) -> list[dict[str, Any]]:
         HOME="/tmp",
     )
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in sorted(plain.items())]
-    if opts.app_storage_secret:
+    secret = storage_secret(spec, opts)
+    if secret is not None:
+        name, per_owner = secret
         env += [
             {
                 "name": key,
                 "valueFrom": {
-                    "secretKeyRef": {"name": opts.app_storage_secret, "key": key, "optional": True}
+                    "secretKeyRef": {
+                        "name": name,
+                        "key": key,
+                        "optional": not (per_owner and key in REQUIRED_OWNER_SECRET_KEYS),
+                    }
                 },
             }
             for key in STORAGE_SECRET_KEYS
@@ -259,4 +305,5 @@ __all__ = [
     "make_pod_template",
     "make_service",
     "object_name",
+    "storage_secret",
 ]
