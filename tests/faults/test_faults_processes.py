@@ -5,9 +5,11 @@ module's own (so a test can kill it), real app processes, SQLite.
     worker kill -9 mid-ingest -> the job taken over at the next reconcile, not an attempt; Ready
     Redis kill -9 mid-task    -> the worker exits 70; an app created meanwhile starts once Redis is
                                  back, however long it was down; beat and hub log two lines each
+    Redis kill -9, worker idle -> the worker retries the broker, stays up and runs a task sent after
+                                 Redis is back
 
 Each test ends with nothing stuck (``assert_settled``) and prints what it saw and how long the
-recovery took (a figure, not a bound). The tests share one stack; the Redis one runs last.
+recovery took (a figure, not a bound). The tests share one stack; the Redis ones run last.
 """
 
 from __future__ import annotations
@@ -221,3 +223,46 @@ def test_redis_killed_under_a_running_task(stack: AppStack, redis: PrivateRedis)
     assert outage_lines(hub, "Redis") == (1, 1), hub[-3000:]
     outcome = f"exited {code}" if code is not None else "retried the broker and resumed"
     print(f"\nRedis kill -9 mid-spawn: the worker {outcome}; apps InService {recovered:.1f}s after the kill")
+
+
+def test_an_idle_worker_whose_redis_restarts_resumes_consuming(stack: AppStack, redis: PrivateRedis) -> None:
+    import redis as redis_py
+
+    assert stack.worker is not None and stack.beat is not None
+    stack.worker.terminate()  # whatever the test before left: a worker with the real spawner
+    stack.worker.wait(60)
+    stack.start_worker()
+    worker, log = stack.worker, stack.home.parent / f"worker-{len(stack.processes) - 1}.log"
+    assert worker is not None
+    carol = stack.user_token("idle", "carol")
+    stack.running_app(carol, "idle", "carol", timeout=180)  # it consumes
+    stack.beat.send_signal(signal.SIGSTOP)  # no periodic sends: once the queue drains, it is idle
+    try:
+        queue = stack.env["PROFILERHUB_CELERY_QUEUE"]
+        client = redis_py.Redis.from_url(redis.url)
+
+        def idle() -> bool:  # nothing queued, nothing delivered and unacknowledged
+            return client.llen(f"{queue}:{queue}") == 0 and client.hlen(f"{queue}:unacked") == 0
+
+        wait_for(idle, "the worker idle with an empty queue", 120, 0.1)
+        client.close()
+        redis.kill()
+
+        def retrying() -> bool:
+            return worker.poll() is not None or "Cannot connect to redis" in log.read_text(errors="replace")
+
+        wait_for(retrying, "the worker retrying its broker", 180, 0.1)
+        assert worker.poll() is None, f"the idle worker exited with {worker.returncode} when Redis went away"
+        redis.restart()
+        dave = stack.user_token("idle", "dave")
+        stack.running_app(dave, "idle", "dave", timeout=180)  # sent after the restart: it ran
+    finally:
+        stack.beat.send_signal(signal.SIGCONT)
+    text = log.read_text(errors="replace")
+    assert worker.poll() is None and "Unrecoverable" not in text, text[-3000:]
+    started, ended = outage_lines(text, "Redis")  # (0, 0) when no heartbeat fell in the outage
+    assert started == ended <= 1, text[-3000:]
+    for user, token in (("carol", carol), ("dave", dave)):
+        assert stack.delete(token, "idle", user).status_code == 202
+        stack.wait_status(token, "idle", user, "Deleted", timeout=120)
+    print("\nRedis kill -9 under an idle worker: it retried the broker, stayed up and ran a task sent after")
