@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.fake_kube import KUBERNETES_VERSION, FakeKubeAPI
+from tests.support.fake_kube import KUBERNETES_VERSION, SlowStartFakeKubeAPI
 from tests.support.helm_render import MissingValue, Renderer, TemplateError, deep_merge, parse, render_chart
+from tests.support.hub import wait_for
 
 CHART = Path(__file__).resolve().parent.parent / "helm" / "profilerhub"
 REQUIRED = {
@@ -242,11 +244,11 @@ def test_the_workers_role_grants_exactly_what_the_spawner_uses(tmp_path: Path) -
 
     role = by_kind(objects(FULL), "Role", "worker")
     granted = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    verbs = {"POST": "create", "DELETE": "delete"}
-    with FakeKubeAPI() as fake:
+    verbs = {"POST": "create", "DELETE": "delete", "WATCH": "watch"}
+    with SlowStartFakeKubeAPI() as fake:  # its pods get ready once watched: the start uses the watch
         config = SpawnerConfig(
             home=tmp_path,
-            start_timeout=2,
+            start_timeout=120,  # the test makes the pod ready, not a clock
             http_timeout=1,
             stop_grace=0.5,
             options={
@@ -260,8 +262,12 @@ def test_the_workers_role_grants_exactly_what_the_spawner_uses(tmp_path: Path) -
             AppSpec("0f7e3f9a-aaaa-4bbb-8ccc-000000000009", "d", "u", "uid", "DetailedProfiler", "default"),
             config,
         )
-        spawner.start()
-        spawner.poll()
+        started = threading.Thread(target=spawner.start, daemon=True)
+        started.start()
+        wait_for(lambda: any(method == "WATCH" for method, _ in fake.calls), "the spawner watching pods", 30)
+        fake.ready.set()
+        started.join(30)
+        assert spawner.poll() is None
         list(KubernetesSpawner.list_instances(config))
         spawner.stop()
         used = set()

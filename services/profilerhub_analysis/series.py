@@ -8,12 +8,14 @@ What rules and the metrics API read instead of the summary's downsampled series.
     met.<i>.t_ns / .value / .step   training metric number ``i`` (NaN = non-finite value, step -1 = none)
     met.names                the metric names, in ``i`` order (a unicode array)
     steps.start_ns / .dur_ns / .number, dl.start_ns / .dur_ns     step and data-loading ranges
+    x.<name>                 arrays stored alongside by the caller (``pack(extra=...)``, ``extras``)
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -50,7 +52,17 @@ def metric_columns(records: Sequence[Any]) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
-def pack(series: JobSeries) -> bytes:
+FLAT = b"PHSERIES-FLAT1\n"
+"""How a flat ``pack`` begins (an ``.npz`` begins with ``PK``)."""
+_ALIGN = 64
+
+
+def pack(series: JobSeries, extra: Mapping[str, np.ndarray] | None = None, *, flat: bool = False) -> bytes:
+    """The ``.npz`` of ``series`` and, under ``x.<name>``, the ``extra`` arrays kept with it.
+
+    ``flat``: the same arrays in a layout ``unpack`` reads without copying or checksumming them
+    (``FLAT``, an 8-byte header length, a JSON header of ``[name, dtype, shape, offset]``, the
+    arrays at 64-byte aligned offsets): for the live rules' cache, rewritten and read every scan."""
     arrays: dict[str, np.ndarray] = {"sys.t_ns": series.sys_t_ns}
     arrays |= {f"sys.{k}": v for k, v in series.sys.items()}
     names = sorted(series.metrics)
@@ -62,23 +74,63 @@ def pack(series: JobSeries) -> bytes:
         arrays |= dict(zip(("steps.start_ns", "steps.dur_ns", "steps.number"), series.steps, strict=True))
     if series.dataloader is not None:
         arrays |= dict(zip(("dl.start_ns", "dl.dur_ns"), series.dataloader, strict=True))
+    arrays |= {f"x.{k}": v for k, v in (extra or {}).items()}
+    if flat:
+        return _flat(arrays)
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]
     return buf.getvalue()
 
 
-def unpack(data: bytes) -> JobSeries:
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        files = set(z.files)
-        out = JobSeries(sys_t_ns=z["sys.t_ns"])
-        out.sys = {k[4:]: z[k] for k in files if k.startswith("sys.") and k != "sys.t_ns"}
-        for i, name in enumerate(z["met.names"].tolist()):
-            out.metrics[str(name)] = (z[f"met.{i}.t_ns"], z[f"met.{i}.value"], z[f"met.{i}.step"])
-        if "steps.start_ns" in files:
-            out.steps = (z["steps.start_ns"], z["steps.dur_ns"], z["steps.number"])
-        if "dl.start_ns" in files:
-            out.dataloader = (z["dl.start_ns"], z["dl.dur_ns"])
+def _flat(arrays: dict[str, np.ndarray]) -> bytes:
+    header: list[list[Any]] = []
+    parts: list[bytes | memoryview] = []
+    offset = 0
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        pad = -offset % _ALIGN
+        parts.append(bytes(pad))
+        offset += pad
+        header.append([name, a.dtype.str, list(a.shape), offset])
+        parts.append(a.reshape(-1).view(np.uint8).data)
+        offset += a.nbytes
+    head = json.dumps(header).encode()
+    lead = FLAT + len(head).to_bytes(8, "little") + head
+    return b"".join([lead, bytes(-len(lead) % _ALIGN), *parts])
+
+
+def _members(data: bytes) -> dict[str, np.ndarray]:
+    if not data.startswith(FLAT):
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    size = int.from_bytes(data[len(FLAT) : len(FLAT) + 8], "little")
+    lead = len(FLAT) + 8 + size
+    base = lead + -lead % _ALIGN
+    out = {}
+    for name, dtype, shape, offset in json.loads(data[len(FLAT) + 8 : lead]):
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape))
+        out[name] = np.frombuffer(data, dt, count, base + offset).reshape(shape)  # read-only views
     return out
 
 
-__all__ = ["SERIES", "JobSeries", "metric_columns", "pack", "unpack"]
+def unpack(data: bytes) -> JobSeries:
+    """The series ``pack`` stored (either layout)."""
+    z = _members(data)
+    out = JobSeries(sys_t_ns=z["sys.t_ns"])
+    out.sys = {k[4:]: v for k, v in z.items() if k.startswith("sys.") and k != "sys.t_ns"}
+    for i, name in enumerate(z["met.names"].tolist()):
+        out.metrics[str(name)] = (z[f"met.{i}.t_ns"], z[f"met.{i}.value"], z[f"met.{i}.step"])
+    if "steps.start_ns" in z:
+        out.steps = (z["steps.start_ns"], z["steps.dur_ns"], z["steps.number"])
+    if "dl.start_ns" in z:
+        out.dataloader = (z["dl.start_ns"], z["dl.dur_ns"])
+    return out
+
+
+def extras(data: bytes) -> dict[str, np.ndarray]:
+    """The ``extra`` arrays ``pack`` stored with a series, by name."""
+    return {k[2:]: v for k, v in _members(data).items() if k.startswith("x.")}
+
+
+__all__ = ["FLAT", "SERIES", "JobSeries", "extras", "metric_columns", "pack", "unpack"]

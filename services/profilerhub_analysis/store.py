@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import enum
 import io
-import zipfile
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
@@ -323,6 +322,8 @@ class EventStore:
     def to_bytes(self) -> bytes:
         """One blob (an uncompressed zip of ``to_files()``) for a single storage object."""
         buf = io.BytesIO()
+        import zipfile  # here: reading a trace does not need it
+
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
             for fname, data in self.to_files().items():
                 zf.writestr(fname, data)
@@ -330,6 +331,8 @@ class EventStore:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> EventStore:
+        import zipfile
+
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             return cls.from_files({name: zf.read(name) for name in zf.namelist()})
 

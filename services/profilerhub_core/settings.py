@@ -14,6 +14,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,17 @@ PLACEHOLDER_SECRETS = frozenset(
     {"", "changeme", "change-me", "changethis", "secret", "admin", "password", "token"}
 )
 MIN_SECRET_LENGTH = 16
+
+
+def _origin_setting(name: str, value: str) -> str:
+    """``value`` as ``scheme://host[:port]`` (no path, lower case), or "" when unset."""
+    value = value.strip().rstrip("/").lower()
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+        raise ValueError(f"{name} must be scheme://host[:port] with no path (e.g. https://apps.example.com)")
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 class Settings(BaseSettings):
@@ -301,6 +313,12 @@ class Settings(BaseSettings):
     app_token_ttl: int = Field(
         default=60, ge=5, description="Seconds the token minted for each proxied request is valid."
     )
+    app_subdomain_host: str = Field(
+        default="",
+        description="Serve each app on an origin of its own: <scheme>://<app id>.<host>, for this "
+        "scheme://host[:port] (e.g. https://apps.example.com; needs a wildcard DNS record and "
+        "certificate, docs/console.md). Unset: apps are served under the hub's own origin, /apps/<id>/.",
+    )
     app_session_hours: float = Field(
         default=12.0, gt=0, description="Hours an app's browser session cookie (from a presigned URL) lasts."
     )
@@ -393,6 +411,7 @@ class Settings(BaseSettings):
         if not self.public_url:
             self.public_url = f"http://{self.host}:{self.port}"
         self.public_url = self.public_url.rstrip("/")
+        self.app_subdomain_host = _origin_setting("PROFILERHUB_APP_SUBDOMAIN_HOST", self.app_subdomain_host)
         if self.default_page_size > self.max_page_size:
             raise ValueError("default_page_size must not exceed max_page_size")
         if self.k8s_app_storage_secret_template:

@@ -56,10 +56,12 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
-def check_same_origin(headers: Mapping[str, str], settings: Settings) -> None:
-    """Refuse (``AccessDenied``) a request whose ``Origin``/``Referer`` is not ``public_url``'s origin."""
+def check_same_origin(headers: Mapping[str, str], settings: Settings, origin: str | None = None) -> None:
+    """Refuse (``AccessDenied``) a request whose ``Origin``/``Referer`` is not ``origin`` (default:
+    ``public_url``'s; an app on a host of its own passes its own, ``app_hosts.app_origin``)."""
     source = headers.get("origin") or headers.get("referer")
-    if not source or source == "null" or origin_of(source) != origin_of(settings.public_url):
+    expected = origin_of(origin or settings.public_url)
+    if not source or source == "null" or origin_of(source) != expected:
         raise AccessDenied(
             "Cross-site request refused: state-changing requests must come from the hub's own pages"
         )

@@ -21,6 +21,7 @@ from profilerhub_core.db.session import make_engine, reads_are_local, serialize_
 from profilerhub_core.outage import name_this_process
 from profilerhub_core.settings import Settings
 from profilerhub_core.version import installed_version
+from profilerhub_hub.app_hosts import AppHosts
 from profilerhub_hub.browser import SecurityHeaders
 from profilerhub_hub.console import install_console
 from profilerhub_hub.deps import SessionCloser
@@ -81,6 +82,8 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     app.add_middleware(
         BodyLimitMiddleware, limit=settings.max_request_body_bytes, overrides=dict(BODY_LIMIT_OVERRIDES)
     )
+    if settings.app_subdomain_host:  # each app on an origin of its own (docs/console.md)
+        app.add_middleware(AppHosts, settings=settings)
     app.add_middleware(SecurityHeaders)
     return app
 

@@ -20,7 +20,8 @@ import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
 from typing import Annotated
 from urllib.parse import quote
 
@@ -39,6 +40,7 @@ from profilerhub_core.pagination import decode_page_token, encode_page_token
 from profilerhub_core.records import audit, sessions
 from profilerhub_core.records.apps import record_activity
 from profilerhub_core.settings import Settings
+from profilerhub_hub.app_hosts import app_base_url, app_origin
 from profilerhub_hub.browser import (
     APP_COOKIE,
     CONSOLE_COOKIE,
@@ -80,23 +82,55 @@ def _not_found(app_id: str) -> NotFound:
     return NotFound(f"App '{app_id}' not found")
 
 
-def app_login_url(settings: Settings, app_id: str, user_id: str, ttl: int) -> str:
-    """A one-time URL, valid ``ttl`` seconds, that gives a browser the app's session cookie."""
-    expires = int(time.time()) + ttl
-    token = encode_page_token(
-        settings.signing_key(), _LOGIN_SCOPE, [app_id, user_id, expires, secrets.token_hex(12)]
-    )
-    return f"{settings.public_url}/apps/{app_id}/{LOGIN_PATH}?token={quote(token)}"
+@dataclass(frozen=True, slots=True)
+class AppLink:
+    """What an app's one-time sign-in link carries, signed: whose session it starts, and the
+    session's lifetime, token and impersonator when the console hands a sign-in on to the app."""
+
+    app_id: str
+    user_id: str
+    expires: int
+    nonce: str
+    session_seconds: int
+    token_id: str | None = None
+    impersonated_by: str | None = None
+    scopes: list[str] | None = None
 
 
-def _signed_values(settings: Settings, scope: str, token: str, size: int) -> list[object]:
+def app_login_url(
+    settings: Settings,
+    app_id: str,
+    user_id: str,
+    ttl: int,
+    *,
+    session_seconds: int | None = None,
+    token_id: str | None = None,
+    impersonated_by: str | None = None,
+    scopes: Sequence[str] | None = None,
+) -> str:
+    """A one-time URL, valid ``ttl`` seconds, that gives a browser the app's session cookie
+    (on the app's own origin where apps have one: ``app_hosts``)."""
+    link = AppLink(
+        app_id, user_id, int(time.time()) + ttl, secrets.token_hex(12),
+        session_seconds or int(settings.app_session_hours * 3600), token_id, impersonated_by,
+        list(scopes) if scopes is not None else None,
+    )  # fmt: skip
+    token = encode_page_token(settings.signing_key(), _LOGIN_SCOPE, list(astuple(link)))
+    return f"{app_base_url(settings, app_id)}{LOGIN_PATH}?token={quote(token)}"
+
+
+def _read_link(settings: Settings, token: str) -> AppLink:
     try:
-        values = decode_page_token(settings.signing_key(), scope, token)
+        values = decode_page_token(settings.signing_key(), _LOGIN_SCOPE, token)
     except InvalidInput:
         values = []
-    if len(values) != size or not isinstance(values[-2 if scope == _LOGIN_SCOPE else -1], int):
+    try:
+        link = AppLink(*values)
+    except TypeError:
+        link = None
+    if link is None or not isinstance(link.expires, int) or not isinstance(link.session_seconds, int):
         raise Unauthorized("This link or session is not valid; ask for a new presigned URL")
-    return values
+    return link
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +171,7 @@ class AppProxy:
                 except Unauthorized:
                     raise Unauthorized(
                         "Your session for this app is not valid or has ended: open the app again from "
-                        "the console (/console/) or with a new presigned URL"
+                        f"the console ({self.settings.public_url}/console/) or with a new presigned URL"
                     ) from None
                 if app is None or owner.app_id != app_id or app.user_id != owner.user_id:
                     raise _not_found(app_id)
@@ -161,25 +195,25 @@ class AppProxy:
 
     def login(self, app_id: str, token: str) -> tuple[str, int]:
         """Redeem a presigned URL's token once; return the app session's cookie value and its lifetime."""
-        link_app, user_id, expires, nonce = _signed_values(self.settings, _LOGIN_SCOPE, token, 4)
-        if link_app != app_id:
+        link = _read_link(self.settings, token)
+        if link.app_id != app_id:
             raise _not_found(app_id)
-        if int(expires) < time.time():  # type: ignore[call-overload]
+        if link.expires < time.time():
             raise Unauthorized("This presigned URL has expired; ask for a new one")
-        lifetime = int(self.settings.app_session_hours * 3600)
         with self.sessions() as session:
             app = session.get(App, app_id)
-            if app is None or app.user_id != user_id or app.status == AppStatus.Deleted:
+            if app is None or app.user_id != link.user_id or app.status == AppStatus.Deleted:
                 raise _not_found(app_id)
             try:
                 _, value = sessions.start_session(
-                    session, str(user_id), kind=sessions.APP, via="app-link", app_id=app_id,
-                    seconds=lifetime, nonce=f"app:{nonce}",
+                    session, link.user_id, kind=sessions.APP, via="app-link", app_id=app_id,
+                    seconds=link.session_seconds, nonce=f"app:{link.nonce}", token_id=link.token_id,
+                    impersonated_by=link.impersonated_by, scopes=link.scopes or ("*",),
                 )  # fmt: skip
             except sessions.LinkAlreadyUsed:
                 raise Unauthorized("This presigned URL was already used; ask for a new one") from None
             session.commit()
-        return value, lifetime
+        return value, link.session_seconds
 
     # -- activity -----------------------------------------------------------------------------
 
@@ -239,7 +273,7 @@ async def app_proxy(request: Request, app_id: str, path: str) -> Response:
             await run_in_threadpool(limits.hit, TOKEN_FAILURES, address)
         raise
     if opened.via_cookie and request.method not in _SAFE_METHODS:
-        check_same_origin(request.headers, proxy.settings)
+        check_same_origin(request.headers, proxy.settings, origin=app_origin(proxy.settings, app_id))
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]
     other_cookies = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k not in _HUB_COOKIES)
     if other_cookies:

@@ -53,3 +53,17 @@ def test_development_generates_and_keeps_a_private_secret_key(tmp_path: Path) ->
     first = Settings(home=tmp_path).signing_key()
     assert Settings(home=tmp_path).signing_key() == first
     assert (tmp_path / "secret-key").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    "value", ["apps.example.com", "ftp://apps.example.com", "https://apps.example.com/apps", "https://"]
+)
+def test_an_app_subdomain_host_that_is_not_an_origin_is_refused_at_start(value: str, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="scheme://host"):
+        Settings(home=tmp_path, app_subdomain_host=value)
+
+
+def test_an_app_subdomain_host_is_kept_as_an_origin(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, app_subdomain_host="HTTPS://Apps.Example.com:8443/")
+    assert settings.app_subdomain_host == "https://apps.example.com:8443"
+    assert Settings(home=tmp_path).app_subdomain_host == ""  # unset: apps stay under the hub's origin

@@ -38,7 +38,7 @@ FAST = {
     "PROFILERHUB_RECONCILE_SECONDS": "1",
     "PROFILERHUB_APP_POLL_SECONDS": "0.5",
     "PROFILERHUB_APP_RESEND_SECONDS": "2",
-    "PROFILERHUB_APP_START_TIMEOUT": "30",
+    "PROFILERHUB_APP_START_TIMEOUT": "90",  # generous: a loaded machine starts processes slowly
     "PROFILERHUB_APP_HTTP_TIMEOUT": "30",
     "PROFILERHUB_APP_STOP_GRACE": "2",
     "PROFILERHUB_ACTIVITY_WRITE_SECONDS": "0",
@@ -158,7 +158,7 @@ class AppStack:
         domain: str,
         user: str,
         status: str,
-        timeout: float = 30,
+        timeout: float = 120,
         name: str = "default",
         app_type: str = "DetailedProfiler",
     ) -> dict[str, Any]:
@@ -168,15 +168,26 @@ class AppStack:
             seen.update(self.describe(token, domain, user, name, app_type))
             return seen["status"] == status
 
-        wait_for(reached, f"app of {domain}/{user} {status} (last seen: {seen.get('status')})", timeout)
+        what = f"app of {domain}/{user} {status}"
+        wait_for(reached, lambda: f"{what} (last seen: {seen.get('status')})", timeout)
         return seen
 
-    def running_app(self, token: str, domain: str, user: str, timeout: float = 30) -> str:
+    def running_app(self, token: str, domain: str, user: str, timeout: float = 120) -> str:
         """Create the user's default app and wait until it is InService; return its id."""
         answer = self.create(token, domain, user)
         assert answer.status_code == 202, answer.text
         self.wait_status(token, domain, user, "InService", timeout)
         return str(answer.json()["app_id"])
+
+    def presigned_url(self, token: str, domain: str, user: str) -> str:
+        """A one-time link that opens the user's default profiler app in a browser."""
+        answer = httpx.post(
+            f"{self.url}{APPS.format(domain=domain, user=user)}/DetailedProfiler/default/presigned-url",
+            headers=auth(token),
+            timeout=30,
+        )
+        answer.raise_for_status()
+        return str(answer.json()["url"])
 
     def open(self, token: str, app_id: str) -> httpx.Response:
         return httpx.get(f"{self.url}/apps/{app_id}/", headers=auth(token), timeout=30)

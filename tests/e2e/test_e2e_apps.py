@@ -22,30 +22,20 @@ from tests.e2e.apps_stack import AppStack, browser, pid_alive, shared_stack  # n
 from tests.support.hub import auth, wait_for
 
 
-def presigned_url(stack: AppStack, token: str, domain: str, user: str) -> str:
-    answer = httpx.post(
-        f"{stack.url}/api/v1/domains/{domain}/users/{user}/apps/DetailedProfiler/default/presigned-url",
-        headers=auth(token),
-        timeout=30,
-    )
-    answer.raise_for_status()
-    return str(answer.json()["url"])
-
-
 def test_app_created_opened_and_deleted_through_real_workers(shared_stack: AppStack) -> None:
     stack = shared_stack
     alice = stack.user_token("life", "alice")
     created = stack.create(alice, "life", "alice")
     assert created.status_code == 202 and created.json()["status"] == "Pending"
     app_id = created.json()["app_id"]
-    stack.wait_status(alice, "life", "alice", "InService", timeout=30)
+    stack.wait_status(alice, "life", "alice", "InService")
     page = stack.open(alice, app_id)
     assert page.status_code == 200 and "alice's profiler" in page.text
     pid = stack.instance(app_id)["pid"]
 
     deleting = stack.delete(alice, "life", "alice")
     assert deleting.status_code == 202 and deleting.json()["status"] == "Deleting"
-    stack.wait_status(alice, "life", "alice", "Deleted", timeout=30)
+    stack.wait_status(alice, "life", "alice", "Deleted")
     assert not pid_alive(pid)
     assert stack.open(alice, app_id).status_code == 503
 
@@ -60,7 +50,7 @@ def test_killed_app_process_is_failed_with_a_reason_within_seconds(shared_stack:
     assert time.monotonic() - killed_at < 10
     assert "unexpectedly" in failed["failure_reason"]
     assert stack.delete(alice, "crash", "alice").status_code == 202
-    stack.wait_status(alice, "crash", "alice", "Deleted", timeout=30)
+    stack.wait_status(alice, "crash", "alice", "Deleted")
 
 
 def test_duplicated_and_late_tasks_through_the_queue_change_nothing(shared_stack: AppStack) -> None:
@@ -78,7 +68,7 @@ def test_duplicated_and_late_tasks_through_the_queue_change_nothing(shared_stack
     # A later app's spawn, queued behind them, shows the worker has worked through the queue.
     bob = stack.user_token("dup", "bob")
     stack.create(bob, "dup", "bob")
-    stack.wait_status(bob, "dup", "bob", "InService", timeout=30)
+    stack.wait_status(bob, "dup", "bob", "InService")
     after = stack.describe(alice, "dup", "alice")
     assert after["status"] == "InService" and after["status_changed_at"] == before["status_changed_at"]
     assert stack.instance(app_id)["pid"] == pid and pid_alive(pid)
@@ -139,7 +129,7 @@ def test_owner_opens_app_in_a_browser_and_another_users_session_gets_404(
 
     owner = browser.new_context()
     page = owner.new_page()
-    page.goto(presigned_url(stack, alice, "web", "alice"))
+    page.goto(stack.presigned_url(alice, "web", "alice"))
     assert page.url == f"{stack.url}/apps/{alices_app}/"
     assert page.locator("#owner").inner_text() == "alice's profiler"
     cookie = next(c for c in owner.cookies() if c["name"] == "profilerhub_session")
@@ -150,7 +140,7 @@ def test_owner_opens_app_in_a_browser_and_another_users_session_gets_404(
 
     intruder = browser.new_context()
     other = intruder.new_page()
-    other.goto(presigned_url(stack, bob, "web", "bob"))  # bob signs in to his own app ...
+    other.goto(stack.presigned_url(bob, "web", "bob"))  # bob signs in to his own app ...
     assert other.locator("#owner").inner_text() == "bob's profiler"
     answer = other.goto(f"{stack.url}/apps/{alices_app}/")  # ... and tries alice's
     # His cookie is scoped to his app's path, so the browser sends none here: 401, the same

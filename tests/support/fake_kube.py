@@ -11,6 +11,12 @@ needs a Secret (a ``secretKeyRef`` that is not optional) that is missing, or a k
 it, in ``CreateContainerConfigError`` with the kubelet's message; ``add_secret`` is the
 operator's ``kubectl create secret``.
 
+Watches (``GET …/pods?watch=true&resourceVersion=V``) stream newline-delimited events as the API
+server does.  Each list answers a fresh ``resourceVersion`` and remembers the pods it showed; a
+watch from that version sends ``ADDED``/``MODIFIED``/``DELETED`` for every pod that differs from
+what the list showed, then for every later change, until ``timeoutSeconds``.  A version the fake
+does not know answers the ``ERROR`` event with a 410 ``Expired`` Status, as a compacted etcd does.
+
 The fakes are named for how they misbehave (after JupyterHub's ``never_spawn`` & co.):
 
     FakeKubeAPI                 pods become ready at once (a healthy cluster)
@@ -18,12 +24,17 @@ The fakes are named for how they misbehave (after JupyterHub's ``never_spawn`` &
     NeverReadyFakeKubeAPI       pods stay ContainerCreating forever
     ImagePullFailsFakeKubeAPI   pods wait in ImagePullBackOff
     DownFakeKubeAPI             every call answers 503 (an API server that is down)
+    SlowStartFakeKubeAPI        pods stay ContainerCreating until the test sets ``ready`` (or ``fail``)
+    GoneWatchFakeKubeAPI        ... and the first ``times`` watches answer 410 Gone (version compacted away)
+    EndingWatchFakeKubeAPI      ... and the first ``times`` watches close at once, with no event
+    BrokenWatchFakeKubeAPI      ... and the first ``times`` watches answer 500
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,6 +83,8 @@ class FakeKubeAPI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, and chunked watch streams, as the API server
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -84,6 +97,9 @@ class FakeKubeAPI:
                 self.wfile.write(data)
 
             def _handle(self, method: str) -> None:
+                if method == "GET" and parse_qs(urlsplit(self.path).query).get("watch") in (["true"], ["1"]):
+                    fake.serve_watch(self)
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
@@ -99,6 +115,9 @@ class FakeKubeAPI:
             def do_DELETE(self) -> None:
                 self._handle("DELETE")
 
+        self.versions = 0  # the last resourceVersion a list answered
+        self.listed: dict[str, dict[str, str]] = {}  # resourceVersion -> {pod name: pod as JSON}
+        self.closing = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="fake-kube-api", daemon=True)
@@ -112,13 +131,18 @@ class FakeKubeAPI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
     # -- how this fake behaves (subclasses misbehave here) ----------------------------------
 
     def misbehave(self, method: str, path: str) -> tuple[int, dict[str, Any]] | None:
-        """An answer that replaces the real one, or None."""
+        """An answer that replaces the real one, or None (``method`` is ``WATCH`` for a watch)."""
+        return None
+
+    def watch_misbehaves(self, number: int) -> str | None:
+        """How the ``number``-th watch (from 1) misbehaves: ``"gone"``, ``"end"``, ``"broken"`` or None."""
         return None
 
     def pod_state(self, deployment: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -242,7 +266,85 @@ class FakeKubeAPI:
         else:
             items = [obj for (k, ns, _), obj in self.objects.items() if k == kind and ns == namespace]
         chosen = [obj for obj in items if matches(obj["metadata"].get("labels") or {}, selector)]
-        return {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {}, "items": chosen}
+        self.versions += 1
+        version = str(self.versions)
+        if kind == "Pod":
+            self.listed[version] = {
+                pod["metadata"]["name"]: json.dumps(pod, sort_keys=True) for pod in chosen
+            }
+        metadata = {"resourceVersion": version}
+        return {"kind": f"{kind}List", "apiVersion": "v1", "metadata": metadata, "items": chosen}
+
+    # -- watches -----------------------------------------------------------------------------
+
+    def serve_watch(self, handler: BaseHTTPRequestHandler) -> None:
+        """Stream pod events to one watch request (HTTP/1.0: the body ends when the stream does)."""
+        url = urlsplit(handler.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        with self.lock:
+            self.calls[("WATCH", url.path)] += 1
+            number = self.calls[("WATCH", url.path)]
+        replaced = self.misbehave("WATCH", url.path)
+        how = self.watch_misbehaves(number)
+        if replaced is None and how == "broken":
+            replaced = 500, _status(500, "InternalError", "etcdserver: leader changed")
+        parts = [p for p in url.path.split("/") if p]
+        if replaced is None and (parts[-1:] != ["pods"] or "namespaces" not in parts):
+            replaced = 404, _status(404, "NotFound", f"the fake watches pods only, not {url.path}")
+        if replaced is not None:
+            body = json.dumps(replaced[1]).encode()
+            handler.send_response(replaced[0])
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
+        namespace = parts[parts.index("namespaces") + 1]
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        try:
+            self._stream_events(handler, how, namespace, query)
+            handler.wfile.write(b"0\r\n\r\n")  # the stream's end
+        except OSError:  # the client went away
+            handler.close_connection = True
+
+    def _stream_events(
+        self, handler: BaseHTTPRequestHandler, how: str | None, namespace: str, query: dict[str, str]
+    ) -> None:
+        def send(kind: str, obj: dict[str, Any]) -> None:
+            line = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))  # one chunk per event
+            handler.wfile.flush()
+
+        with self.lock:
+            sent = self.listed.get(query.get("resourceVersion", ""))
+        if how == "end":
+            return
+        if how == "gone" or sent is None:
+            send(
+                "ERROR", _status(410, "Expired", f"too old resource version: {query.get('resourceVersion')}")
+            )
+            return
+        sent = dict(sent)
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
+        selector = query.get("labelSelector", "")
+        while time.monotonic() < deadline and not self.closing.is_set():
+            with self.lock:
+                pods = {
+                    p["metadata"]["name"]: p
+                    for p in self._pods(namespace)
+                    if matches(p["metadata"].get("labels") or {}, selector)
+                }
+            for name, pod in pods.items():
+                text = json.dumps(pod, sort_keys=True)
+                if sent.get(name) != text:
+                    send("MODIFIED" if name in sent else "ADDED", pod)
+                    sent[name] = text
+            for name in set(sent) - set(pods):
+                send("DELETED", json.loads(sent.pop(name)))
+            self.closing.wait(0.02)
 
     def _pods(self, namespace: str) -> list[dict[str, Any]]:
         """One pod per Deployment (the fake's whole scheduler and kubelet)."""
@@ -264,8 +366,16 @@ class FakeKubeAPI:
                     "spec": template["spec"],
                     "status": {
                         "phase": "Running" if "running" in state else "Pending",
+                        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
                         "containerStatuses": [
-                            {"name": "app", "ready": ready, "restartCount": 0, "state": state}
+                            {
+                                "name": "app",
+                                "image": template["spec"]["containers"][0]["image"],
+                                "imageID": "",
+                                "ready": ready,
+                                "restartCount": 0,
+                                "state": state,
+                            }
                         ],
                     },
                 }
@@ -312,8 +422,60 @@ class DownFakeKubeAPI(FakeKubeAPI):
         return 503, _status(503, "ServiceUnavailable", "the server is currently unable to handle the request")
 
 
+class SlowStartFakeKubeAPI(FakeKubeAPI):
+    """Pods stay ``ContainerCreating`` until the test sets ``ready`` (then run) or ``fail`` (then
+    wait in ``ImagePullBackOff``): what the spawner learns in between, it learns from a watch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready = threading.Event()
+        self.fail = threading.Event()
+
+    def pod_state(self, deployment: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        if self.fail.is_set():
+            return False, {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}
+        if not self.ready.is_set():
+            return False, {"waiting": {"reason": "ContainerCreating"}}
+        return super().pod_state(deployment)
+
+
+class _FirstWatchesMisbehave(SlowStartFakeKubeAPI):
+    """The first ``times`` watches misbehave as ``how`` says (``watch_misbehaves``)."""
+
+    how = ""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+
+    def watch_misbehaves(self, number: int) -> str | None:
+        return self.how if number <= self.times else None
+
+
+class GoneWatchFakeKubeAPI(_FirstWatchesMisbehave):
+    """The first ``times`` watches answer an ``ERROR`` event with 410 Gone (version compacted)."""
+
+    how = "gone"
+
+
+class EndingWatchFakeKubeAPI(_FirstWatchesMisbehave):
+    """The first ``times`` watches close at once with no event (a proxy cutting idle streams)."""
+
+    how = "end"
+
+
+class BrokenWatchFakeKubeAPI(_FirstWatchesMisbehave):
+    """The first ``times`` watches answer 500 instead of a stream."""
+
+    how = "broken"
+
+
 __all__ = [
+    "BrokenWatchFakeKubeAPI",
     "DownFakeKubeAPI",
+    "EndingWatchFakeKubeAPI",
+    "GoneWatchFakeKubeAPI",
+    "SlowStartFakeKubeAPI",
     "FakeKubeAPI",
     "FlakyFakeKubeAPI",
     "ImagePullFailsFakeKubeAPI",

@@ -70,14 +70,17 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 30.0, interval: float = 0.05) -> None:
-    """Poll ``check`` until true; fail the test naming ``what`` after ``timeout`` seconds."""
+def wait_for(
+    check: Callable[[], bool], what: str | Callable[[], str], timeout: float = 30.0, interval: float = 0.05
+) -> None:
+    """Poll ``check`` until true; fail the test naming ``what`` (or what it returns, asked only
+    then) after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(interval)
-    pytest.fail(f"{what} did not happen within {timeout:.0f}s")
+    pytest.fail(f"{what() if callable(what) else what} did not happen within {timeout:.0f}s")
 
 
 @dataclass

@@ -70,7 +70,6 @@ def fail(message: str) -> Failed:
 def run(path: Path, output: OutputFormat, top: int | None, max_bytes: int | None, wide: bool) -> int:
     """Analyse ``path`` (a trace or a directory of per-rank traces) and print it; the exit code."""
     from profilerhub_analysis.errors import TraceError
-    from profilerhub_analysis.ranks import find_traces
     from profilerhub_analysis.report import analyze_file
 
     if output is OutputFormat.table and top is None:
@@ -80,6 +79,8 @@ def run(path: Path, output: OutputFormat, top: int | None, max_bytes: int | None
             raise fail(f"{path}: no such file or directory")
         result: dict[str, Any]
         if path.is_dir():
+            from profilerhub_analysis.ranks import find_traces
+
             traces = find_traces(path)
             if not traces:
                 raise fail(f"{path}: no trace files (*.json, *.json.gz) in this directory")

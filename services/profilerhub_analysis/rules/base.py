@@ -12,6 +12,12 @@ Statuses follow SageMaker Debugger:
 
 Series semantics follow SageMaker too: ``patience`` is the number of datapoints skipped at the
 start (warm-up), ``window`` the number of datapoints one quantile is taken over.
+
+Live evaluation re-runs the rules on a series that only grows at its end. A window once full never
+changes then, so :class:`WindowMemo` keeps the quantiles of full windows from one scan to the next
+and :func:`window_quantiles` computes only the windows that filled since (the same numbers: each
+window's quantile is its own ``np.percentile`` row). Whoever holds a memo must drop it when the
+series changed anywhere but at its end (``live_rules`` does, when a late chunk sorts in earlier).
 """
 
 from __future__ import annotations
@@ -61,6 +67,27 @@ class Series:
         return len(self.values)
 
 
+class WindowMemo:
+    """Quantiles of full windows by key (rule, series, start, window length, quantiles): what a live
+    job's previous scan computed. ``used`` is what this evaluation read or wrote, the part worth
+    keeping for the next scan (``arrays()``; ``WindowMemo(arrays)`` restores it)."""
+
+    def __init__(self, arrays: dict[str, np.ndarray] | None = None) -> None:
+        self.saved = dict(arrays or {})
+        self.used: dict[str, np.ndarray] = {}
+        self.reused = 0
+        """Windows taken from ``saved`` instead of computed, over this evaluation."""
+
+    def get(self, key: str) -> np.ndarray | None:
+        return self.saved.get(key)
+
+    def put(self, key: str, quantiles: np.ndarray) -> None:
+        self.used[key] = quantiles
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return dict(self.used)
+
+
 @dataclass
 class RuleData:
     """Everything a rule may read about one job, as arrays (built by ``rules.inputs``).
@@ -88,6 +115,8 @@ class RuleData:
     job_end_ns: int | None = None
     finished: bool = True
     hosts: list[str] = field(default_factory=list)
+    windows: WindowMemo | None = None
+    """Full windows' quantiles from the previous live scan of this series (None: compute all)."""
 
 
 @dataclass
@@ -201,13 +230,20 @@ def windows(n: int, patience: int, window: int) -> np.ndarray:
     return np.stack([lo[keep], hi[keep]], axis=1)
 
 
-def window_quantiles(values: np.ndarray, bounds: np.ndarray, q: float | Sequence[float]) -> np.ndarray:
+def window_quantiles(
+    values: np.ndarray,
+    bounds: np.ndarray,
+    q: float | Sequence[float],
+    memo: WindowMemo | None = None,
+    key: str = "",
+) -> np.ndarray:
     """The ``q``-th percentile(s) of ``values`` in each window: shape ``(len(bounds),)`` for one ``q``,
     ``(len(q), len(bounds))`` for several.
 
     The windows of :func:`windows` are consecutive and all ``window`` long but perhaps the last, so
     the full ones are one ``(n_windows, window)`` view and one ``np.percentile(..., axis=1)`` call;
-    the same numbers as one call per window (numpy's linear interpolation row by row)."""
+    the same numbers as one call per window (numpy's linear interpolation row by row). With a
+    ``memo``, full windows it holds under ``key`` are taken from it and the rest computed."""
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
     out = np.empty((len(qs), len(bounds)), dtype=np.float64)
     if len(bounds):
@@ -217,8 +253,19 @@ def window_quantiles(values: np.ndarray, bounds: np.ndarray, q: float | Sequence
         regular = bool(np.all(lo[1:] == hi[:-1])) and bool(np.all(hi[:full] - lo[:full] == size))
         if regular:
             start = int(lo[0])
-            block = values[start : start + full * size].reshape(full, size)
-            out[:, :full] = np.percentile(block, qs, axis=1)
+            done = 0
+            slot = f"{key}|{start}|{size}|{','.join(f'{x:g}' for x in qs.tolist())}"
+            if memo is not None:
+                have = memo.get(slot)
+                if have is not None and have.shape[0] == len(qs) and have.shape[1] <= full:
+                    done = have.shape[1]
+                    out[:, :done] = have
+                    memo.reused += done
+            if full > done:
+                block = values[start + done * size : start + full * size].reshape(full - done, size)
+                out[:, done:full] = np.percentile(block, qs, axis=1)
+            if memo is not None:
+                memo.put(slot, out[:, :full].copy())
         else:
             full = 0
         for i, (a, b) in enumerate(bounds[full:].tolist(), start=full):
@@ -290,6 +337,7 @@ __all__ = [
     "RuleSpec",
     "RuleStatus",
     "Series",
+    "WindowMemo",
     "earlier_index",
     "error",
     "evidence",

@@ -87,7 +87,10 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             continue
         checked += 1
         c, m = _on(u.t_ns, cpu), _on(u.t_ns, mem)
-        q_u, q_c, q_m = (window_quantiles(v, bounds, 95) for v in (u.values, c, m))
+        q_u, q_c, q_m = (
+            window_quantiles(v, bounds, 95, data.windows, f"{NAME}.{gpu}.{what}")
+            for v, what in ((u.values, "util"), (c, "cpu"), (m, "mem"))
+        )
         hit = (
             (q_c < params["cpu_threshold_p95"])
             & (q_u < params["gpu_threshold_p95"])

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from profilerhub_analysis.rules import inputs
-from profilerhub_analysis.rules.base import RuleParamError
+from profilerhub_analysis.rules.base import RuleParamError, WindowMemo
 from profilerhub_analysis.rules.registry import DEFAULT_RULES, evaluate_rules, overall_status
 from profilerhub_analysis.series import JobSeries, metric_columns
 
@@ -25,8 +25,12 @@ def evaluate_job(
     job: dict[str, Any],
     *,
     finished: bool,
+    windows: WindowMemo | None = None,
 ) -> dict[str, Any]:
-    """``{"final", "status", "rules": [...]}`` for a job: ``configs`` (None or empty = ProfilerReport)."""
+    """``{"final", "status", "rules": [...]}`` for a job: ``configs`` (None or empty = ProfilerReport).
+
+    ``windows``: the memo of the previous live scan of this same series, grown only at its end
+    (see ``rules.base.WindowMemo``); the results are those of an evaluation without it."""
     data = inputs.from_columns(
         series.sys_t_ns,
         series.sys,
@@ -36,6 +40,7 @@ def evaluate_job(
         job=job,
         finished=finished,
     )
+    data.windows = windows
     try:
         results = evaluate_rules(list(configs or DEFAULT_RULES), data)
     except RuleParamError as exc:  # a domain default saved before a rule changed its parameters

@@ -47,7 +47,9 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     for gpu, s in data.gpu_util.items():
         v = s.finite().values[patience:]
         if len(v):
-            h, _ = np.histogram(np.clip(v, 0, 100), BINS)
+            # equal bins given as a count and range: numpy bins by arithmetic (checked against the
+            # same edges, so the same counts as ``BINS``) instead of sorting the datapoints
+            h, _ = np.histogram(np.clip(v, 0, 100), len(BINS) - 1, (BINS[0], BINS[-1]))
             hists[gpu] = h / h.sum()
     if len(hists) < 2:
         return not_enough(

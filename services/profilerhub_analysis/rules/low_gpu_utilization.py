@@ -55,7 +55,7 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
         if not len(bounds):
             continue
         checked += 1
-        p95, p5 = window_quantiles(s.values, bounds, [95, 5])
+        p95, p5 = window_quantiles(s.values, bounds, [95, 5], data.windows, f"{NAME}.{gpu}")
         all_p95, all_p5 = np.percentile(s.values[patience:], [95, 5])
         figures[gpu] = {
             "p95": pct(all_p95),

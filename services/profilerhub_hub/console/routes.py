@@ -61,11 +61,14 @@ from profilerhub_hub.console.oidc import (
     read_flow,
 )
 from profilerhub_hub.deps.auth import caller_of_session
+from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.ratelimit import PRESIGNED, SIGNIN, client_address
 
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_FORM_BYTES = 16 * 1024
+# A sign-in landing in an app on its own origin is handed on through a one-time app link this fresh.
+APP_HANDOFF_SECONDS = 60
 
 router = APIRouter(include_in_schema=False)
 
@@ -339,7 +342,7 @@ async def redeem(request: Request, token: str = "") -> Response:
         raise InvalidInput("This sign-in link is not valid")
     await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
 
-    def start() -> tuple[str, str | None, str | None, int]:
+    def start() -> tuple[str, str | None, str | None, str, int]:
         link = read_link(settings, token)
         with request.app.state.sessions() as session:
             if session.get(UserProfile, link.user_id) is None:  # deleted since: the link is void
@@ -361,17 +364,17 @@ async def redeem(request: Request, token: str = "") -> Response:
             if link.impersonated_by:
                 detail["impersonated_by"] = link.impersonated_by
             app_id = app_cookie = None
+            target = "/console/"
             if link.landing == "app":
-                app_id, app_cookie = _open_app(session, owner, link, detail)
+                app_id, app_cookie, target = _open_app(session, settings, owner, link, detail)
             _audit(session, actor, "SignIn", actor, owner.domain_name, audit.SUCCESS, detail)
             session.commit()
-            return cookie, app_id, app_cookie, link.session_seconds
+            return cookie, app_id, app_cookie, target, link.session_seconds
 
     try:
-        cookie, app_id, app_cookie, lifetime = await run_in_threadpool(start)
+        cookie, app_id, app_cookie, target, lifetime = await run_in_threadpool(start)
     except (Unauthorized, AccessDenied, NotFound) as exc:
         return _signin_page(request, str(exc), 403 if isinstance(exc, AccessDenied) else 401)
-    target = f"/apps/{quote(app_id)}/" if app_id else "/console/"
     response = RedirectResponse(target, status_code=303)
     options = cookie_options(settings)
     response.set_cookie(CONSOLE_COOKIE, cookie, max_age=lifetime, path="/", **options)  # type: ignore[arg-type]
@@ -381,9 +384,15 @@ async def redeem(request: Request, token: str = "") -> Response:
 
 
 def _open_app(
-    session: Session, owner: sessions.SessionOwner, link: SignInLink, detail: dict[str, object]
-) -> tuple[str, str]:
-    """The user's live profiler app and an app session for it (impersonation only where allowed)."""
+    session: Session,
+    settings: Settings,
+    owner: sessions.SessionOwner,
+    link: SignInLink,
+    detail: dict[str, object],
+) -> tuple[str, str | None, str]:
+    """The user's live profiler app, an app session for it (impersonation only where allowed) and
+    where to send the browser. An app on an origin of its own sets its cookie there: the browser
+    goes through a one-time app link instead (``app_hosts``)."""
     by = link.impersonated_by
     if by and not DomainSettings.of(owner.domain_settings).allow_impersonation:
         raise AccessDenied(
@@ -398,17 +407,23 @@ def _open_app(
     )  # fmt: skip
     if app is None:
         raise NotFound("You have no profiler app yet: start one from the console")
-    _, app_cookie = sessions.start_session(
-        session, owner.user_id, kind=sessions.APP, via="presigned", app_id=app.id,
-        seconds=max(1, int((owner.expires_at - utcnow()).total_seconds())),
-        scopes=owner.scopes, token_id=link.token_id, impersonated_by=by,
-    )  # fmt: skip
+    seconds = max(1, int((owner.expires_at - utcnow()).total_seconds()))
     detail["app_id"] = app.id
     if by:
         actor = f"{owner.domain_name}/{owner.user_name}"
         _audit(session, by, "OpenApp", actor, owner.domain_name, audit.SUCCESS,
                {"impersonation": True, "app_id": app.id})  # fmt: skip
-    return app.id, app_cookie
+    if settings.app_subdomain_host:
+        url = app_login_url(
+            settings, app.id, owner.user_id, APP_HANDOFF_SECONDS, session_seconds=seconds,
+            token_id=link.token_id, impersonated_by=by, scopes=owner.scopes,
+        )  # fmt: skip
+        return app.id, None, url
+    _, app_cookie = sessions.start_session(
+        session, owner.user_id, kind=sessions.APP, via="presigned", app_id=app.id, seconds=seconds,
+        scopes=owner.scopes, token_id=link.token_id, impersonated_by=by,
+    )  # fmt: skip
+    return app.id, app_cookie, f"/apps/{quote(app.id)}/"
 
 
 def install_console(app: object) -> None:

@@ -9,7 +9,11 @@ task takes each ``InProgress`` job not yet completed whose results are older tha
        ``processed/live/series.npz``;
     3. evaluates the job's rules with ``finished=False`` (a rule short of data is InProgress),
        and stores the results on the row (only while the job is still InProgress) and in
-       ``processed/rules.json``;
+       ``processed/rules.json``. The quantiles of windows that were full at the last scan are
+       kept with the cached series (``rules.base.WindowMemo``) and reused while the new samples
+       come after the cached ones, so a scan computes only the windows that filled since; a chunk
+       that sorts in earlier drops them and that scan computes every window again. Either way
+       the results are those of a scan from scratch;
     4. tells the webhooks of rules newly IssuesFound, and records a stop request when one is
        a rule the run opted to stop on (``actions``).
 
@@ -28,8 +32,9 @@ import msgspec
 import numpy as np
 import sqlalchemy as sa
 
+from profilerhub_analysis.rules.base import WindowMemo
 from profilerhub_analysis.rules.job import evaluate_job, job_series
-from profilerhub_analysis.series import JobSeries, pack, unpack
+from profilerhub_analysis.series import JobSeries, extras, pack, unpack
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import NotFound
 from profilerhub_core.jobstorage import place_of
@@ -54,15 +59,17 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     return out
 
 
-def _concat(a: JobSeries, b: JobSeries) -> JobSeries:
-    """``a`` then ``b`` (system columns missing on one side are NaN there), sorted by time."""
+def _concat(a: JobSeries, b: JobSeries) -> tuple[JobSeries, bool]:
+    """``a`` then ``b`` (system columns missing on one side are NaN there), sorted by time; and
+    whether ``b``'s samples all came after ``a``'s (``a``'s samples are then a prefix, unmoved)."""
     t = np.concatenate([a.sys_t_ns, b.sys_t_ns])
-    order = np.argsort(t, kind="stable")
+    appended = not len(a.sys_t_ns) or not len(b.sys_t_ns) or bool(b.sys_t_ns.min() > a.sys_t_ns[-1])
+    order = None if appended else np.argsort(t, kind="stable")  # a stable sort of sorted t moves nothing
     sys = {}
     for name in sorted(set(a.sys) | set(b.sys)):
         col = np.concatenate([a.sys.get(name, np.full(len(a.sys_t_ns), np.nan)),
                               b.sys.get(name, np.full(len(b.sys_t_ns), np.nan))])  # fmt: skip
-        sys[name] = col[order]
+        sys[name] = col if order is None else col[order]
     metrics = dict(a.metrics)
     for name, cols in b.metrics.items():
         if name in metrics:
@@ -79,7 +86,14 @@ def _concat(a: JobSeries, b: JobSeries) -> JobSeries:
         o = np.argsort(joined[0], kind="stable")
         return tuple(c[o] for c in joined)
 
-    return JobSeries(t[order], sys, metrics, ranges(a.steps, b.steps), ranges(a.dataloader, b.dataloader))
+    series = JobSeries(
+        t if order is None else t[order],
+        sys,
+        metrics,
+        ranges(a.steps, b.steps),
+        ranges(a.dataloader, b.dataloader),
+    )
+    return series, appended
 
 
 def evaluate_live(ctx: IngestContext, job_id: str) -> str:
@@ -91,9 +105,10 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
         place, configs, before = place_of(job), job_rules(session, job), job.rule_results
     try:
         state = json.loads(ctx.store.get(place.processed_key(STATE)))
-        cached = unpack(ctx.store.get(place.processed_key(CACHE)))
+        packed = ctx.store.get(place.processed_key(CACHE))
+        cached, memo = unpack(packed), extras(packed)
     except NotFound:
-        state, cached = {"read": [], "start_ns": None}, JobSeries()
+        state, cached, memo = {"read": [], "start_ns": None}, JobSeries(), {}
     read = set(state["read"])
     records: dict[str, list[Any]] = {kind: [] for kind in KINDS}
     fresh = []
@@ -120,12 +135,15 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
         except (ValueError, zlib.error, msgspec.MsgspecError, NotFound) as exc:
             log.info("job %s: live rules skip raw/%s (%s)", job_id, rel, exc)
         fresh.append(rel)
-    series = _concat(cached, job_series(records["system"], records["annotations"], records["metrics"]))
+    series, appended = _concat(
+        cached, job_series(records["system"], records["annotations"], records["metrics"])
+    )
+    windows = WindowMemo(memo if appended else None)
     job_section = {"start_ns": state.get("start_ns")}
-    results = stamped(evaluate_job(configs, series, [], job_section, finished=False))
+    results = stamped(evaluate_job(configs, series, [], job_section, finished=False, windows=windows))
     state["read"] = sorted(read | set(fresh))
     if fresh:
-        ctx.store.put(place.processed_key(CACHE), pack(series))
+        ctx.store.put(place.processed_key(CACHE), pack(series, extra=windows.arrays(), flat=True))
         ctx.store.put(place.processed_key(STATE), json.dumps(state).encode())
     with ctx.sessions() as session:
         stmt = (

@@ -9,8 +9,14 @@ official ``kubernetes`` client (raw JSON answers, no model classes):
 * create answering 409 means "already exists": the existing object is adopted, so a start
   retried after a crash (this worker's or another's) finds the instance it began;
 * delete answering 404 means "done";
-* ``start`` returns once the Deployment has a ready replica: the pod's readiness probe is the
-  app's health endpoint, checked by the kubelet (the worker need not reach the pod itself).
+* ``start`` returns once the app's pod is ready: the pod's readiness probe is the app's health
+  endpoint, checked by the kubelet (the worker need not reach the pod itself).  It learns that
+  the way an informer does, list then watch: read the Deployment and list the pods, then watch
+  the pods from the list's ``resourceVersion``; a watch that ends (``WATCH_SECONDS`` at most, or a
+  proxy cutting it), fails, or answers 410 Gone (its version was compacted away) is followed by a
+  fresh list, and a new watch from there, so no change between the two is missed.  A watch that
+  ends at once or fails backs off before the next list, so a broken watch endpoint degrades to
+  slow polling, never to a busy loop.
 
 State on the app row: ``{"version": 1, "kind": "kubernetes", "namespace", "name", "uid"}``. The
 uid tells the instance this row started from one created later under the same name.  The
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import threading
 import time
@@ -47,6 +54,10 @@ FATAL_WAITING_REASONS = frozenset(
 )
 _REQUEST_TIMEOUT = 10.0
 _STOP_WAIT = 30.0
+#: The longest one watch of an app's pods is asked to last before a fresh list.
+WATCH_SECONDS = 30
+_WATCH_BACKOFF_START_S = 0.1
+_WATCH_BACKOFF_MAX_S = 2.0
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -138,8 +149,64 @@ class KubeAPI:
         return list((answer or {}).get("items") or [])
 
     def list_pods(self, selector: str) -> list[dict[str, Any]]:
-        answer = self.call(self.core.list_namespaced_pod, self.opts.namespace, label_selector=selector)
-        return list((answer or {}).get("items") or [])
+        return self.list_pods_at(selector)[0]
+
+    def list_pods_at(self, selector: str) -> tuple[list[dict[str, Any]], str]:
+        """The pods ``selector`` picks and the list's ``resourceVersion`` (where a watch starts)."""
+        answer = self.call(self.core.list_namespaced_pod, self.opts.namespace, label_selector=selector) or {}
+        return list(answer.get("items") or []), str(
+            (answer.get("metadata") or {}).get("resourceVersion") or ""
+        )
+
+    def watch_pods(self, selector: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
+        """Pod events (``{"type", "object"}``, the pod as raw JSON) from ``version``, for at most
+        ``seconds`` (the server ends the stream then).
+
+        Not retried: the caller lists again and watches from there.  Raises ``WatchEnded`` when
+        the watch fails rather than ends: an error answer, a broken stream, or an ``ERROR`` event
+        (410 Gone when ``version`` is too old).  The stream is read line by line here (the
+        client's ``Watch`` would build model objects, and mis-reads an ``ERROR`` event without
+        them)."""
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.watch.watch import iter_resp_lines
+        from urllib3.exceptions import HTTPError
+
+        try:
+            answer: Any = self.core.list_namespaced_pod(
+                self.opts.namespace,
+                label_selector=selector,
+                resource_version=version or None,
+                timeout_seconds=seconds,
+                watch=True,
+                _preload_content=False,
+                _request_timeout=(_REQUEST_TIMEOUT, seconds + _REQUEST_TIMEOUT),
+            )
+        except ApiException as exc:
+            raise WatchEnded(exc.status, _message(exc)) from exc
+        except (HTTPError, OSError) as exc:
+            raise WatchEnded(0, str(exc)) from exc
+        try:
+            for line in iter_resp_lines(answer):
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise WatchEnded(int(status.get("code") or 0), str(status.get("message") or status))
+                yield event
+        except (HTTPError, OSError, ValueError, AttributeError) as exc:  # cut, or not JSON events
+            raise WatchEnded(0, str(exc)) from exc
+        finally:
+            answer.close()
+            answer.release_conn()
+
+
+class WatchEnded(Exception):
+    """A watch failed (``status`` 410: its resourceVersion is too old); list again, then watch."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"watch: {status or 'unreachable'}: {message}")
+        self.status = status
 
 
 def _message(exc: Any) -> str:
@@ -165,6 +232,12 @@ def pod_problem(pods: list[dict[str, Any]]) -> str | None:
 
 def _ready(deployment: dict[str, Any]) -> bool:
     return int((deployment.get("status") or {}).get("readyReplicas") or 0) >= 1
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """Whether the pod's ``Ready`` condition is true (its readiness probe passes)."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 class KubernetesSpawner(Spawner):
@@ -217,27 +290,57 @@ class KubernetesSpawner(Spawner):
         self.name = name
         self.uid = (created.get("metadata") or {}).get("uid")
 
-        problem: list[str] = []
-
-        def ready() -> bool:
-            deployment = self.api.read_deployment(name)
-            if deployment is None:
-                problem.append(f"deployment {name} was deleted during start")
-                return True
-            if _ready(deployment):
-                return True
-            found = pod_problem(self.api.list_pods(self.pod_selector))
-            if found:
-                problem.append(found)
-            return bool(found)
-
-        timeout = self.config.start_timeout + self.config.http_timeout
-        if not wait_for(ready, timeout, interval=0.2, max_interval=2.0):
-            problem.append(f"the app's pod was not ready within {timeout:g}s")
+        problem = self._wait_ready(name, self.config.start_timeout + self.config.http_timeout)
         if problem:
             self._stop_quietly()
-            raise SpawnError(problem[0])
+            raise SpawnError(problem)
         return self.endpoint
+
+    def _wait_ready(self, name: str, timeout: float) -> str | None:
+        """Until the app's pod is ready (None) or cannot be (why), by list-then-watch (module doc)."""
+        deadline = time.monotonic() + timeout
+        backoff = _WATCH_BACKOFF_START_S
+        while True:
+            deployment = self.api.read_deployment(name)
+            if deployment is None:
+                return f"deployment {name} was deleted during start"
+            if _ready(deployment):
+                return None
+            pods, version = self.api.list_pods_at(self.pod_selector)
+            found = pod_problem(pods)
+            if found:
+                return found
+            if any(pod_ready(pod) for pod in pods):
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return f"the app's pod was not ready within {timeout:g}s"
+            opened, events = time.monotonic(), 0
+            try:
+                for event in self.api.watch_pods(
+                    self.pod_selector, version, max(1, min(WATCH_SECONDS, math.ceil(left)))
+                ):
+                    events += 1
+                    pod = event.get("object") or {}
+                    if event.get("type") == "DELETED":
+                        continue
+                    found = pod_problem([pod])
+                    if found:
+                        return found
+                    if pod_ready(pod):
+                        return None
+                    if time.monotonic() >= deadline:
+                        break
+            except WatchEnded as exc:
+                log.info("watching the pods of app %s: %s; listing again", self.app_id, exc)
+                if exc.status == 410:
+                    continue  # too old a version: a fresh list gives a current one, at once
+                events = 0
+            if events == 0 and time.monotonic() - opened < 1.0:  # failed or cut at once: back off
+                time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+                backoff = min(backoff * 2, _WATCH_BACKOFF_MAX_S)
+            else:
+                backoff = _WATCH_BACKOFF_START_S
 
     def poll(self) -> int | str | None:
         if self.name is None:
@@ -310,4 +413,12 @@ class KubernetesSpawner(Spawner):
             )
 
 
-__all__ = ["KubeAPI", "KubeAPIError", "KubernetesSpawner", "pod_problem"]
+__all__ = [
+    "WATCH_SECONDS",
+    "KubeAPI",
+    "KubeAPIError",
+    "KubernetesSpawner",
+    "WatchEnded",
+    "pod_problem",
+    "pod_ready",
+]
