@@ -197,9 +197,15 @@ def test_owner_reads_her_scalar_from_s3_and_not_another_users(
     s3.upload_file(str(events), s3_bucket, mine)
     other = f"hubdata/{owner_folder(stack, bob, 'tbs3', 'bob')}/jobs/bobs-run/raw/tensorboard/{events.name}"
     s3.upload_file(str(events), s3_bucket, other)
+    job_id = train_with_sdk(stack, alice, tmp_path / "train")  # the SDK's files go to the bucket too
     created = stack.create(alice, "tbs3", "alice", app_type=TB)
     assert created.status_code == 202, created.text
     stack.wait_status(alice, "tbs3", "alice", "InService", app_type=TB)
     app_id = created.json()["app_id"]
     assert "loss" in wait_for_scalar(stack, alice, app_id)[RUN]
-    assert get(stack, alice, app_id, "data/runs").json() == [RUN]  # bob's run is not in her folder
+    assert (
+        "train:loss"
+        in wait_for_scalar(stack, alice, app_id, f"{job_id}/raw/tensorboard")[f"{job_id}/raw/tensorboard"]
+    )
+    runs = [RUN, f"{job_id}/raw/tensorboard", f"{job_id}/raw/tensorboard/logdir"]
+    assert sorted(get(stack, alice, app_id, "data/runs").json()) == sorted(runs)  # not bob's run

@@ -47,8 +47,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis: PrivateRedis) -> Iter
     running = build_stack(
         tmp_path_factory.mktemp("faults"),
         redis.url,
-        # A dead ingest is seen within 15 s. Not less: a trace's JSON decode holds the GIL, and a
-        # heartbeat that cannot run for three periods makes a live ingest look dead.
+        # A dead ingest is seen within 15 s. A large file's parse, which holds the GIL for seconds,
+        # keeps its claim live by itself (profilerhub_worker.ingest.claim.Heartbeat.parsing).
         PROFILERHUB_JOB_INGEST_HEARTBEAT_SECONDS="5",
         # One hub process: each process logs its own outage's start and end, and with several the
         # request that ends it may land on a process that never saw it start.

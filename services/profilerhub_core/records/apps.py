@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
+from profilerhub_core.db.session import read_connection
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, InvalidInput, LimitExceeded, NotFound
 from profilerhub_core.records import tags
@@ -80,7 +81,7 @@ class UserApp:
 
 _APP_VALUES = [getattr(App, field.name) for field in fields(AppValues)]
 # A Core select (plain rows, no ORM objects to build: that cost more than the query itself), built
-# once, on the session's own connection.
+# once; run on ``read_connection``.
 _USER_APP = (
     sa.select(UserProfile.domain_id, Domain.name, UserProfile.id, UserProfile.name, *_APP_VALUES)
     .join(Domain, Domain.id == UserProfile.domain_id)
@@ -104,7 +105,8 @@ def get_user_app(
     """User ``user_name`` of domain ``domain_id`` and their app ``app_type``/``app_name`` (the live
     one, else the last deleted), read in one query for describing it: the hub's most frequent read."""
     params = {"domain_id": domain_id, "name": user_name, "app_type": app_type, "app_name": app_name}
-    row = session.connection().execute(_USER_APP, params).first()
+    with read_connection(session) as connection:
+        row = connection.execute(_USER_APP, params).first()
     if row is None:
         return None
     app = AppValues(*row[4:]) if row[4] is not None else None

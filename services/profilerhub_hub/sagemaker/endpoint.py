@@ -112,9 +112,9 @@ def _authenticated(
         return caller_of(owner), owner.expires_at
 
     caller: Caller = cache.lookup(secret, load)
-    query = request.url.query
-    host = request.headers.get("host", "")
-    url = f"{request.url.scheme}://{host}{request.url.path}" + (f"?{query}" if query else "")
+    scope, host = request.scope, request.headers.get("host", "")
+    query = scope["query_string"].decode("latin-1")  # as Starlette's request.url reads the scope
+    url = f"{scope['scheme']}://{host}{scope['path']}" + (f"?{query}" if query else "")
     sigv4.check_signature(signed, secret, request.method, url, request.headers.items(), body)
     return caller
 

@@ -17,11 +17,12 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
+from botocore.compat import HTTPHeaders
 from botocore.credentials import Credentials
 
 from profilerhub_hub.sagemaker.errors import AwsError
@@ -29,6 +30,7 @@ from profilerhub_hub.sagemaker.errors import AwsError
 SERVICE = "sagemaker"
 ALGORITHM = "AWS4-HMAC-SHA256"
 AMZ_DATE = "%Y%m%dT%H%M%SZ"
+_AMZ_DATE = re.compile(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z", re.ASCII)
 _AUTH = re.compile(
     ALGORITHM
     + r"\s+Credential=(?P<key>[^/,\s]+)/(?P<date>\d{8})/(?P<region>[a-z0-9-]+)/(?P<service>[a-z0-9-]+)"
@@ -75,9 +77,13 @@ def parse_authorization(authorization: str | None, amz_date: str | None) -> Sign
 
 def check_clock(signed: Signed, now: datetime, skew_seconds: int) -> None:
     """Refuse a request signed more than ``skew_seconds`` away from ``now`` (AWS's wording)."""
+    match = _AMZ_DATE.fullmatch(signed.amz_date)  # rather than strptime: a fifth of the cost
     try:
-        at = datetime.strptime(signed.amz_date, AMZ_DATE).replace(tzinfo=UTC)
-    except ValueError:
+        if match is None:
+            raise ValueError(signed.amz_date)
+        year, month, day, hour, minute, second = (int(part) for part in match.groups())
+        at = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:  # not the format; a month 13, a February 30
         raise AwsError("IncompleteSignatureException", "X-Amz-Date must be like 20240131T235959Z.") from None
     if abs((now - at).total_seconds()) > skew_seconds:
         earliest = datetime.fromtimestamp(now.timestamp() - skew_seconds, UTC).strftime(AMZ_DATE)
@@ -91,20 +97,37 @@ def check_clock(signed: Signed, now: datetime, skew_seconds: int) -> None:
         )
 
 
+@dataclass(slots=True)
+class _Received:
+    """A received request as botocore's signer reads one: an ``AWSRequest``'s attributes, with the
+    body as it came (an ``AWSRequest`` would prepare a copy of itself to give its body)."""
+
+    method: str
+    url: str
+    headers: HTTPHeaders
+    body: bytes
+    context: dict[str, Any]
+    params: dict[str, str] = field(default_factory=dict)
+
+
 def expected_signature(
     signed: Signed, secret: str, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
 ) -> str:
     """The signature botocore computes for this request with ``secret``."""
     wanted = set(signed.signed_headers)
-    request = AWSRequest(method=method, url=url, data=body)
+    request = _Received(method, url, HTTPHeaders(), body, {"timestamp": signed.amz_date})
     for name, value in headers:
         if name.lower() in wanted:
             request.headers[name.lower()] = value  # adds: a repeated header keeps every value
-    request.context["timestamp"] = signed.amz_date
-    signer = SigV4Auth(Credentials(signed.access_key_id, secret), SERVICE, signed.region)
+    signer = _signer(signed.access_key_id, secret, signed.region)
     string_to_sign = signer.string_to_sign(request, signer.canonical_request(request))
     key = signing_key(secret, signed.amz_date[:8], signed.region)
     return hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _signer(access_key_id: str, secret: str, region: str) -> SigV4Auth:
+    return SigV4Auth(Credentials(access_key_id, secret), SERVICE, region)
 
 
 @functools.lru_cache(maxsize=1024)
