@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# A Kubernetes resource quantity as app pods take them ("500m", "2", "1.5", "512Mi", "4G"), or ""
+# for the worker's default (PROFILERHUB_K8S_APP_*).
+QUANTITY_PATTERN = r"^$|^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN, max_length=20)]
+_SUFFIX = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}  # fmt: skip
+APP_RESOURCES = ("app_cpu_request", "app_cpu_limit", "app_memory_request", "app_memory_limit")
+
+
+def quantity_value(quantity: str) -> float:
+    """The number a quantity stands for (``"500m"`` -> 0.5, ``"1Ki"`` -> 1024)."""
+    number, suffix = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity).groups()  # type: ignore[union-attr]
+    return float(number) * _SUFFIX[suffix]
 
 
 class DomainSettings(BaseModel):
@@ -41,11 +56,37 @@ class DomainSettings(BaseModel):
         description="Raw trace bytes each user of the domain may keep stored (all their jobs); an "
         "upload that would pass it answers 413 StorageQuotaExceeded; 0 = no quota.",
     )
+    app_cpu_request: Quantity = Field(
+        "", description="CPU request of each app pod (e.g. 500m); empty: the worker's."
+    )
+    app_cpu_limit: Quantity = Field(
+        "", description="CPU limit of each app pod (e.g. 2); empty: the worker's."
+    )
+    app_memory_request: Quantity = Field(
+        "", description="Memory request of each app pod (e.g. 512Mi); empty: the worker's."
+    )
+    app_memory_limit: Quantity = Field(
+        "", description="Memory limit of each app pod (e.g. 4Gi); empty: the worker's."
+    )
     rules: list[dict[str, Any]] = Field(
         default_factory=list,
         max_length=20,
         description="Rules a job runs when it configures none (docs/rules.md); empty = ProfilerReport.",
     )
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> DomainSettings:
+        for kind in ("cpu", "memory"):
+            request, limit = getattr(self, f"app_{kind}_request"), getattr(self, f"app_{kind}_limit")
+            if request and limit and quantity_value(request) > quantity_value(limit):
+                raise ValueError(f"app_{kind}_request ({request}) is more than app_{kind}_limit ({limit})")
+        return self
+
+    def app_resources(self) -> dict[str, str]:
+        """The app pod resources this domain sets (``cpu_request`` …), without the unset ones."""
+        return {
+            name.removeprefix("app_"): getattr(self, name) for name in APP_RESOURCES if getattr(self, name)
+        }
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> DomainSettings:
@@ -58,4 +99,11 @@ class DomainSettings(BaseModel):
 # impersonation, users made on first sign-in, rules) is the platform's (``UpdateDomain``).
 DOMAIN_ADMIN_SETTINGS = frozenset({"idle_minutes", "users_manage_own_apps"})
 
-__all__ = ["DOMAIN_ADMIN_SETTINGS", "DomainSettings"]
+__all__ = [
+    "APP_RESOURCES",
+    "DOMAIN_ADMIN_SETTINGS",
+    "QUANTITY_PATTERN",
+    "DomainSettings",
+    "Quantity",
+    "quantity_value",
+]

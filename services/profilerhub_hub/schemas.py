@@ -11,7 +11,7 @@ from typing import Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from profilerhub_core.db.models import ApiToken, AuditEvent, Domain, DomainStatus, Role, UserProfile
-from profilerhub_core.domain_settings import DomainSettings
+from profilerhub_core.domain_settings import DomainSettings, Quantity
 from profilerhub_core.names import ResourceName
 from profilerhub_hub.permissions import Action, Caller
 from profilerhub_hub.rule_schemas import RuleConfigs
@@ -41,6 +41,10 @@ class DomainSettingsUpdate(RequestModel):
     max_live_apps: StrictInt | None = Field(None, ge=0, le=10_000)
     job_idle_hours: StrictInt | None = Field(None, ge=0, le=90 * 24)
     user_storage_quota_bytes: StrictInt | None = Field(None, ge=0, le=1 << 60)
+    app_cpu_request: Quantity | None = None
+    app_cpu_limit: Quantity | None = None
+    app_memory_request: Quantity | None = None
+    app_memory_limit: Quantity | None = None
     rules: RuleConfigs | None = None
 
 

@@ -37,6 +37,10 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "max_live_apps": 50,
         "job_idle_hours": 24,
         "user_storage_quota_bytes": 0,
+        "app_cpu_request": "",
+        "app_cpu_limit": "",
+        "app_memory_request": "",
+        "app_memory_limit": "",
         "rules": [],
     }
     assert created.json()["status"] == "InService"
@@ -56,6 +60,10 @@ def test_domain_lifecycle_create_read_update_delete(client: Any, seed: Any) -> N
         "max_live_apps": 50,
         "job_idle_hours": 6,
         "user_storage_quota_bytes": 0,
+        "app_cpu_request": "",
+        "app_cpu_limit": "",
+        "app_memory_request": "",
+        "app_memory_limit": "",
         "rules": [],
     }
 
@@ -379,3 +387,21 @@ def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any,
     app = create_app(hub_settings)
     assert TestClient(app).get("/healthz").json()["status"] == "ok"
     app.state.engine.dispose()
+
+
+def test_a_domain_sets_its_apps_resources_as_kubernetes_quantities(client: Any, seed: Any) -> None:
+    admin = auth(seed.admin_token)
+    sizes = {"app_cpu_request": "500m", "app_cpu_limit": "2", "app_memory_limit": "4Gi"}
+    made = client.post(f"{API}/domains", json={"name": "big", "settings": sizes}, headers=admin)
+    assert made.status_code == 201, made.text
+    assert {k: made.json()["settings"][k] for k in sizes} == sizes
+    assert made.json()["settings"]["app_memory_request"] == ""  # unset: the worker's default
+    for bad in ({"app_cpu_limit": "two"}, {"app_memory_limit": "4 GB"}, {"app_cpu_request": 1}):
+        refused = client.patch(f"{API}/domains/big", json={"settings": bad}, headers=admin)
+        assert refused.status_code == 422, bad  # the request's own validation
+    above = client.patch(f"{API}/domains/big", json={"settings": {"app_cpu_request": "3"}}, headers=admin)
+    assert above.status_code == 400
+    assert "app_cpu_request (3) is more than app_cpu_limit (2)" in above.json()["error"]["message"]
+    assert client.get(f"{API}/domains/big", headers=admin).json()["settings"]["app_cpu_request"] == "500m"
+    cleared = client.patch(f"{API}/domains/big", json={"settings": {"app_cpu_limit": ""}}, headers=admin)
+    assert cleared.status_code == 200 and cleared.json()["settings"]["app_cpu_limit"] == ""

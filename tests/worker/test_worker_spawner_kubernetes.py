@@ -139,6 +139,29 @@ def test_empty_limits_are_left_out(spec: AppSpec) -> None:
     kubernetes_validate.validate(make_deployment(spec, opts), KUBERNETES_VERSION, strict=True)
 
 
+def test_the_owners_domain_sets_its_apps_resources_over_the_operators(
+    spec: AppSpec, opts: KubeOptions
+) -> None:
+    def resources(domain: dict[str, str]) -> dict[str, dict[str, str]]:
+        deployment = make_deployment(dataclasses.replace(spec, resources=domain), opts)
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+        return deployment["spec"]["template"]["spec"]["containers"][0]["resources"]  # type: ignore[no-any-return]
+
+    operators = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert resources({}) == operators
+    big = {"cpu_request": "2", "cpu_limit": "4", "memory_request": "8Gi", "memory_limit": "16Gi"}
+    assert resources(big) == {
+        "requests": {"cpu": "2", "memory": "8Gi"},
+        "limits": {"cpu": "4", "memory": "16Gi"},
+    }
+    # A limit below the operator's request takes the request down with it (else the pod is refused).
+    small = resources({"memory_limit": "128Mi", "cpu_limit": "50m"})
+    assert small == {
+        "requests": {"cpu": "50m", "memory": "128Mi"},
+        "limits": {"cpu": "50m", "memory": "128Mi"},
+    }
+
+
 def test_kubernetes_is_selected_by_settings_alone() -> None:
     from profilerhub_core.settings import Settings
     from profilerhub_worker.context import spawner_config

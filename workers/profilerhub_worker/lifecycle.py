@@ -130,6 +130,7 @@ def _spec(session: Session, app: App, ctx: WorkerContext) -> AppSpec:
         app_type=str(app.app_type),
         app_name=app.app_name,
         env={**ctx.app_env, "PROFILERHUB_APP_DOMAIN_ID": app.domain_id},  # the owner's storage folder
+        resources=DomainSettings.of(domain.settings).app_resources() if domain else {},
     )
 
 

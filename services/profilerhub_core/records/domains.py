@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import SYSTEM_DOMAIN, Domain, DomainStatus, UserProfile, utcnow
@@ -30,10 +31,20 @@ def require_domain(session: Session, name: str) -> Domain:
     return domain
 
 
+def _valid_settings(settings: dict[str, Any]) -> DomainSettings:
+    """``settings`` as a whole (each key was checked on its own by the API; this checks them
+    together, e.g. a request within its limit): ``InvalidInput`` when they do not fit."""
+    try:
+        return DomainSettings.model_validate(settings)
+    except ValidationError as exc:
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise InvalidInput(f"Domain settings refused: {reasons}") from None
+
+
 def create_domain(session: Session, name: str, settings: dict[str, Any] | None = None) -> Domain:
     if get_domain(session, name) is not None:
         raise Conflict(f"Domain '{name}' already exists")
-    effective = DomainSettings.model_validate(settings or {})
+    effective = _valid_settings(settings or {})
     domain = Domain(name=name, status=DomainStatus.InService, settings=effective.model_dump())
     session.add(domain)
     session.flush()
@@ -49,7 +60,7 @@ def update_domain(session: Session, domain: Domain, settings: dict[str, Any]) ->
     """Change the given settings keys; the others keep their values."""
     merged = DomainSettings.of(domain.settings).model_dump() | settings
     kept = {AWS_FIELDS: domain.settings[AWS_FIELDS]} if AWS_FIELDS in (domain.settings or {}) else {}
-    domain.settings = DomainSettings.model_validate(merged).model_dump() | kept
+    domain.settings = _valid_settings(merged).model_dump() | kept
     domain.updated_at = utcnow()
     session.flush()
     return domain

@@ -67,6 +67,9 @@ class AppSpec:
     app_name: str
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the instance: hub URL, public key, ... (see the app's settings)."""
+    resources: dict[str, str] = field(default_factory=dict)
+    """CPU and memory the owner's domain sets for its apps (``cpu_request``, ``cpu_limit``,
+    ``memory_request``, ``memory_limit``: Kubernetes quantities); the rest are the operator's."""
 
 
 @dataclass(frozen=True)

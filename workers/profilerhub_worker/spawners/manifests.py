@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from profilerhub_core.domain_settings import quantity_value
 from profilerhub_worker.spawners.base import AppSpec, SpawnError, app_arguments
 
 APP_PORT = 8888
@@ -179,9 +180,19 @@ def make_env(spec: AppSpec, opts: KubeOptions) -> list[dict[str, Any]]:
     return env
 
 
-def make_resources(opts: KubeOptions) -> dict[str, dict[str, str]]:
-    requests = {"cpu": opts.app_cpu_request, "memory": opts.app_memory_request}
-    limits = {"cpu": opts.app_cpu_limit, "memory": opts.app_memory_limit}
+def make_resources(opts: KubeOptions, domain: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """The pod's requests and limits: the domain's (``AppSpec.resources``) over the operator's. A
+    domain limit below the operator's request lowers the request to it (Kubernetes refuses a pod
+    whose request passes its limit)."""
+    own = domain or {}
+    requests: dict[str, str] = {}
+    limits: dict[str, str] = {}
+    for kind in ("cpu", "memory"):
+        request = own.get(f"{kind}_request") or getattr(opts, f"app_{kind}_request")
+        limit = own.get(f"{kind}_limit") or getattr(opts, f"app_{kind}_limit")
+        if request and limit and quantity_value(request) > quantity_value(limit):
+            request = limit
+        requests[kind], limits[kind] = request, limit
     resources = {
         "requests": {k: v for k, v in requests.items() if v},
         "limits": {k: v for k, v in limits.items() if v},
@@ -234,7 +245,7 @@ def make_pod_template(spec: AppSpec, opts: KubeOptions, *, stop_grace: float = 5
                     "periodSeconds": 10,
                     "failureThreshold": 6,
                 },
-                "resources": make_resources(opts),
+                "resources": make_resources(opts, spec.resources),
                 "securityContext": container_security_context(),
                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
             }
