@@ -10,7 +10,9 @@ port, and sends the requests one after another from this process: boto3's ``desc
 (the anchor, measured in the same run, in alternating rounds of 100 requests so that both meet the
 same load on a shared machine). The hub's CPU time (user + system, from /proc via psutil) over
 each kind's rounds, divided by its requests, is what a request costs the hub. Target (issue 13): under
-2 ms per ``describe_app``.
+2 ms per ``describe_app``. Last reading on the shared, loaded 2-core development machine
+(docs/sagemaker-api.md, "Speed"): 2.43–2.64 ms against 4.90–5.40 ms for the REST anchor (ratio
+0.48–0.51).
 
 ``--profile N`` instead runs the hub in this process (same home, same app factory) and sends it N
 pre-signed ``DescribeApp`` requests through httpx's ASGI transport on one event loop (SQLite reads
