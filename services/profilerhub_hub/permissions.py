@@ -260,6 +260,15 @@ def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
     )
 
 
+def impersonator(caller: Caller, user_id: str) -> str | None:
+    """Who a credential made by ``caller`` for ``user_id`` impersonates the user as (None: nobody).
+
+    Someone else's making, or made from a credential that was itself someone else's making."""
+    if caller.user_id != user_id:
+        return caller.actor
+    return caller.impersonated_by
+
+
 __all__ = [
     "MUTATING",
     "RULES",
@@ -270,5 +279,6 @@ __all__ = [
     "authorize",
     "check_domain_visible",
     "check_grantable",
+    "impersonator",
     "visible_domain",
 ]

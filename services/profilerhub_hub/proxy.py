@@ -49,7 +49,7 @@ from profilerhub_hub.browser import (
     cookie_options,
 )
 from profilerhub_hub.deps import caller_from_token
-from profilerhub_hub.permissions import Action, Target, authorize
+from profilerhub_hub.permissions import Action, Caller, Target, authorize
 from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, client_address
 
 log = logging.getLogger("profilerhub.proxy")
@@ -117,6 +117,23 @@ def app_login_url(
     )  # fmt: skip
     token = encode_page_token(settings.signing_key(), _LOGIN_SCOPE, list(astuple(link)))
     return f"{app_base_url(settings, app_id)}{LOGIN_PATH}?token={quote(token)}"
+
+
+def presigned_app_url(session: Session, settings: Settings, caller: Caller, app: App, ttl: int) -> str:
+    """The one-time URL that opens ``app`` for ``caller`` (``OpenApp`` already authorized), for the
+    REST API and SageMaker's ``CreatePresignedDomainUrl`` alike. The app session it starts keeps
+    the caller's token (revoking it ends the session) and impersonator; an opening by
+    impersonation (allowed by the domain) is audited, and committed, here."""
+    if caller.impersonated_by:
+        audit.record_audit(
+            session, actor=caller.impersonated_by, action=Action.OpenApp.value, target_type="App",
+            target=app.id, domain=caller.domain_name, detail={"impersonation": True, "as": caller.actor},
+        )  # fmt: skip
+        session.commit()
+    return app_login_url(
+        settings, app.id, app.user_id, ttl, token_id=None if caller.session_id else caller.token_id,
+        impersonated_by=caller.impersonated_by, scopes=caller.scopes,
+    )  # fmt: skip
 
 
 def _read_link(settings: Settings, token: str) -> AppLink:
@@ -330,4 +347,4 @@ def install_app_proxy(app: FastAPI) -> None:
     app.include_router(router)
 
 
-__all__ = ["SESSION_COOKIE", "AppProxy", "app_login_url", "install_app_proxy", "router"]
+__all__ = ["SESSION_COOKIE", "AppProxy", "app_login_url", "install_app_proxy", "presigned_app_url", "router"]

@@ -120,3 +120,15 @@ def test_unknown_app_and_no_credentials(apps_client: Any, alice: str) -> None:
         apps_client.get("/apps/00000000-0000-0000-0000-000000000000/", headers=auth(alice)).status_code == 404
     )
     assert apps_client.get("/apps/whatever/").status_code == 401
+
+
+def test_revoking_the_token_that_made_a_presigned_url_ends_the_app_session(
+    apps_client: Any, alice: str, running: str
+) -> None:
+    apps_client.get(path_of(presign(apps_client, alice).json()["url"]))
+    assert apps_client.get(f"/apps/{running}/").status_code == 200
+    tokens = "/api/v1/domains/d1/users/alice/tokens"
+    (token,) = apps_client.get(tokens, headers=auth(alice)).json()["items"]
+    assert apps_client.delete(f"{tokens}/{token['token_id']}", headers=auth(alice)).status_code == 204
+    ended = apps_client.get(f"/apps/{running}/")
+    assert ended.status_code == 401 and "has ended" in ended.json()["error"]["message"]

@@ -245,6 +245,33 @@ def test_a_users_key_manages_their_own_apps_and_cannot_see_another_users(
     wait_for(lambda: _status(alice, domain_id, "alice") == "Deleted", "alice's app Deleted", 180)
 
 
+def test_a_key_an_administrator_made_for_a_user_opens_their_app_only_where_impersonation_is_allowed(
+    sm_client: Any, issue_keys: Any, seed: Any, apps_client: Any
+) -> None:
+    admin = sm_client(issue_keys("system", "root", "admin"))
+    closed = admin.create_domain(DomainName="imp-off", AuthMode="IAM", DefaultUserSettings={})["DomainId"]
+    made_for_alice = sm_client(issue_keys("imp-off", "alice", token=seed.admin_token))
+    with pytest.raises(ClientError) as refused:  # as a token made by an admin: impersonation, off
+        made_for_alice.create_presigned_domain_url(DomainId=closed, UserProfileName="alice")
+    assert _code(refused) == "AccessDeniedException" and "impersonation" in str(refused.value)
+
+    opened = admin.create_domain(DomainName="imp-on", AuthMode="IAM", DefaultUserSettings={})["DomainId"]
+    allow = {"settings": {"allow_impersonation": True}}
+    assert apps_client.patch("/api/v1/domains/imp-on", json=allow, headers=auth(seed.admin_token)).is_success
+    carol = sm_client(issue_keys("imp-on", "carol"))
+    carol.create_app(DomainId=opened, UserProfileName="carol", **APP)
+    wait_for(lambda: _status(carol, opened, "carol") == "InService", "carol's app InService", 180)
+    made_for_carol = sm_client(issue_keys("imp-on", "carol", token=seed.admin_token))
+    link = made_for_carol.create_presigned_domain_url(DomainId=opened, UserProfileName="carol")
+    assert "token=" in link["AuthorizedUrl"]
+    audit = apps_client.get("/api/v1/audit?action=OpenApp", headers=auth(seed.admin_token)).json()["items"]
+    assert [(e["actor"], e["detail"]) for e in audit] == [
+        ("system/admin", {"impersonation": True, "as": "imp-on/carol"})  # the seed's platform admin
+    ]
+    carol.delete_app(DomainId=opened, UserProfileName="carol", **APP)
+    wait_for(lambda: _status(carol, opened, "carol") == "Deleted", "carol's app Deleted", 180)
+
+
 def test_the_aws_cli_lists_domains_and_creates_an_app(
     sagemaker_hub: Any, issue_keys: Any, tmp_path: Any
 ) -> None:

@@ -76,14 +76,15 @@ def sagemaker_hub(apps_hub: Any, worker_ctx: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def issue_keys(apps_client: Any, seed: Any) -> Any:
-    """``issue_keys(domain, user, role)``: seed the user, then POST …/access-keys as the platform admin."""
+    """``issue_keys(domain, user, role)``: seed the user, then POST …/access-keys with a token of
+    the user's own (``token=``: someone else's, whose key then impersonates the user)."""
 
     def issue(domain: str, user: str, role: str = "user", token: str | None = None) -> Keys:
-        seed.user(domain, user, role)
+        own = seed.user_token(domain, user, role)
         answer = apps_client.post(
             f"/api/v1/domains/{domain}/users/{user}/access-keys",
             json={"note": "tests"},
-            headers=auth(token or seed.admin_token),
+            headers=auth(token or own),
         )
         assert answer.status_code == 201, answer.text
         body = answer.json()

@@ -15,7 +15,7 @@ from profilerhub_core.records import access_keys, tokens
 from profilerhub_hub.access_key_schemas import AccessKeyCreate, AccessKeyCreated, AccessKeyRead
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
-from profilerhub_hub.permissions import Action, check_grantable
+from profilerhub_hub.permissions import Action, check_grantable, impersonator
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page
 
@@ -35,8 +35,9 @@ def create_access_key(
     scopes = [str(s) for s in body.scopes] if body.scopes is not None else list(target.caller.scopes)
     check_grantable(target.caller, scopes)
     token, secret = access_keys.issue_access_key(
-        session, target.user, settings.signing_key(), note=body.note, scopes=scopes
-    )
+        session, target.user, settings.signing_key(), note=body.note, scopes=scopes,
+        created_by=impersonator(target.caller, target.user.id),
+    )  # fmt: skip
     commit_audited(
         session,
         target,

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
-from profilerhub_core.records import apps, audit
+from profilerhub_core.records import apps
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub.app_schemas import (
     DEFAULT_PRESIGNED_SECONDS,
@@ -25,7 +25,7 @@ from profilerhub_hub.app_schemas import (
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.permissions import Action, visible_domain
-from profilerhub_hub.proxy import app_login_url
+from profilerhub_hub.proxy import presigned_app_url
 from profilerhub_hub.routes.paths import OF_USER, ONE_APP, USER_APPS
 from profilerhub_hub.schemas import Page
 
@@ -120,14 +120,7 @@ def create_presigned_url(
     """A one-time URL that opens the app in a browser (sets its session cookie), for its owner only."""
     app = _the_app(session, target, app_type, app_name)
     ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
-    url = app_login_url(settings, app.id, app.user_id, ttl)
-    if target.caller.impersonated_by:  # allowed by the domain (authorize checked): on the record
-        audit.record_audit(
-            session, actor=target.caller.impersonated_by, action=Action.OpenApp.value, target_type="App",
-            target=app.id, domain=target.caller.domain_name,
-            detail={"impersonation": True, "as": target.caller.actor},
-        )  # fmt: skip
-        session.commit()
+    url = presigned_app_url(session, settings, target.caller, app, ttl)
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
 
 

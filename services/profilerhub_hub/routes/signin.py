@@ -17,9 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.console.links import make_link
 from profilerhub_hub.deps import Resolved, SessionDep, SettingsDep, allow
-from profilerhub_hub.permissions import Action
+from profilerhub_hub.permissions import Action, impersonator
 from profilerhub_hub.routes.paths import OF_USER
-from profilerhub_hub.routes.tokens import impersonator
 
 router = APIRouter(tags=["sign-in"])
 

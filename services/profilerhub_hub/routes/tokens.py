@@ -10,7 +10,7 @@ from profilerhub_core.db.models import ApiToken, utcnow
 from profilerhub_core.records import sessions, tokens
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
-from profilerhub_hub.permissions import Action, Caller, check_grantable
+from profilerhub_hub.permissions import Action, check_grantable, impersonator
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page, TokenCreate, TokenCreated, TokenRead
 
@@ -91,12 +91,3 @@ def revoke_everywhere(
     detail = {"tokens_revoked": revoked, "sessions_ended": ended}
     commit_audited(session, target, Action.DeleteToken, f"{target.name}/*", detail=detail)
     return Response(status_code=204)
-
-
-def impersonator(caller: Caller, user_id: str) -> str | None:
-    """Who a credential made by ``caller`` for ``user_id`` impersonates the user as (None: nobody).
-
-    Someone else's making, or made from a credential that was itself someone else's making."""
-    if caller.user_id != user_id:
-        return caller.actor
-    return caller.impersonated_by

@@ -41,7 +41,7 @@ from profilerhub_hub.deps.targets import (
     resolved_user,
 )
 from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
-from profilerhub_hub.proxy import app_login_url
+from profilerhub_hub.proxy import presigned_app_url
 from profilerhub_hub.sagemaker import tagging
 from profilerhub_hub.sagemaker.errors import validation
 from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
@@ -483,7 +483,7 @@ def create_presigned_domain_url(call: Call) -> dict[str, Any]:
             f"User profile '{target.user.name}' has no InService app to sign in to; create_app first"
         )
     ttl = call.params.get("ExpiresInSeconds") or DEFAULT_PRESIGNED_SECONDS
-    return {"AuthorizedUrl": app_login_url(call.settings, app.id, app.user_id, ttl)}
+    return {"AuthorizedUrl": presigned_app_url(call.session, call.settings, target.caller, app, ttl)}
 
 
 OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {
