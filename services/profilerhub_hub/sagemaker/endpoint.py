@@ -25,6 +25,7 @@ A request is answered in four steps, each refusing in SageMaker's error shape
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import datetime
 from typing import Any
@@ -77,6 +78,22 @@ def _operation_name(request: Request) -> str:
 
 
 def _parse(name: str, body: bytes) -> dict[str, Any]:
+    if _reads_only(name) and len(body) <= _CACHED_BODY_BYTES:
+        return _parsed_read(name, body)
+    return _parsed(name, body)
+
+
+# A poller sends the same body again and again (describe_app until InService): a read's body is
+# parsed and validated once. The operations never change their params.
+_CACHED_BODY_BYTES = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_read(name: str, body: bytes) -> dict[str, Any]:
+    return _parsed(name, body)
+
+
+def _parsed(name: str, body: bytes) -> dict[str, Any]:
     try:
         params = orjson.loads(body or b"{}")
     except orjson.JSONDecodeError:

@@ -44,8 +44,13 @@ def _validator() -> ParamValidator:
     return ParamValidator()
 
 
+@functools.cache
+def _operation_names() -> frozenset[str]:
+    return frozenset(service_model().operation_names)  # a list of ~400 in the model
+
+
 def operation(name: str) -> OperationModel:
-    if name not in service_model().operation_names:
+    if name not in _operation_names():
         raise AwsError("UnknownOperationException", f"Unknown operation SageMaker.{name}")
     return service_model().operation_model(name)
 
