@@ -7,19 +7,30 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# A Kubernetes resource quantity as app pods take them ("500m", "2", "1.5", "512Mi", "4G"), or ""
-# for the worker's default (PROFILERHUB_K8S_APP_*).
-QUANTITY_PATTERN = r"^$|^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+# A Kubernetes resource quantity ("500m", "2", "1.5", "512Mi", "4G", "1e3", "250u"), or "" for
+# the worker's default (PROFILERHUB_K8S_APP_*): a number, then a binary or decimal SI suffix or a
+# decimal exponent, as Kubernetes' own grammar has it.
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_SUFFIXES = r"(?:[eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?"
+QUANTITY_PATTERN = rf"^$|^{_NUMBER}{_SUFFIXES}$"
 Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN, max_length=20)]
-_SUFFIX = {"m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}  # fmt: skip
+_SUFFIX = {
+    "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+_PARTS = re.compile(rf"({_NUMBER})([eE][+-]?[0-9]+|[A-Za-z]*)")
 APP_RESOURCES = ("app_cpu_request", "app_cpu_limit", "app_memory_request", "app_memory_limit")
 
 
 def quantity_value(quantity: str) -> float:
-    """The number a quantity stands for (``"500m"`` -> 0.5, ``"1Ki"`` -> 1024)."""
-    number, suffix = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity).groups()  # type: ignore[union-attr]
-    return float(number) * _SUFFIX[suffix]
+    """The number a quantity stands for (``"500m"`` -> 0.5, ``"1Ki"`` -> 1024, ``"1e3"`` -> 1000);
+    ``ValueError`` for what is not one."""
+    parts = _PARTS.fullmatch(quantity)
+    if parts is None or (parts[2] not in _SUFFIX and parts[2][:1] not in ("e", "E")):
+        raise ValueError(f"{quantity!r} is not a Kubernetes quantity (e.g. 500m, 2, 512Mi)")
+    number, suffix = parts.groups()
+    scale = 10.0 ** int(suffix[1:]) if suffix not in _SUFFIX else _SUFFIX[suffix]
+    return float(number) * scale
 
 
 class DomainSettings(BaseModel):

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from profilerhub_core.domain_settings import QUANTITY_PATTERN
+
 # Values that mean "nobody chose a secret"; refused outside development.
 PLACEHOLDER_SECRETS = frozenset(
     {"", "changeme", "change-me", "changethis", "secret", "admin", "password", "token"}
@@ -34,7 +36,9 @@ def _origin_setting(name: str, value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
         raise ValueError(f"{name} must be scheme://host[:port] with no path (e.g. https://apps.example.com)")
-    return f"{parts.scheme}://{parts.netloc}"
+    default_port = {"http": 80, "https": 443}[parts.scheme]
+    port = "" if parts.port in (None, default_port) else f":{parts.port}"  # as browsers send Origin
+    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 class Settings(BaseSettings):
@@ -379,11 +383,17 @@ class Settings(BaseSettings):
         description="Service account of the app pods (empty: the namespace's default; "
         "its token is never mounted).",
     )
-    k8s_app_cpu_request: str = Field(default="100m", description="CPU request of each app pod.")
-    k8s_app_memory_request: str = Field(default="256Mi", description="Memory request of each app pod.")
-    k8s_app_cpu_limit: str = Field(default="1", description="CPU limit of each app pod (empty: none).")
+    k8s_app_cpu_request: str = Field(
+        pattern=QUANTITY_PATTERN, default="100m", description="CPU request of each app pod."
+    )
+    k8s_app_memory_request: str = Field(
+        pattern=QUANTITY_PATTERN, default="256Mi", description="Memory request of each app pod."
+    )
+    k8s_app_cpu_limit: str = Field(
+        pattern=QUANTITY_PATTERN, default="1", description="CPU limit of each app pod (empty: none)."
+    )
     k8s_app_memory_limit: str = Field(
-        default="1Gi", description="Memory limit of each app pod (empty: none)."
+        pattern=QUANTITY_PATTERN, default="1Gi", description="Memory limit of each app pod (empty: none)."
     )
     k8s_app_storage_secret: str = Field(
         default="",
@@ -393,7 +403,8 @@ class Settings(BaseSettings):
     k8s_app_storage_secret_template: str = Field(
         default="",
         description="Per-owner storage credentials: the name of the Secret each app pod reads its AWS_* keys "
-        "from, with {domain_id}, {user_id}, {domain}, {user} filled in (e.g. 'ph-storage-{user_id}'). "
+        "from, with {domain_id} and {user_id} filled in (e.g. 'ph-storage-{user_id}'; ids, never names, "
+        "which are reused after a delete). "
         "The operator creates one such Secret per user, with credentials that can read only "
         "that user's prefix; a missing Secret keeps the app from starting. Overrides k8s_app_storage_secret.",
     )
@@ -412,17 +423,23 @@ class Settings(BaseSettings):
             self.public_url = f"http://{self.host}:{self.port}"
         self.public_url = self.public_url.rstrip("/")
         self.app_subdomain_host = _origin_setting("PROFILERHUB_APP_SUBDOMAIN_HOST", self.app_subdomain_host)
+        apps_host, hub_host = urlsplit(self.app_subdomain_host).hostname, urlsplit(self.public_url).hostname
+        if apps_host and hub_host and hub_host.endswith("." + apps_host):
+            raise ValueError(
+                f"PROFILERHUB_APP_SUBDOMAIN_HOST ({apps_host}) must not be a parent of the hub's own host "
+                f"({hub_host}): every request to the hub would be taken for an app's"
+            )
         if self.default_page_size > self.max_page_size:
             raise ValueError("default_page_size must not exceed max_page_size")
         if self.k8s_app_storage_secret_template:
-            fields = dict.fromkeys(("domain_id", "user_id", "domain", "user"), "x")
+            fields = dict.fromkeys(("domain_id", "user_id"), "x")
             try:
                 self.k8s_app_storage_secret_template.format(**fields)
             except (KeyError, IndexError, ValueError) as exc:
                 raise ValueError(
                     f"PROFILERHUB_K8S_APP_STORAGE_SECRET_TEMPLATE {self.k8s_app_storage_secret_template!r} "
-                    f"does not format ({exc!r}); use only the fields {{domain_id}}, {{user_id}}, {{domain}}, "
-                    "{user}"
+                    f"does not format ({exc!r}); use only the fields {{domain_id}} and {{user_id}} (names "
+                    "are reused after a delete: a new user of the same name would get the old one's Secret)"
                 ) from None
         if self.spawner == "kubernetes" and not self.k8s_app_image:
             raise ValueError("PROFILERHUB_K8S_APP_IMAGE must be set when PROFILERHUB_SPAWNER=kubernetes")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from profilerhub_core.errors import AccessDenied, NotFound
 from profilerhub_core.records.tokens import ALL_SCOPES
@@ -155,6 +156,10 @@ class Caller:
     impersonated_by: str | None = None
     allow_impersonation: bool = False
     session_id: str | None = None  # a browser session's id, when the caller came with a cookie
+    # The API token behind the credential (a session's: the token it was started with, if any),
+    # and when the credential expires (None: never): what a session it starts must not outlive.
+    source_token_id: str | None = None
+    expires_at: datetime | None = None
 
     @property
     def is_domain_admin(self) -> bool:

@@ -91,7 +91,7 @@ class AppLink:
     user_id: str
     expires: int
     nonce: str
-    session_seconds: int
+    session_seconds: int = 0  # 0: app_session_hours (a link signed by a hub before this field)
     token_id: str | None = None
     impersonated_by: str | None = None
     scopes: list[str] | None = None
@@ -122,16 +122,19 @@ def app_login_url(
 def presigned_app_url(session: Session, settings: Settings, caller: Caller, app: App, ttl: int) -> str:
     """The one-time URL that opens ``app`` for ``caller`` (``OpenApp`` already authorized), for the
     REST API and SageMaker's ``CreatePresignedDomainUrl`` alike. The app session it starts keeps
-    the caller's token (revoking it ends the session) and impersonator; an opening by
-    impersonation (allowed by the domain) is audited, and committed, here."""
+    the caller's token (revoking it ends the session; a console session's: the token it began
+    with) and impersonator, and ends no later than the caller's credential. An opening by
+    impersonation (allowed by the domain) is audited here; the caller commits."""
     if caller.impersonated_by:
         audit.record_audit(
             session, actor=caller.impersonated_by, action=Action.OpenApp.value, target_type="App",
             target=app.id, domain=caller.domain_name, detail={"impersonation": True, "as": caller.actor},
         )  # fmt: skip
-        session.commit()
+    seconds = int(settings.app_session_hours * 3600)
+    if caller.expires_at is not None:
+        seconds = max(1, min(seconds, int((caller.expires_at - utcnow()).total_seconds())))
     return app_login_url(
-        settings, app.id, app.user_id, ttl, token_id=None if caller.session_id else caller.token_id,
+        settings, app.id, app.user_id, ttl, session_seconds=seconds, token_id=caller.source_token_id,
         impersonated_by=caller.impersonated_by, scopes=caller.scopes,
     )  # fmt: skip
 
@@ -213,6 +216,7 @@ class AppProxy:
     def login(self, app_id: str, token: str) -> tuple[str, int]:
         """Redeem a presigned URL's token once; return the app session's cookie value and its lifetime."""
         link = _read_link(self.settings, token)
+        seconds = link.session_seconds or int(self.settings.app_session_hours * 3600)
         if link.app_id != app_id:
             raise _not_found(app_id)
         if link.expires < time.time():
@@ -224,13 +228,14 @@ class AppProxy:
             try:
                 _, value = sessions.start_session(
                     session, link.user_id, kind=sessions.APP, via="app-link", app_id=app_id,
-                    seconds=link.session_seconds, nonce=f"app:{link.nonce}", token_id=link.token_id,
-                    impersonated_by=link.impersonated_by, scopes=link.scopes or ("*",),
+                    seconds=seconds, nonce=f"app:{link.nonce}", token_id=link.token_id,
+                    impersonated_by=link.impersonated_by,
+                    scopes=("*",) if link.scopes is None else link.scopes,
                 )  # fmt: skip
             except sessions.LinkAlreadyUsed:
                 raise Unauthorized("This presigned URL was already used; ask for a new one") from None
             session.commit()
-        return value, link.session_seconds
+        return value, seconds
 
     # -- activity -----------------------------------------------------------------------------
 

@@ -67,3 +67,12 @@ def test_an_app_subdomain_host_is_kept_as_an_origin(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, app_subdomain_host="HTTPS://Apps.Example.com:8443/")
     assert settings.app_subdomain_host == "https://apps.example.com:8443"
     assert Settings(home=tmp_path).app_subdomain_host == ""  # unset: apps stay under the hub's origin
+    # A default port is dropped, as browsers drop it from the Origin they send.
+    assert Settings(home=tmp_path, app_subdomain_host="https://apps.example.com:443").app_subdomain_host == (
+        "https://apps.example.com"
+    )
+
+
+def test_an_app_subdomain_host_above_the_hubs_own_host_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="must not be a parent of the hub's own host"):
+        Settings(home=tmp_path, public_url="https://hub.example.com", app_subdomain_host="https://example.com")

@@ -439,6 +439,23 @@ class SlowStartFakeKubeAPI(FakeKubeAPI):
         return super().pod_state(deployment)
 
 
+class LeftoverPodFakeKubeAPI(SlowStartFakeKubeAPI):
+    """Beside each app's new pod, a ready one still terminating (an earlier stop that timed out):
+    ready, but on its way out, so not the app's."""
+
+    def _pods(self, namespace: str) -> list[dict[str, Any]]:
+        pods = super()._pods(namespace)
+        leftovers = []
+        for pod in pods:
+            old = json.loads(json.dumps(pod))
+            old["metadata"]["name"] += "-old"
+            old["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            old["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+            old["status"]["containerStatuses"][0].update(ready=True, state={"running": {}})
+            leftovers.append(old)
+        return pods + leftovers
+
+
 class _FirstWatchesMisbehave(SlowStartFakeKubeAPI):
     """The first ``times`` watches misbehave as ``how`` says (``watch_misbehaves``)."""
 

@@ -39,14 +39,12 @@ def test_each_pod_reads_its_owners_own_secret_and_needs_its_keys(spec: AppSpec) 
     assert "the-workers-own-secret" not in str(deployment)
 
 
-def test_the_template_can_name_the_domain_and_user(spec: AppSpec) -> None:
+def test_the_template_names_the_owner_by_ids(spec: AppSpec) -> None:
     spec.env["PROFILERHUB_APP_DOMAIN_ID"] = "dom-1"
     opts = KubeOptions.from_options(
-        {**OPTIONS, "k8s_app_storage_secret_template": "s3-{domain}-{user}.{domain_id}"}
+        {**OPTIONS, "k8s_app_storage_secret_template": "s3-{domain_id}.{user_id}"}
     )
-    assert {r["name"] for r in secret_refs(make_deployment(spec, opts)).values()} == {
-        "s3-research-alice.dom-1"
-    }
+    assert {r["name"] for r in secret_refs(make_deployment(spec, opts)).values()} == {"s3-dom-1.user-alice"}
 
 
 def test_an_app_starts_with_its_owners_secret(fake: FakeKubeAPI, spec: AppSpec, tmp_path: Path) -> None:
@@ -85,9 +83,9 @@ def test_a_template_that_makes_no_valid_secret_name_creates_nothing(
     fake: FakeKubeAPI, spec: AppSpec, tmp_path: Path
 ) -> None:
     spawner = make_spawner(
-        "kubernetes", spec, config_for(fake.url, tmp_path, k8s_app_storage_secret_template="S3_{user}")
+        "kubernetes", spec, config_for(fake.url, tmp_path, k8s_app_storage_secret_template="S3_{user_id}")
     )
-    with pytest.raises(SpawnError, match="'S3_alice' .* is not a valid Kubernetes name"):
+    with pytest.raises(SpawnError, match="'S3_user-alice' .* is not a valid Kubernetes name"):
         spawner.start()
     assert not fake.calls  # refused before any API call
 
@@ -97,5 +95,6 @@ def test_a_template_with_an_unknown_field_is_refused_at_startup() -> None:
 
     from profilerhub_core.settings import Settings
 
-    with pytest.raises(ValidationError, match=r"use only the fields \{domain_id\}"):
-        Settings(k8s_app_storage_secret_template="ph-{username}")
+    for template in ("ph-{username}", "ph-{user}", "ph-{domain}-{user_id}"):  # names get reused: ids only
+        with pytest.raises(ValidationError, match=r"use only the fields \{domain_id\} and \{user_id\}"):
+            Settings(k8s_app_storage_secret_template=template)

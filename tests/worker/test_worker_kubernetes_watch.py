@@ -20,6 +20,7 @@ from tests.support.fake_kube import (
     BrokenWatchFakeKubeAPI,
     EndingWatchFakeKubeAPI,
     GoneWatchFakeKubeAPI,
+    LeftoverPodFakeKubeAPI,
     SlowStartFakeKubeAPI,
 )
 from tests.support.hub import wait_for
@@ -130,3 +131,11 @@ def test_a_change_between_the_list_and_the_watch_is_not_missed(spec: AppSpec, tm
         started = start_slowly(fake, spec, tmp_path)
         assert str(started.outcome()).startswith("http://")
         assert lists(fake) == 1 and watches(fake) == 1
+
+
+def test_a_ready_pod_that_is_terminating_is_not_taken_for_the_new_one(spec: AppSpec, tmp_path: Path) -> None:
+    with LeftoverPodFakeKubeAPI() as fake:
+        # Had the list's ready-but-terminating pod counted, the start would have returned unwatched.
+        started = start_slowly(fake, spec, tmp_path, watched=1)
+        fake.ready.set()
+        assert str(started.outcome()).startswith("http://ph-app-")

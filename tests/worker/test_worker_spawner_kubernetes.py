@@ -154,12 +154,14 @@ def test_the_owners_domain_sets_its_apps_resources_over_the_operators(
         "requests": {"cpu": "2", "memory": "8Gi"},
         "limits": {"cpu": "4", "memory": "16Gi"},
     }
-    # A limit below the operator's request takes the request down with it (else the pod is refused).
+    # Where the domain's value and the operator's would cross, the domain's wins.
     small = resources({"memory_limit": "128Mi", "cpu_limit": "50m"})
     assert small == {
         "requests": {"cpu": "50m", "memory": "128Mi"},
         "limits": {"cpu": "50m", "memory": "128Mi"},
     }
+    wide = resources({"cpu_request": "3", "memory_request": "2Gi"})
+    assert wide == {"requests": {"cpu": "3", "memory": "2Gi"}, "limits": {"cpu": "3", "memory": "2Gi"}}
 
 
 def test_kubernetes_is_selected_by_settings_alone() -> None:

@@ -82,13 +82,15 @@ class SessionOwner:
     domain_name: str
     domain_settings: dict[str, Any]
     expires_at: datetime
+    token_id: str | None = None  # the token the session was started with, if any
 
 
 _s, _u, _d = BrowserSession.__table__.c, UserProfile.__table__.c, Domain.__table__.c
 _AUTH_QUERY = (
     sa.select(
         _s.id, _s.kind, _s.app_id, _s.scopes, _s.impersonated_by, _s.secret_hash, _s.expires_at,
-        _s.revoked_at, _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
+        _s.revoked_at, _s.token_id, _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name,
+        _d.settings,
     )
     .select_from(BrowserSession.__table__.join(UserProfile.__table__).join(Domain.__table__))
     .where(_s.secret_hash == sa.bindparam("secret_hash"))
@@ -104,7 +106,7 @@ def authenticate_session(
     row = session.connection().execute(_AUTH_QUERY, {"secret_hash": hash_token(secret)}).one_or_none()
     if row is None or row.kind != kind:
         raise Unauthorized("Your session is not valid; sign in again")
-    sid, kind_, app_id, scopes, impersonated_by, secret_hash, expires_at, revoked_at, *owner = row
+    sid, kind_, app_id, scopes, impersonated_by, secret_hash, expires_at, revoked_at, token_id, *owner = row
     if revoked_at is not None:
         raise Unauthorized("Your session has ended; sign in again")
     if expires_at <= now:
@@ -112,7 +114,7 @@ def authenticate_session(
     user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
     return SessionOwner(
         sid, kind_, app_id, tuple(scopes), impersonated_by, secret_hash, user_id, user_name, Role(role),
-        is_platform_admin, domain_id, domain_name, domain_settings or {}, expires_at,
+        is_platform_admin, domain_id, domain_name, domain_settings or {}, expires_at, token_id,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ fails writes while reads still work: the reads in between must not end the outag
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -28,19 +29,26 @@ class ObservedStore:
         self._store = store
         self._outage = outage
         self._failing: set[str] = set()  # methods that failed in the outage going on
+        self._lock = threading.Lock()  # the hub's thread pool calls one store from many threads
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._store, name)
         return self._observed(name, value) if callable(value) else value
 
     def _failed(self, name: str, exc: Unavailable) -> None:
-        self._failing.add(name)
+        with self._lock:
+            self._failing.add(name)
+        exc.counted_outage = True  # type: ignore[attr-defined]  # the answer's handler logs nothing more
         self._outage.failed(exc)
 
     def _succeeded(self, name: str) -> None:
-        if name in self._failing:
+        if name not in self._failing:  # the common case: nothing failed, no lock taken
+            return
+        with self._lock:
+            if name not in self._failing:
+                return
             self._failing.clear()
-            self._outage.recovered()
+        self._outage.recovered()
 
     def _observed(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:

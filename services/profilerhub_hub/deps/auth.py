@@ -73,6 +73,8 @@ def _caller(
         impersonated_by=impersonated_by,
         allow_impersonation=settings.allow_impersonation,
         session_id=session_id,
+        source_token_id=owner.token_id,
+        expires_at=owner.expires_at,
     )
 
 

@@ -121,6 +121,7 @@ def create_presigned_url(
     app = _the_app(session, target, app_type, app_name)
     ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
     url = presigned_app_url(session, settings, target.caller, app, ttl)
+    session.commit()  # the impersonation audit, if any
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
 
 

@@ -137,8 +137,9 @@ def _authenticated(
 
 
 def _reads_only(name: str) -> bool:
-    """Operations that change nothing (they may run inline where reads are local, like REST reads)."""
-    return name.startswith(("Describe", "List")) or name == "CreatePresignedDomainUrl"
+    """Operations that change nothing (they may run inline where reads are local, like REST reads).
+    ``CreatePresignedDomainUrl`` is not one: an opening by impersonation writes an audit row."""
+    return name.startswith(("Describe", "List"))
 
 
 async def answer(request: Request) -> tuple[dict[str, Any], int, str | None]:

@@ -240,6 +240,11 @@ def pod_ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def _terminating(pod: dict[str, Any]) -> bool:
+    """A pod on its way out (``deletionTimestamp`` set): neither the new one ready nor its failure."""
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
 class KubernetesSpawner(Spawner):
     """Runs the app as a Deployment + Service.  State: ``namespace``, ``name``, ``uid``."""
 
@@ -307,6 +312,7 @@ class KubernetesSpawner(Spawner):
             if _ready(deployment):
                 return None
             pods, version = self.api.list_pods_at(self.pod_selector)
+            pods = [pod for pod in pods if not _terminating(pod)]  # one left by an earlier, timed-out stop
             found = pod_problem(pods)
             if found:
                 return found
@@ -322,7 +328,7 @@ class KubernetesSpawner(Spawner):
                 ):
                     events += 1
                     pod = event.get("object") or {}
-                    if event.get("type") == "DELETED":
+                    if event.get("type") == "DELETED" or _terminating(pod):
                         continue
                     found = pod_problem([pod])
                     if found:

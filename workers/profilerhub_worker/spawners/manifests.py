@@ -129,8 +129,6 @@ def storage_secret(spec: AppSpec, opts: KubeOptions) -> tuple[str, bool] | None:
         name = opts.app_storage_secret_template.format(
             domain_id=spec.env.get("PROFILERHUB_APP_DOMAIN_ID", ""),
             user_id=spec.user_id,
-            domain=spec.domain.lower(),
-            user=spec.user.lower(),
         )
         if not _SECRET_NAME.match(name):
             raise SpawnError(
@@ -181,9 +179,10 @@ def make_env(spec: AppSpec, opts: KubeOptions) -> list[dict[str, Any]]:
 
 
 def make_resources(opts: KubeOptions, domain: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
-    """The pod's requests and limits: the domain's (``AppSpec.resources``) over the operator's. A
-    domain limit below the operator's request lowers the request to it (Kubernetes refuses a pod
-    whose request passes its limit)."""
+    """The pod's requests and limits: the domain's (``AppSpec.resources``) over the operator's.
+    Where the two would cross (Kubernetes refuses a request above its limit) the domain's value
+    wins: a domain limit below the operator's request lowers the request, a domain request above
+    the operator's limit raises the limit."""
     own = domain or {}
     requests: dict[str, str] = {}
     limits: dict[str, str] = {}
@@ -191,7 +190,10 @@ def make_resources(opts: KubeOptions, domain: Mapping[str, str] | None = None) -
         request = own.get(f"{kind}_request") or getattr(opts, f"app_{kind}_request")
         limit = own.get(f"{kind}_limit") or getattr(opts, f"app_{kind}_limit")
         if request and limit and quantity_value(request) > quantity_value(limit):
-            request = limit
+            if own.get(f"{kind}_limit"):
+                request = limit
+            else:
+                limit = request
         requests[kind], limits[kind] = request, limit
     resources = {
         "requests": {k: v for k, v in requests.items() if v},
