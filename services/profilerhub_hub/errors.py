@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from profilerhub_core import errors
-from profilerhub_core.outage import is_outage
+from profilerhub_core.outage import is_outage, outage_of
 
 log = logging.getLogger("profilerhub.hub")
 
@@ -75,7 +75,7 @@ async def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if isinstance(exc, errors.Throttled):
         headers = {"Retry-After": str(exc.retry_after)}
-    if status >= 500:
+    if status >= 500 and not (is_outage(exc) and outage_of(exc).down):  # an outage logs its own two lines
         log.warning("%s: %s", exc.code, exc.message)
     return error_response(status, exc.code, exc.message, headers)
 

@@ -31,6 +31,7 @@ from profilerhub_core.jobstorage import JobPlace, open_job_store, raw_bytes
 from profilerhub_core.records import jobs
 from profilerhub_core.settings import Settings
 from profilerhub_core.storage import ObjectStore
+from profilerhub_core.storage.observed import observed
 from profilerhub_hub.deps import Resolved
 from profilerhub_hub.job_schemas import UploadGrant, UploadInfo
 
@@ -39,10 +40,11 @@ log = logging.getLogger("profilerhub.hub")
 
 
 def job_store(state: Any) -> ObjectStore:
-    """The hub's object store (``app.state.storage``), opened on first use."""
+    """The hub's object store (``app.state.storage``), opened on first use; its outages are
+    logged as two lines, not one per failed request (``storage.observed``)."""
     store: ObjectStore | None = getattr(state, "storage", None)
     if store is None:
-        store = state.storage = open_job_store(state.settings)
+        store = state.storage = observed(open_job_store(state.settings))
     return store
 
 

@@ -3,11 +3,16 @@ what it refuses (other users' jobs, unsafe paths, oversized files, late uploads)
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from profilerhub_core.errors import Unavailable
+from profilerhub_core.outage import STORAGE
+from profilerhub_core.storage import LocalStore
+from profilerhub_core.storage.observed import observed
 from profilerhub_core.tasks import INGEST_JOB
 from tests.support.hub import auth
 from tests.support.jobs import job_prefix, sdk_files
@@ -191,3 +196,36 @@ def test_invalid_job_requests_are_refused(jobs_client: Any, jobs_seed: Any, body
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "ValidationError"
     assert jobs_client.get(JOBS, headers=auth(token)).json()["items"] == []
+
+
+class _FlakyStore(LocalStore):
+    """A local store whose writes fail as a full disk does while ``down``."""
+
+    down = False
+
+    def put_stream(self, key: str, chunks: Any, *, max_bytes: int | None = None) -> int:
+        if self.down:
+            raise Unavailable("storage is full: no space left on device")
+        return super().put_stream(key, chunks, max_bytes=max_bytes)
+
+
+def test_a_storage_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
+    jobs_client: Any, jobs_seed: Any, jobs_hub: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    STORAGE.recovered()  # the process's one storage tracker: up, whatever an earlier test left
+    caplog.clear()
+    store = _FlakyStore(tmp_path / "flaky")
+    jobs_hub.state.storage = observed(store)
+    token = jobs_seed.user_token("d1", "alice")
+    url = f"{JOBS}/{_create(jobs_client, token)['job_id']}/files"
+    store.down = True
+    with caplog.at_level(logging.INFO):
+        for n in range(4):
+            refused = jobs_client.put(f"{url}/{n}.json", content=b"{}", headers=auth(token))
+            assert refused.status_code == 503 and "no space left" in refused.json()["error"]["message"]
+        store.down = False
+        assert jobs_client.put(f"{url}/ok.json", content=b"{}", headers=auth(token)).status_code == 201
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 2, lines
+    assert "storage unreachable (Unavailable: storage is full" in lines[0]
+    assert "storage answers again" in lines[1] and "(4 failed calls)" in lines[1]
