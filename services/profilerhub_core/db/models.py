@@ -268,6 +268,10 @@ class ResourceTag(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+#: The jobs list's figures on the job row (written by ingest when a job becomes Ready).
+JOB_LIST_FIGURES = ("duration_s", "steps", "gpus", "ranks")
+
+
 class Job(Timestamped, Base):
     """One profiled training run of one user: raw artifacts in storage, processing status, summary."""
 

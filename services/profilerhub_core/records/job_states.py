@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import Job, JobStatus
+from profilerhub_core.db.models import JOB_LIST_FIGURES, Job, JobStatus
 from profilerhub_core.records.audit import FAILED, SUCCESS
 from profilerhub_core.records.states import IllegalTransition, StateMachine
 
@@ -55,10 +55,7 @@ JOB_STATES = StateMachine(
             "rule_results",
             "undelivered",
             "completed_at",
-            "duration_s",
-            "steps",
-            "gpus",
-            "ranks",
+            *JOB_LIST_FIGURES,
         }
     ),
     stamps=("updated_at",),
