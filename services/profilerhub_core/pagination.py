@@ -75,14 +75,35 @@ def decode_page_token(key: bytes, scope: str, token: str) -> list[Any]:
     return [_decode_value(v) for v in values]
 
 
+def _nullable(column: InstrumentedAttribute[Any]) -> bool:
+    return bool(getattr(column.expression, "nullable", False))
+
+
 def _after(columns: Sequence[InstrumentedAttribute[Any]], values: Sequence[Any], descending: bool) -> Any:
-    """(c1, c2, ...) > (v1, v2, ...) spelled out, so each value binds with its column's type."""
+    """(c1, c2, ...) > (v1, v2, ...) spelled out, so each value binds with its column's type.
+
+    A nullable column sorts its nulls last in either direction (see ``_ordering``): after a value
+    come the greater (or smaller) values and then the nulls; after a null, only the nulls."""
     clauses = []
     for i, column in enumerate(columns):
-        equal = [columns[j] == values[j] for j in range(i)]
+        equal = [columns[j].is_(None) if values[j] is None else columns[j] == values[j] for j in range(i)]
+        if values[i] is None:
+            continue  # nothing sorts after a null in its own column: only a later column moves on
         step = column < values[i] if descending else column > values[i]
+        if _nullable(column):
+            step = sa.or_(step, column.is_(None))
         clauses.append(sa.and_(*equal, step))
     return sa.or_(*clauses)
+
+
+def _ordering(columns: Sequence[InstrumentedAttribute[Any]], descending: bool) -> list[Any]:
+    """ORDER BY terms: nullable columns put nulls last (SQLite and PostgreSQL disagree otherwise);
+    the others are left plain so an index scan in either direction still serves them."""
+    terms = []
+    for column in columns:
+        term = column.desc() if descending else column.asc()
+        terms.append(term.nulls_last() if _nullable(column) else term)
+    return terms
 
 
 def paginate(
@@ -96,14 +117,14 @@ def paginate(
     scope: str,
     descending: bool = False,
 ) -> Page[Any]:
-    """One page of ``stmt``'s single-entity rows, ordered by ``order`` (unique together)."""
+    """One page of ``stmt``'s single-entity rows, ordered by ``order`` (unique together; a
+    nullable column's nulls come last in either direction)."""
     if next_token:
         values = decode_page_token(key, scope, next_token)
         if len(values) != len(order):
             raise InvalidInput("next_token is not valid for this request; repeat the request without it")
         stmt = stmt.where(_after(order, values, descending))
-    ordering = [c.desc() if descending else c.asc() for c in order]
-    rows = list(session.scalars(stmt.order_by(*ordering).limit(limit + 1)))
+    rows = list(session.scalars(stmt.order_by(*_ordering(order, descending)).limit(limit + 1)))
     if len(rows) <= limit:
         return Page(rows, None)
     last = rows[limit - 1]

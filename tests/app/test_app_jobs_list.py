@@ -5,6 +5,7 @@ database (a few thousand rows in one statement); the app and hub are the real on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,9 +28,13 @@ TOTAL = sum(n for n, _ in KINDS.values())
 
 
 def _insert_jobs(
-    ctx: IngestContext, user: str, kinds: dict[str, tuple[int, JobStatus]]
+    ctx: IngestContext,
+    user: str,
+    kinds: dict[str, tuple[int, JobStatus]],
+    facts: Callable[[int], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows for ``user`` of d1, created one second apart in the order of ``kinds``."""
+    """Rows for ``user`` of d1, created one second apart in the order of ``kinds`` (with the list's
+    figures ``facts(n)`` on the n-th row)."""
     with ctx.sessions() as session:
         domain = domains.require_domain(session, "d1")
         owner = users.get_user(session, domain, user)
@@ -51,6 +56,7 @@ def _insert_jobs(
                         "metric_definitions": [],
                         "created_at": at,
                         "updated_at": at,
+                        **(facts(len(rows)) if facts else {}),
                     }
                 )
         session.execute(sa.insert(Job), rows)
@@ -139,3 +145,49 @@ def test_a_page_token_of_another_sort_is_refused(many: list[dict[str, Any]], app
     token = _get(app_client, sort="name")["next_token"]
     answer = app_client.get("api/jobs", params={"sort": "status", "next_token": token})
     assert answer.status_code == 400 and "next_token" in answer.json()["error"]["message"]
+
+
+FIGURES = ("duration_s", "steps", "gpus", "ranks")
+
+
+def _figures(n: int) -> dict[str, Any]:
+    """Ties in every column, and nulls (a job not Ready yet, or ingested before the columns)."""
+    if n % 5 == 0:
+        return dict.fromkeys(FIGURES)
+    return {"duration_s": (n % 4) * 1.5, "steps": n % 3 * 10, "gpus": n % 2 + 1, "ranks": n % 4}
+
+
+def _walk(client: TestClient, limit: int, **params: Any) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    token = None
+    while True:
+        page = _get(client, limit=limit, **params, **({"next_token": token} if token else {}))
+        seen += page["items"]
+        token = page["next_token"]
+        if not token:
+            return seen
+
+
+@pytest.mark.parametrize("key", FIGURES)
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_sorting_by_a_figure_pages_every_job_once_with_nulls_last(
+    ctx: IngestContext, jobs_seed: Any, app_client: TestClient, key: str, order: str
+) -> None:
+    rows = _insert_jobs(ctx, "alice", {"run": (23, JobStatus.Ready)}, facts=_figures)
+    seen = _walk(app_client, 4, sort=key, order=order)
+    desc = order == "desc"
+    valued = sorted((r for r in rows if r[key] is not None), key=lambda r: (r[key], r["id"]), reverse=desc)
+    nulls = sorted((r["id"] for r in rows if r[key] is None), reverse=desc)
+    assert [j["job_id"] for j in seen] == [r["id"] for r in valued] + nulls
+    # the page shows the hub's figures (no folder holds a status file for these rows)
+    assert [j[key] for j in seen] == [r[key] for r in valued] + [None] * len(nulls)
+
+
+def test_a_page_token_is_bound_to_the_figure_and_order_it_sorted_by(
+    ctx: IngestContext, jobs_seed: Any, app_client: TestClient
+) -> None:
+    _insert_jobs(ctx, "alice", {"run": (12, JobStatus.Ready)}, facts=_figures)
+    token = _get(app_client, sort="duration_s", order="asc", limit=5)["next_token"]
+    for other in ({"sort": "steps", "order": "asc"}, {"sort": "duration_s", "order": "desc"}):
+        answer = app_client.get("api/jobs", params={**other, "limit": 5, "next_token": token})
+        assert answer.status_code == 400 and "next_token" in answer.json()["error"]["message"]

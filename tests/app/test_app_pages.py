@@ -8,8 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from profilerhub_core.db.models import Job
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.jobs import make_job, open_app, sdk_files
 
@@ -64,6 +66,12 @@ def test_one_job_is_described_as_the_list_does_and_unknown_ones_are_404(
         assert one.status_code == 200
         assert one.json() == next(j for j in app.get("api/jobs").json()["items"] if j["job_id"] == ready)
         assert (one.json()["status"], one.json()["steps"], one.json()["ranks"]) == ("Ready", 3, 0)
+        # a job ingested before the hub kept the list's figures: read from its folder instead
+        with ctx.sessions() as session:
+            nulls = dict.fromkeys(("duration_s", "steps", "gpus", "ranks"))
+            session.execute(sa.update(Job).where(Job.id == ready).values(**nulls, updated_at=Job.updated_at))
+            session.commit()
+        assert app.get(f"api/jobs/{ready}").json() == one.json()
         missing = app.get("api/jobs/0a1b2c3d-0000-4000-8000-0000000000ff")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "ResourceNotFound"
 

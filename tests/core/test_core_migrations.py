@@ -114,3 +114,27 @@ def test_check_migrated_names_a_revision_this_version_does_not_know(tmp_path) ->
     with pytest.raises(SchemaNotMigrated, match="ffff.*newer version"):
         check_migrated(engine)
     engine.dispose()
+
+
+def test_job_list_facts_migration_adds_nullable_columns_and_downgrades(db_url: str) -> None:
+    # 0010 adds the jobs list's figures as nullable columns (a job ingested before them keeps
+    # nulls, sorted last); a downgrade drops them again and an upgrade brings them back.
+    import sqlalchemy as sa
+    from alembic import command
+
+    facts = {"duration_s", "steps", "gpus", "ranks"}
+    engine = make_engine(db_url)
+    try:
+        upgrade(engine, "0009")
+        assert not facts & {c["name"] for c in sa.inspect(engine).get_columns("jobs")}
+        upgrade(engine, "0010")
+        columns = {c["name"]: c for c in sa.inspect(engine).get_columns("jobs")}
+        assert all(columns[name]["nullable"] for name in facts)
+        assert isinstance(columns["duration_s"]["type"], sa.Float)
+        assert all(isinstance(columns[name]["type"], sa.Integer) for name in ("steps", "gpus", "ranks"))
+        command.downgrade(alembic_config(engine), "0009")
+        assert not facts & {c["name"] for c in sa.inspect(engine).get_columns("jobs")}
+        upgrade(engine)
+        assert current_revision(engine) == head_revision()
+    finally:
+        engine.dispose()

@@ -58,7 +58,9 @@ def row(page: Any, job_id: str) -> Any:
     return page.locator(f"#jobs tr[data-job='{job_id}']")
 
 
-def test_the_jobs_page_lists_every_job_with_its_status_and_figures(app: Any, jobs: PagesJobs) -> None:
+def test_the_jobs_page_lists_every_job_with_its_status_and_figures(
+    app: Any, jobs: PagesJobs, pages_stack: JobStack
+) -> None:
     app.wait_for_selector("#jobs tbody tr")
     for name in ("alexnet", "two-ranks", "compare-base", "compare-test", "sdk-cpu"):
         assert row(app, jobs.ids[name]).locator(".status").inner_text() == "Ready"
@@ -82,6 +84,29 @@ def test_the_jobs_page_lists_every_job_with_its_status_and_figures(app: Any, job
     names = app.locator("#jobs tbody td.name a, #jobs tbody td.name:not(:has(a))").all_inner_texts()
     firsts = [n.splitlines()[0] for n in names]
     assert firsts == sorted(firsts)
+
+    # Duration sorts in the hub (a column of the job row): largest first, then smallest first,
+    # the jobs without one (the Failed job) last both times
+    items = jobs.api(pages_stack, "jobs?limit=1000")["items"]
+    assert any(j["duration_s"] is None for j in items) and any(j["duration_s"] for j in items)
+    for direction in ("descending", "ascending"):
+        app.click("th button[data-sort='duration_s']")
+        expect(app.locator(f"th[aria-sort='{direction}'] button[data-sort='duration_s']")).to_have_count(1)
+        assert "sort=duration_s" in app.url
+        desc = direction == "descending"
+        timed = sorted(
+            (j for j in items if j["duration_s"] is not None),
+            key=lambda j: (j["duration_s"], j["job_id"]),
+            reverse=desc,
+        )
+        untimed = sorted(
+            (j for j in items if j["duration_s"] is None), key=lambda j: j["job_id"], reverse=desc
+        )
+        expected = [j["job_id"] for j in timed + untimed]
+        shown = app.locator("#jobs tbody tr")
+        expect(shown.first).to_have_attribute("data-job", expected[0])
+        order = [shown.nth(i).get_attribute("data-job") for i in range(shown.count())]
+        assert order == expected[: len(order)]
 
 
 def test_a_running_job_turns_ready_on_the_open_jobs_page(

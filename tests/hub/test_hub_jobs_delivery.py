@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from profilerhub_core.db.models import JobStatus
+from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.records.job_states import transition
 from profilerhub_core.tasks import INGEST_JOB
 from tests.support.hub import auth
@@ -36,11 +36,11 @@ def _job(client: Any, token: str, name: str = "partly", files: dict[str, bytes] 
     return job_id
 
 
-def _ingested(hub: Any, job_id: str) -> None:
-    """Move the job as ingest would: InProgress -> Processing -> Ready."""
+def _ingested(hub: Any, job_id: str, **figures: Any) -> None:
+    """Move the job as ingest would: InProgress -> Processing -> Ready (with the list's ``figures``)."""
     with hub.state.sessions() as session:
         assert transition(session, job_id, JobStatus.InProgress, JobStatus.Processing)
-        assert transition(session, job_id, JobStatus.Processing, JobStatus.Ready)
+        assert transition(session, job_id, JobStatus.Processing, JobStatus.Ready, **figures)
         session.commit()
 
 
@@ -76,7 +76,7 @@ def test_the_spilled_files_arriving_later_send_a_ready_job_back_to_ingest(
     late = {"_SUCCESS": files.pop("_SUCCESS")}
     job_id = _job(jobs_client, token, files=files)
     assert jobs_client.post(f"{JOBS}/{job_id}/complete", json=MISSING, headers=auth(token)).status_code == 202
-    _ingested(jobs_hub, job_id)
+    _ingested(jobs_hub, job_id, duration_s=2.5, steps=5, gpus=1, ranks=1)
 
     for path, data in late.items():
         put = jobs_client.put(f"{JOBS}/{job_id}/files/{path}", content=data, headers=auth(token))
@@ -88,6 +88,10 @@ def test_the_spilled_files_arriving_later_send_a_ready_job_back_to_ingest(
     assert body["status"] == "InProgress" and body["completed_at"] is not None and body["upload"] is None
     assert body["undelivered"] == {"missing_files": 1, "lost_files": 1}
     assert jobs_hub.state.app_tasks.sent == [(INGEST_JOB, job_id)] * 2
+    with jobs_hub.state.sessions() as session:  # its old figures are gone until ingest writes new ones
+        row = session.get(Job, job_id)
+        assert row is not None
+        assert (row.duration_s, row.steps, row.gpus, row.ranks) == (None, None, None, None)
     # Once ingested again nothing is awaited: a further file is refused.
     _ingested(jobs_hub, job_id)
     refused = jobs_client.put(f"{JOBS}/{job_id}/files/extra.json", content=b"{}", headers=auth(token))

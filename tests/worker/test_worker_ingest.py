@@ -80,6 +80,19 @@ def test_ingest_reports_kernels_and_launch_latency_of_a_gpu_trace(
     (trace,) = json.loads(ctx.store.get(place.processed_key("summary.json")))["traces"]
     assert trace["report"]["kernel_count"] > 0
     assert trace["report"]["launch_latency"]["count"] > 0
+    # the list's figures land on the row too (the owner's job list sorts by them in SQL), the same
+    # as the status file the app reads
+    from profilerhub_core.storage.layout import STATUS
+
+    facts = json.loads(ctx.store.get(place.processed_key(STATUS)))["facts"]
+    row = job_row(ctx, job_id)
+    assert (row.duration_s, row.steps, row.gpus, row.ranks) == (
+        facts["duration_s"],
+        facts["steps"],
+        facts["gpus"],
+        facts["ranks"],
+    )
+    assert row.duration_s is not None and row.duration_s > 0 and row.gpus >= 1 and row.ranks == 1
 
 
 def test_ingest_writes_dashboard_panels_and_a_mappable_timeline_per_trace(

@@ -10,7 +10,9 @@ with nothing.
 
 The list is one page at a time, sorted and filtered by the hub in SQL (``limit``, ``next_token``,
 ``sort``, ``order``, ``name_contains``, ``status`` pass through), so an owner with thousands of
-jobs costs one small query and a storage listing per job on the page, not per job owned.
+jobs costs one small query and a storage listing per job on the page, not per job owned. The
+figures shown (duration, steps, GPUs, ranks) are the hub's, from the job row it sorts by; only a
+Ready job ingested before the hub kept them has its ``processed/status.json`` read for them.
 
 Other routes that read one job's objects go through :func:`owned_job` for the same check.
 """
@@ -38,6 +40,8 @@ HUB_TIMEOUT_SECONDS = 10.0
 #: The list parameters the app passes on to the hub (``docs/app-api.md``).
 LIST_PARAMS = ("limit", "next_token", "sort", "order", "name_contains", "status")
 DEFAULT_LIMIT = 25
+#: The figures ingest writes on the hub's job row for the list (``summary.job_facts``).
+FACTS = ("steps", "ranks", "gpus", "duration_s")
 HUB = tracker("hub")
 """The app's view of the hub (``profilerhub_core.outage``)."""
 
@@ -188,23 +192,27 @@ def _describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         total += info.size
         first = info.modified if first is None else min(first, info.modified)
     status = record.get("status", "InProgress")
-    written = _json(store, f"{folder}processed/{STATUS}") if status != "InProgress" else {}
-    finished = written.get("finished_at")
-    facts: dict[str, Any] = written["facts"] if isinstance(written.get("facts"), dict) else {}
+    facts = {k: record.get(k) for k in FACTS}  # the hub's row (what it sorts by)
+    if status == "Ready" and all(v is None for v in facts.values()):
+        # a job ingested before the hub kept these: what ingest wrote in its folder
+        written = _json(store, f"{folder}processed/{STATUS}").get("facts")
+        if isinstance(written, dict):
+            facts = {k: written.get(k) for k in FACTS}
     return {
         "job_id": job_id,
         "name": record.get("name"),
         "status": status,
         "failure_reason": record.get("failure_reason"),
         "warnings": list(record.get("warnings") or []),
-        "finished_at": finished or (record.get("updated_at") if status in ("Ready", "Failed") else None),
+        # the hub's stamp of the move to Ready/Failed (what the list's "Finished" sorts by)
+        "finished_at": record.get("updated_at") if status in ("Ready", "Failed") else None,
         "created_at": record.get("created_at"),
         "first_upload_at": first.isoformat() if first is not None else record.get("created_at"),
         "raw_files": sum(1 for k in keys if k.startswith("raw/")),
         "bytes": total,
         "has_summary": f"processed/{SUMMARY}" in keys,
-        # what ingest wrote for the list (steps, ranks, GPUs, duration); None until Ready
-        **{k: facts.get(k) for k in ("steps", "ranks", "gpus", "duration_s")},
+        # what ingest found for the list (steps, ranks, GPUs, duration); None until Ready
+        **facts,
     }
 
 

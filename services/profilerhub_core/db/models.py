@@ -268,6 +268,10 @@ class ResourceTag(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+#: The jobs list's figures on the job row (written by ingest when a job becomes Ready).
+JOB_LIST_FIGURES = ("duration_s", "steps", "gpus", "ranks")
+
+
 class Job(Timestamped, Base):
     """One profiled training run of one user: raw artifacts in storage, processing status, summary."""
 
@@ -303,6 +307,16 @@ class Job(Timestamped, Base):
     """Rule names whose IssuesFound asks the run to stop (``ph.init(stop_on=...)``); None = never."""
     stop_request: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
     """Set once when a ``stop_on`` rule turned IssuesFound live: ``{"rule", "reason", "requested_at"}``."""
+    duration_s: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    """The run's duration in seconds, as ingest found it (``summary.job_facts``): the jobs list's
+    figures live on the row so it sorts by them in SQL. None until ingest made the job Ready (and
+    for jobs ingested before these columns existed); sorted last in either direction."""
+    steps: Mapped[int | None] = mapped_column(default=None)
+    """Training steps ingest counted (None as for ``duration_s``)."""
+    gpus: Mapped[int | None] = mapped_column(default=None)
+    """The most GPUs any one trace ran work on (None as for ``duration_s``)."""
+    ranks: Mapped[int | None] = mapped_column(default=None)
+    """Ranks (one trace each) ingest read (None as for ``duration_s``)."""
 
 
 class WebhookScope(enum.StrEnum):

@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import Job, JobStatus
+from profilerhub_core.db.models import JOB_LIST_FIGURES, Job, JobStatus
 from profilerhub_core.records.audit import FAILED, SUCCESS
 from profilerhub_core.records.states import IllegalTransition, StateMachine
 
@@ -55,6 +55,7 @@ JOB_STATES = StateMachine(
             "rule_results",
             "undelivered",
             "completed_at",
+            *JOB_LIST_FIGURES,
         }
     ),
     stamps=("updated_at",),
@@ -84,7 +85,8 @@ def transition(
     ``claimed_at``: also require ``updated_at`` to equal it (the stamp of the claim being
     continued or taken over), so a worker that lost its claim cannot finish the job. ``now``
     becomes the new ``updated_at`` (the new claim's stamp). ``fields`` may set
-    ``failure_reason`` and ``summary``. A move into Processing (a claim) counts one more
+    ``failure_reason``, ``summary`` and the list's figures (``duration_s``, ``steps``, ``gpus``,
+    ``ranks``). A move into Processing (a claim) counts one more
     ``ingest_attempts`` unless ``attempt`` is False (a worker taking back its own claim to retry
     a storage failure, or taking over from a worker that died: not a new attempt). ``takeover``
     counts one more ``ingest_takeovers`` instead. Flushes; the caller commits.

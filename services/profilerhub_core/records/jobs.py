@@ -147,7 +147,8 @@ def mark_complete(
 
 
 def redeliver(session: Session, job: Job, undelivered: dict[str, Any] | None, now: datetime) -> bool:
-    """Ready/Failed -> InProgress (completed now): the job's missing files arrived; ingest it again."""
+    """Ready/Failed -> InProgress (completed now): the job's missing files arrived; ingest it again
+    (which writes the list's figures anew: until then the job has none, like any job not Ready)."""
     moved = transition(
         session,
         job.id,
@@ -160,6 +161,10 @@ def redeliver(session: Session, job: Job, undelivered: dict[str, Any] | None, no
         undelivered=undelivered,
         failure_reason=None,
         ingest_attempts=0,
+        duration_s=None,
+        steps=None,
+        gpus=None,
+        ranks=None,
     )
     session.expire(job)
     return moved

@@ -12,9 +12,11 @@ Any failure of the token, a missing app or a deleted one answers 401 alike.
 The list is paged, sorted and filtered here, in SQL, so an owner with thousands of jobs costs the
 app one small page: ``limit`` (≤ the hub's ``max_page_size``, 1000) and ``next_token`` (keyset,
 signed, bound to the sort and filters it came from), ``sort`` (``created_at``, ``updated_at``,
-``name``, ``status``) and ``order``, ``name_contains`` (case-insensitive, or a job id's prefix)
-and ``status`` (one or several, comma-separated). The answer adds ``total`` (jobs matching the
-filters) and ``status_counts`` (per status, for the name filter alone).
+``name``, ``status``, and the figures ingest writes on the row when a job becomes Ready:
+``duration_s``, ``steps``, ``gpus``, ``ranks``, whose nulls (not Ready yet, or ingested before
+they existed) sort last in either order) and ``order``, ``name_contains`` (case-insensitive, or
+a job id's prefix) and ``status`` (one or several, comma-separated). The answer adds ``total``
+(jobs matching the filters) and ``status_counts`` (per status, for the name filter alone).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ class JobSort(StrEnum):
     updated_at = "updated_at"
     name = "name"
     status = "status"
+    duration_s = "duration_s"
+    steps = "steps"
+    gpus = "gpus"
+    ranks = "ranks"
 
 
 class SortOrder(StrEnum):
@@ -53,6 +59,10 @@ _SORT_COLUMNS: dict[JobSort, Any] = {
     JobSort.updated_at: Job.updated_at,
     JobSort.name: Job.name,
     JobSort.status: Job.status,
+    JobSort.duration_s: Job.duration_s,
+    JobSort.steps: Job.steps,
+    JobSort.gpus: Job.gpus,
+    JobSort.ranks: Job.ranks,
 }
 
 
@@ -65,6 +75,12 @@ class OwnerJob(BaseModel):
     created_at: datetime
     updated_at: datetime
     completed_at: datetime | None
+    duration_s: float | None = Field(
+        default=None, description="Run duration (s) ingest found; null until Ready."
+    )
+    steps: int | None = Field(default=None, description="Training steps ingest counted; null until Ready.")
+    gpus: int | None = Field(default=None, description="Most GPUs any one trace used; null until Ready.")
+    ranks: int | None = Field(default=None, description="Ranks (traces) ingest read; null until Ready.")
 
 
 class OwnerJobs(BaseModel):
@@ -123,7 +139,9 @@ def owner_jobs(
     session: SessionDep,
     page: PageDep,
     job_id: Annotated[str | None, Query(max_length=128, description="Only this job.")] = None,
-    sort: Annotated[JobSort, Query(description="Column to sort by.")] = JobSort.created_at,
+    sort: Annotated[
+        JobSort, Query(description="Column to sort by (a figure's nulls sort last either way).")
+    ] = JobSort.created_at,
     order: Annotated[SortOrder, Query(description="asc or desc.")] = SortOrder.desc,
     name_contains: Annotated[
         str | None, Query(max_length=200, description="Name contains this (any case), or id starts with it.")
@@ -173,4 +191,8 @@ def _owner_job(job: Job) -> OwnerJob:
         created_at=job.created_at,
         updated_at=job.updated_at,
         completed_at=job.completed_at,
+        duration_s=job.duration_s,
+        steps=job.steps,
+        gpus=job.gpus,
+        ranks=job.ranks,
     )

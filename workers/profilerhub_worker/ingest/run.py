@@ -11,8 +11,9 @@
               the job is Failed with the first file's reason.
     write     ``processed/`` is emptied, then each trace's event store (Parquet) goes to
               ``processed/traces/<n>-<name>/`` and the summary to ``processed/summary.json``.
-    finish    Processing -> Ready with a compact summary on the row (compare-and-set on the
-              claim, so a worker that lost its claim changes nothing).
+    finish    Processing -> Ready with a compact summary and the list's figures (duration, steps,
+              GPUs, ranks: ``summary.job_facts``) on the row (compare-and-set on the claim, so a
+              worker that lost its claim changes nothing).
     act       webhooks of rules newly IssuesFound in the final evaluation and of the job's end
               (``actions``).
 
@@ -84,7 +85,8 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
             ctx.store.put(place.processed_key(SUMMARY), body)
             rule_results = stamped(plain(summary["rules"]))
             ctx.store.put(place.processed_key(RULES), orjson.dumps(rule_results))
-            put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=sm.job_facts(summary))
+            facts = sm.job_facts(summary)
+            put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=facts)
         except (BadUpload, Unavailable, OperationalError, OSError):
             raise
         except (Exception, RecursionError, MemoryError) as exc:  # a bug or a limit missed: never stuck
@@ -104,7 +106,8 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
     except (Unavailable, OperationalError, OSError) as exc:
         raise IngestInterrupted(stamp.isoformat(), exc) from exc
     compact = plain(sm.compact(summary))
-    moved = finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact, rule_results=rule_results)
+    # the list's figures on the row too, so the owner's job list sorts by them in SQL
+    moved = finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact, rule_results=rule_results, **facts)
     if moved:
         _act(ctx, job_id, (live_results, rule_results))
     return "Ready" if moved else "lost"

@@ -10,18 +10,19 @@ const IDLE_MS = 30000;
 const FINAL = new Set(["Ready", "Failed"]);
 const STATUSES = ["InProgress", "Processing", "Ready", "Failed"];
 
-// `sort`: the hub's sort key (the hub sorts, filters and pages in SQL); columns without one are
-// shown, not sortable (their figures live in each job's folder, read for the page shown only).
+// `sort`: the hub's sort key (the hub sorts, filters and pages in SQL). Duration, steps, GPUs and
+// ranks are on the hub's job row (written by ingest), so they sort too, jobs without them (not Ready
+// yet) last either way; the stored size is read from each job's folder for the page shown only.
 const COLUMNS = [
   { key: "pick", label: "" },
   { key: "name", label: "Name", sort: "name" },
   { key: "status", label: "Status", sort: "status" },
   { key: "created_at", label: "Started", sort: "created_at" },
   { key: "finished_at", label: "Finished", sort: "updated_at" },
-  { key: "duration_s", label: "Duration", num: true },
-  { key: "steps", label: "Steps", num: true },
-  { key: "gpus", label: "GPUs", num: true },
-  { key: "ranks", label: "Ranks", num: true },
+  { key: "duration_s", label: "Duration", num: true, sort: "duration_s" },
+  { key: "steps", label: "Steps", num: true, sort: "steps" },
+  { key: "gpus", label: "GPUs", num: true, sort: "gpus" },
+  { key: "ranks", label: "Ranks", num: true, sort: "ranks" },
   { key: "bytes", label: "Stored", num: true },
 ];
 
@@ -69,7 +70,8 @@ function header() {
             "data-sort": col.sort,
             onclick: () => {
               if (state.sort === col.sort) state.dir = state.dir === "asc" ? "desc" : "asc";
-              else [state.sort, state.dir] = [col.sort, col.key.endsWith("_at") ? "desc" : "asc"];
+              // times newest first, figures largest first, names and statuses A to Z
+              else [state.sort, state.dir] = [col.sort, col.key.endsWith("_at") || col.num ? "desc" : "asc"];
               restart();
             },
           },
