@@ -122,22 +122,25 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, message, exc.headers)
 
 
-async def _integrity_error(_request: Request, exc: Exception) -> JSONResponse:
-    log.info("integrity error mapped to 409: %s", exc)
-    return error_response(
-        409, "ResourceInUse", "The request conflicts with an existing resource; retry or rename"
-    )
-
-
-async def _data_error(_request: Request, exc: Exception) -> JSONResponse:
-    log.info("data error mapped to 400: %s", exc)
-    return error_response(400, "ValidationError", "A value in the request cannot be stored or searched for")
+def database_error(exc: DBAPIError) -> errors.ProfilerHubError:
+    """What a database error means to the caller (a unique constraint: a conflict; a value the
+    column cannot hold: bad input; anything else: unavailable), for the REST API and SageMaker's
+    door alike; logged here (an outage is logged once, when it starts and ends: the engine's events)."""
+    if isinstance(exc, IntegrityError):
+        log.info("integrity error mapped to a conflict: %s", exc)
+        return errors.Conflict("The request conflicts with an existing resource; retry or rename")
+    if isinstance(exc, DataError):
+        log.info("data error mapped to bad input: %s", exc)
+        return errors.InvalidInput("A value in the request cannot be stored or searched for")
+    if not is_outage(exc):
+        log.warning("database error mapped to unavailable: %s", exc)
+    return errors.Unavailable("The database is unavailable or busy; retry shortly")
 
 
 async def _database_error(_request: Request, exc: Exception) -> JSONResponse:
-    if not is_outage(exc):  # an outage is logged once, when it starts and ends (the engine's events)
-        log.warning("database error mapped to 503: %s", exc)
-    return error_response(503, "ServiceUnavailable", "The database is unavailable or busy; retry shortly")
+    assert isinstance(exc, DBAPIError)
+    error = database_error(exc)  # logged already: not through _domain_error
+    return error_response(status_of(error), error.code, error.message)
 
 
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
@@ -150,9 +153,7 @@ def install_error_handlers(app: FastAPI) -> None:
         errors.ProfilerHubError: _domain_error,
         RequestValidationError: _validation_error,
         StarletteHTTPException: _http_error,
-        IntegrityError: _integrity_error,
-        DataError: _data_error,
-        DBAPIError: _database_error,
+        DBAPIError: _database_error,  # IntegrityError and DataError too (database_error)
         Exception: _unexpected,
     }
     for cls, handler in handlers.items():

@@ -28,9 +28,7 @@ raises ``ClientError`` (or the client's modeled exception class, ``sm.exceptions
 
 from __future__ import annotations
 
-import logging
-
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 from starlette.requests import ClientDisconnect
 
 from profilerhub_core.errors import (
@@ -44,10 +42,7 @@ from profilerhub_core.errors import (
     Unauthorized,
     Unavailable,
 )
-from profilerhub_core.outage import is_outage
-from profilerhub_hub.errors import BodyTooLarge
-
-log = logging.getLogger("profilerhub.hub")
+from profilerhub_hub.errors import BodyTooLarge, database_error
 
 
 class AwsError(Exception):
@@ -91,16 +86,8 @@ def aws_error_of_exception(exc: Exception) -> AwsError | None:
         return AwsError("ValidationException", str(exc.detail), 413)
     if isinstance(exc, ClientDisconnect):
         return AwsError("SerializationException", "The request body did not arrive whole")
-    if isinstance(exc, IntegrityError):
-        log.info("integrity error mapped to ResourceInUse: %s", exc)
-        return AwsError("ResourceInUse", "The request conflicts with an existing resource; retry or rename")
-    if isinstance(exc, DataError):
-        log.info("data error mapped to ValidationException: %s", exc)
-        return validation("A value in the request cannot be stored or searched for")
-    if isinstance(exc, DBAPIError):
-        if not is_outage(exc):  # an outage is logged once, when it starts and ends
-            log.warning("database error mapped to ServiceUnavailable: %s", exc)
-        return AwsError("ServiceUnavailable", "The database is unavailable or busy; retry shortly", 503)
+    if isinstance(exc, DBAPIError):  # what it means, as the REST API says it, in SageMaker's shape
+        return aws_error_of(database_error(exc))
     return None
 
 
