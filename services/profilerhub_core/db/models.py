@@ -226,6 +226,9 @@ class App(Timestamped, Base):
             sqlite_where=LIVE_APP,
             postgresql_where=LIVE_APP,
         ),
+        # Finding a user's app by type and name, deleted ones included (describe, open, delete):
+        # the partial index above serves only queries that exclude deleted apps.
+        sa.Index(None, "user_id", "app_type", "app_name"),
         sa.Index(None, "domain_id", "status"),
         sa.Index(None, "status"),
     )
