@@ -218,6 +218,9 @@ def test_redis_killed_under_a_running_task(stack: AppStack, redis: PrivateRedis)
             "UPDATE apps SET status_changed_at = datetime(status_changed_at, '-1 hour') WHERE id = ?",
             (queued.json()["app_id"],),
         )
+    # Redis stays down until beat has failed a send (its outage-started line, asserted below); an
+    # outage shorter than that may fall between two of its sends.
+    wait_for(lambda: outage_lines(log_of("beat"), "Redis")[0] == 1, "beat's outage-started line", 120)
     redis.restart()
     if code is not None:
         stack.start_worker()
