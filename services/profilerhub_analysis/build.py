@@ -206,6 +206,7 @@ class _Columns:
         )
         if self.tensorflow:
             self.parts["correlation"][-1] = tf_trace.int_values(_values(args, "correlation_id"))
+            self._put(step_num=tf_trace.int_values(_values(args, "step_num")))
             for key in _TF_DETAILS:
                 self._put(**{f"{key}_id": self._ids(key, map(attrgetter(key), args), m)})
 
@@ -215,22 +216,25 @@ class _Columns:
 
 
 def _tf_columns(acc: _Columns, tf: tf_trace.Planes) -> dict[str, np.ndarray]:
-    """kind, stream, gpu (on a GPU plane), bytes and occupancy of a TensorFlow trace's events."""
+    """kind, name_id (step markers renamed), stream, gpu (on a GPU plane), bytes and occupancy of
+    a TensorFlow trace's events."""
     pids, tids = list(acc.tables["pid"]), list(acc.tables["tid"])
     pair = acc.column("pid_id", np.int32).astype(np.int64) * max(len(tids), 1) + acc.column(
         "tid_id", np.int32
     )
     uniq, lane_of_event = np.unique(pair, return_inverse=True)
     keys = [(pids[c // max(len(tids), 1)], tids[c % max(len(tids), 1)]) for c in uniq.tolist()]
-    names = list(acc.tables["name"])
+    name_id = acc.column("name_id", np.int32)
     kind, stream, gpu = tf_trace.classify(
-        tf, keys, lane_of_event.reshape(-1), names, acc.column("name_id", np.int32)
+        tf, keys, lane_of_event.reshape(-1), list(acc.tables["name"]), name_id
     )
+    kind, name_id = tf_trace.step_markers(kind, name_id, acc.column("step_num", np.int64), acc.tables["name"])
     memcpy = tf_trace.bytes_lut(list(acc.tables["memcpy_details"]))[acc.column("memcpy_details_id", np.int32)]
     memset = tf_trace.bytes_lut(list(acc.tables["memset_details"]))[acc.column("memset_details_id", np.int32)]
     occupancy = tf_trace.occupancy_lut(list(acc.tables["kernel_details"]))
     return {
         "kind": kind,
+        "name_id": name_id,
         "stream": stream,
         "gpu": gpu,
         "bytes": np.where(memcpy >= 0, memcpy, memset),
@@ -317,6 +321,7 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         distributed_info=dist,
         rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
         schema_version=doc.schemaVersion,
+        producer="kineto" if tf is None else "tensorflow",
         trace_name=doc.traceName if isinstance(doc.traceName, str) else None,
     )
     counters = _build_counters(acc.memory_events, acc.counter_events)

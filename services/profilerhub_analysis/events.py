@@ -33,10 +33,12 @@ class XArgs(msgspec.Struct, frozen=True, gc=False):
 class TfArgs(XArgs, frozen=True, gc=False):
     """``XArgs`` plus TensorFlow's spellings (its exporter writes most values as strings): the
     CUPTI correlation id, ``"regs:32 ... occ_pct:50"`` on kernels, ``"... size:1024 ..."`` on
-    copies, ``"... num_bytes:64 ..."`` on sets. A type of its own: four more fields on every
-    Kineto event cost its decoding about a tenth more time."""
+    copies, ``"... num_bytes:64 ..."`` on sets, and the step of a step marker
+    (``tf.profiler.experimental.Trace("train", step_num=3)``). A type of its own, so that Kineto
+    events do not carry (and decode) these fields."""
 
     correlation_id: int | str | None = None
+    step_num: int | str | None = None
     kernel_details: str | None = None
     memcpy_details: str | None = None
     memset_details: str | None = None

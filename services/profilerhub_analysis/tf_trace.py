@@ -18,6 +18,10 @@ process, named in ``process_name`` metadata, and each XLine one thread, named in
 - ``/device:TPU:<n>`` and other devices are refused (``TraceFormatError``): their lines follow no
   CUDA model.
 
+A host event with a ``step_num`` argument is a step marker (``tf.profiler.experimental.Trace(
+"train", step_num=3, _r=1)``, which Keras' ``fit`` also writes): a ``USER_ANNOTATION`` named
+``"<name> <step>"``, as newer exporters already name it (``train 3``), so ``steps`` finds them.
+
 Argument values are JSON strings in most TF versions (``"correlation_id": "123"``), numbers in
 newer ones; both are read. The classification runs once per distinct lane and distinct name; the
 per-event work is numpy indexing.
@@ -134,6 +138,26 @@ def classify(
     return kind.astype(np.int8), streams[lane_of_event], gpu
 
 
+def step_markers(
+    kind: np.ndarray, name_id: np.ndarray, step: np.ndarray, names: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(kind, name_id) with the host events that carry a step number turned into step markers:
+    ``USER_ANNOTATION`` named ``"<name> <step>"``. ``names`` interns new names (name -> id)."""
+    rows = np.flatnonzero((step >= 0) & (kind == Kind.CPU_OP))
+    if not len(rows):
+        return kind, name_id
+    by_id = list(names)
+    pairs, which = np.unique(np.stack([name_id[rows], step[rows]], axis=1), axis=0, return_inverse=True)
+    labels = []
+    for nid, number in pairs.tolist():  # once per marker name and step
+        name = by_id[nid]
+        labels.append(names[name if name.endswith(f" {number}") else f"{name} {number}"])
+    kind, name_id = kind.copy(), name_id.copy()
+    kind[rows] = Kind.USER_ANNOTATION
+    name_id[rows] = np.array(labels, dtype=name_id.dtype)[which.reshape(-1)]
+    return kind, name_id
+
+
 def _numbers(details: list[str | None], pattern: re.Pattern[str], dtype: Any, absent: Any) -> np.ndarray:
     """``pattern``'s number in each distinct details string (``absent`` where none)."""
     out = np.full(max(len(details), 1), absent, dtype=dtype)
@@ -177,4 +201,5 @@ __all__ = [
     "int_values",
     "occupancy_lut",
     "planes",
+    "step_markers",
 ]

@@ -63,7 +63,7 @@ def test_kinds_follow_the_lanes_and_names_of_a_tensorflow_trace() -> None:
         (store.name_list[n], int(k)) for n, k in zip(store.col("name_id"), store.col("kind"), strict=True)
     }
     assert kinds == {
-        ("train", Kind.CPU_OP),
+        ("train 0", Kind.USER_ANNOTATION),
         ("MatMul", Kind.CPU_OP),
         ("cuMemcpyHtoDAsync_v2", Kind.DRIVER),
         ("cuLaunchKernel", Kind.DRIVER),
@@ -111,6 +111,37 @@ def test_streams_bytes_and_occupancy_come_from_the_lines_and_details_strings() -
     kernels = store.col("kind") == Kind.KERNEL
     assert sorted(store.col("occupancy")[kernels].tolist()) == [25.0, 50.0]
     assert set(store.col("stream")[store.col("kind") == Kind.GPU_USER_ANNOTATION].tolist()) == {-1}
+
+
+def test_step_markers_are_steps_split_by_what_the_gpu_did() -> None:
+    store = _store(one_step())
+    assert store.meta.producer == "tensorflow"
+    # "train" with step_num 0 over 90-150 µs: kernels 25 µs, the copy 4 µs, the rest CPU only
+    assert analyze_store(store)["steps"] == [
+        {
+            "step": 0,
+            "name": "train 0",
+            "start_us": 90.0,
+            "duration_us": 60.0,
+            "kernel_us": 25.0,
+            "memory_us": 4.0,
+            "sync_us": 0.0,
+            "cpu_only_us": 31.0,
+        }
+    ]
+
+
+def test_a_step_marker_already_named_by_its_step_keeps_its_name() -> None:
+    events = one_step()
+    events[len(metadata())]["name"] = "train 0"  # how newer exporters write it
+    assert "train 0 0" not in _store(events).name_list
+    assert [s["name"] for s in analyze_store(_store(events))["steps"]] == ["train 0"]
+
+
+def test_a_kineto_trace_has_no_tensorflow_steps() -> None:
+    kineto = [{"ph": "X", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "name": "train 3"}]
+    store = parse_trace(orjson.dumps({"traceEvents": kineto}))
+    assert store.meta.producer == "kineto" and analyze_store(store)["steps"] == []
 
 
 def test_two_gpus_are_told_apart_by_their_planes() -> None:
@@ -189,7 +220,8 @@ def test_a_kineto_trace_keeps_its_categories_beside_a_tensorflow_like_name() -> 
 def test_the_real_cpu_trace_reads_as_host_threads_only() -> None:
     store = load_trace(REAL_CPU_TRACE)
     assert store.meta.events_total == 1131 and len(store) == 1121 and store.meta.skipped == {}
-    assert set(store.col("kind").tolist()) == {Kind.CPU_OP}
+    kinds = np.bincount(store.col("kind"), minlength=len(Kind))
+    assert (kinds[Kind.CPU_OP], kinds[Kind.USER_ANNOTATION], kinds.sum()) == (1117, 4, 1121)  # 4 step markers
     names = store.lane_column("name").tolist()
     assert len(names) == 4 and all(n.startswith("vm /host:CPU (701) ") for n in names)
     assert set(store.lane_column("kind").tolist()) == {"cpu_thread"}
@@ -197,6 +229,9 @@ def test_the_real_cpu_trace_reads_as_host_threads_only() -> None:
     assert "ExecutorState::Process" in store.name_list and "train 0" in store.name_list
     report = analyze_store(store)
     assert report["kernels"] == [] and report["temporal"] == []
+    steps = report["steps"]
+    assert [s["name"] for s in steps] == ["train 0", "train 1", "train 2", "train 3"]
+    assert all(s["cpu_only_us"] == s["duration_us"] > 0 for s in steps)
 
 
 def test_cli_reads_a_tensorflow_gpu_trace_as_table_and_json(tmp_path: Path) -> None:
