@@ -49,7 +49,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:60em;color:#22
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.2em .6em;text-align:left}
 th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.IssuesFound{color:#b00020;font-weight:600}.NoIssuesFound{color:#1b5e20}.Error{color:#8a6d00}
+.IssuesFound{color:#b00020;font-weight:600}.NoIssuesFound{color:#1b5e20}.Error{color:#8a6d00}.NoData{color:#666}
 .InProgress{color:#555}.note{color:#555}svg{background:#fafafa;border:1px solid #eee}
 """
 
@@ -81,13 +81,14 @@ class Markup(str):
     """Text already escaped (a status badge)."""
 
 
-def _badge(status: str) -> Markup:
+def _badge(status: str, missing_data: bool = False) -> Markup:
+    """A status word; a rule short of data reads "No data" (grey) instead of an alarming Error."""
+    if status == "Error" and missing_data:
+        return Markup('<span class="NoData">No data</span>')
     return Markup(f'<span class="{escape(status)}">{escape(status)}</span>')
 
 
-def line_plot(
-    title: str, lines: Mapping[Any, tuple[Any, Any]], unit: str = "", t0: float = 0
-) -> str:
+def line_plot(title: str, lines: Mapping[Any, tuple[Any, Any]], unit: str = "", t0: float = 0) -> str:
     """An inline SVG of ``{label: (t_seconds, values)}``, at most ``PLOT_POINTS`` per line."""
     plotted = {str(k): (np.asarray(t, float), np.asarray(v, float)) for k, (t, v) in lines.items() if len(t)}
     if not plotted:
@@ -141,7 +142,8 @@ def _flat(rules: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def _rule_block(rule: dict[str, Any] | None, name: str) -> str:
     if rule is None:
         return f'<p class="note">{escape(name)} was not configured for this job.</p>'
-    head = f"<p>{escape(name)}: {_badge(rule['status'])}. {escape(rule.get('reason') or '')}</p>"
+    badge = _badge(rule["status"], rule.get("missing_data", False))
+    head = f"<p>{escape(name)}: {badge}. {escape(rule.get('reason') or '')}</p>"
     rows = [
         [f.get("message", ""), _when(f.get("start_ns")), _when(f.get("end_ns"))]
         for f in rule.get("findings") or []
@@ -219,7 +221,11 @@ def render_report(summary: dict[str, Any], rules: dict[str, Any] | None, series:
     flat = _flat(results)
     body["rules"] = _table(
         ["rule", "status", "reason", "findings"],
-        [[r["rule"], _badge(r["status"]), r.get("reason", ""), r.get("finding_count", 0)] for r in flat],
+        [
+            [r["rule"], _badge(r["status"], r.get("missing_data", False)), r.get("reason", ""),
+             r.get("finding_count", 0)]
+            for r in flat
+        ],
     ) if flat else '<p class="note">No rule results (the job has not been evaluated).</p>'  # fmt: skip
     st = series.steps
     step_plot = (

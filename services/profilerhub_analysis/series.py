@@ -1,4 +1,4 @@
-"""A job's series at full resolution, written once at ingest (``processed/series.npz``).
+"""A job's series, written at full resolution at ingest (``processed/series.npz``).
 
 What rules and the metrics API read instead of the summary's downsampled series. One ``.npz``
 (uncompressed numpy arrays, loaded without pickle):
@@ -9,6 +9,12 @@ What rules and the metrics API read instead of the summary's downsampled series.
     met.names                the metric names, in ``i`` order (a unicode array)
     steps.start_ns / .dur_ns / .number, dl.start_ns / .dur_ns     step and data-loading ranges
     x.<name>                 arrays stored alongside by the caller (``pack(extra=...)``, ``extras``)
+    roll.names               a rolled-up series (``rollup``, by the retention setting): its metric names
+    roll.<res_ns>.<i>.<field>  metric ``i``'s aggregates per period of ``res_ns`` (``ROLLUP_FIELDS``)
+
+A rolled-up series keeps, in ``sys.*`` and ``met.*``, the averages of its finest resolution (what
+rules, the report and the dashboard read), and in ``rollups`` each kept resolution's aggregates
+(what the metrics API answers from).
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ import numpy as np
 
 SERIES = "series.npz"
 
+#: One metric's aggregates at one resolution, an array each, one entry per non-empty period:
+#: the period's start (a multiple of the resolution, epoch ns), its finite samples' count, sum,
+#: minimum, maximum and percentiles, its last sample's value and time, and its last step (-1: none).
+ROLLUP_FIELDS = ("t_ns", "count", "sum", "min", "max", "p50", "p90", "p99", "last", "last_t_ns", "step")
+Rollup = dict[str, np.ndarray]
+
 
 @dataclass
 class JobSeries:
@@ -33,6 +45,13 @@ class JobSeries:
     """name -> (t_ns, value, step)."""
     steps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     dataloader: tuple[np.ndarray, np.ndarray] | None = None
+    rollups: dict[int, dict[str, Rollup]] = field(default_factory=dict)
+    """resolution (ns) -> metric name -> its ``Rollup``; empty at full resolution."""
+
+    @property
+    def resolution_ns(self) -> int:
+        """The finest resolution kept (ns); 0: full resolution."""
+        return min(self.rollups, default=0)
 
 
 def metric_columns(records: Sequence[Any]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -75,6 +94,13 @@ def pack(series: JobSeries, extra: Mapping[str, np.ndarray] | None = None, *, fl
     if series.dataloader is not None:
         arrays |= dict(zip(("dl.start_ns", "dl.dur_ns"), series.dataloader, strict=True))
     arrays |= {f"x.{k}": v for k, v in (extra or {}).items()}
+    if series.rollups:
+        rolled = sorted({name for tier in series.rollups.values() for name in tier})
+        arrays["roll.names"] = np.array(rolled, dtype=np.str_)
+        for res, tier in series.rollups.items():
+            for i, name in enumerate(rolled):
+                if name in tier:
+                    arrays |= {f"roll.{res}.{i}.{k}": tier[name][k] for k in ROLLUP_FIELDS}
     if flat:
         return _flat(arrays)
     buf = io.BytesIO()
@@ -125,6 +151,13 @@ def unpack(data: bytes) -> JobSeries:
         out.steps = (z["steps.start_ns"], z["steps.dur_ns"], z["steps.number"])
     if "dl.start_ns" in z:
         out.dataloader = (z["dl.start_ns"], z["dl.dur_ns"])
+    if "roll.names" in z:
+        rolled = z["roll.names"].tolist()
+        for key in z:
+            parts = key.split(".")
+            if parts[0] == "roll" and len(parts) == 4:
+                tier = out.rollups.setdefault(int(parts[1]), {})
+                tier.setdefault(str(rolled[int(parts[2])]), {})[parts[3]] = z[key]
     return out
 
 
@@ -133,4 +166,14 @@ def extras(data: bytes) -> dict[str, np.ndarray]:
     return {k[2:]: v for k, v in _members(data).items() if k.startswith("x.")}
 
 
-__all__ = ["FLAT", "SERIES", "JobSeries", "extras", "metric_columns", "pack", "unpack"]
+__all__ = [
+    "FLAT",
+    "ROLLUP_FIELDS",
+    "SERIES",
+    "JobSeries",
+    "Rollup",
+    "extras",
+    "metric_columns",
+    "pack",
+    "unpack",
+]

@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from profilerhub_core.domain_settings import QUANTITY_PATTERN
+from profilerhub_core.retention import SeriesRetention, parse_retention
 
 # Values that mean "nobody chose a secret"; refused outside development.
 PLACEHOLDER_SECRETS = frozenset(
@@ -279,6 +280,19 @@ class Settings(BaseSettings):
         description="How far a SigV4-signed request's X-Amz-Date may be from the hub's clock.",
     )
 
+    @property
+    def series_retention_policy(self) -> SeriesRetention:
+        """``series_retention`` parsed (checked when the settings load)."""
+        return parse_retention(self.series_retention)
+
+    @model_validator(mode="after")
+    def _check_series_retention(self) -> Settings:
+        try:
+            parse_retention(self.series_retention)
+        except ValueError as exc:
+            raise ValueError(f"PROFILERHUB_SERIES_RETENTION {self.series_retention!r}: {exc}") from exc
+        return self
+
     @model_validator(mode="after")
     def _check_webhook_networks(self) -> Settings:
         import ipaddress
@@ -350,6 +364,18 @@ class Settings(BaseSettings):
         default=3600.0,
         gt=0,
         description="How often storage is swept for objects of deleted jobs, users and domains.",
+    )
+    series_retention: str = Field(
+        default="",
+        description="How long a job's series (what the metrics API and the rules read) are kept, at which "
+        "resolution, counted from the job's completion: tiers RESOLUTION:UNTIL, finest first, e.g. "
+        "'full:15d,60s:63d,1h:455d' (CloudWatch's), then deleted; 'forever' as the last UNTIL keeps the "
+        "last tier. Empty: full resolution for as long as the job exists.",
+    )
+    series_retention_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How often jobs' series are rolled up or deleted by series_retention.",
     )
     app_resend_seconds: float = Field(
         default=10.0, gt=0, description="A Pending or Deleting app no worker holds is re-sent after this."

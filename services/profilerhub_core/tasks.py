@@ -32,6 +32,7 @@ CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
 INGEST_JOB = "profilerhub.jobs.ingest"
 RECONCILE_JOBS = "profilerhub.jobs.reconcile"
 SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
+SERIES_RETENTION = "profilerhub.jobs.series_retention"
 LIVE_RULES = "profilerhub.jobs.live_rules"
 
 # A worker sends it for each delivery row it adds (a rule's finding, a job Ready or Failed).
@@ -40,7 +41,15 @@ DELIVER_WEBHOOK = "profilerhub.webhooks.deliver"
 # Tasks a request sends, with the one id they take.
 SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
 # Tasks beat sends on a schedule, without arguments.
-PERIODIC = (RECONCILE_APPS, POLL_APPS, CULL_IDLE_APPS, RECONCILE_JOBS, SWEEP_STORAGE, LIVE_RULES)
+PERIODIC = (
+    RECONCILE_APPS,
+    POLL_APPS,
+    CULL_IDLE_APPS,
+    RECONCILE_JOBS,
+    SWEEP_STORAGE,
+    SERIES_RETENTION,
+    LIVE_RULES,
+)
 
 
 # Each running worker keeps ``{queue}:worker-heartbeat:{hostname}`` alive in Redis (refreshed
@@ -88,6 +97,7 @@ __all__ = [
     "RECONCILE_APPS",
     "RECONCILE_JOBS",
     "SENT_BY_HUB",
+    "SERIES_RETENTION",
     "SPAWN_APP",
     "SWEEP_STORAGE",
     "WORKER_HEARTBEAT_SECONDS",

@@ -51,12 +51,18 @@ def metrics(
     start: int | None,
     end: int | None,
 ) -> dict[str, Any]:
-    """Without ``name``: the metric names and final values; with it, its datapoints."""
+    """Without ``name``: the metric names, final values and resolution; with it, its datapoints."""
     _ready(job)
+    if job.series_deleted_at is not None:
+        raise NotFound(
+            f"Job '{job.id}''s series were deleted on {job.series_deleted_at:%Y-%m-%d} by the hub's series "
+            "retention setting; its summary, rules and report remain"
+        )
     series = _series(store, place)
     if name is None:
         return {
             "job_id": job.id,
+            "resolution_s": series.resolution_ns / 1e9 or None,
             "metrics": metric_names(series),
             "FinalMetricDataList": final_values(series),
         }

@@ -13,6 +13,7 @@ from profilerhub_analysis.report import analyze_file
 from profilerhub_analysis.rules import RULES, RuleParamError, check_configs, evaluate_rules
 from profilerhub_analysis.rules.base import RuleData, windows
 from profilerhub_analysis.rules.inputs import from_columns
+from profilerhub_analysis.rules.registry import overall_status
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 MS = 1_000_000
@@ -314,4 +315,18 @@ def test_real_cpu_trace_without_numbered_steps_or_gpu_says_what_is_missing() -> 
     assert run("StepOutlier", data)["reason"].startswith("no steps recorded")
     assert run("CPUBottleneck", data)["reason"].startswith("no GPU samples: the job ran on CPU")
     report = run("ProfilerReport", data)
-    assert report["status"] == "NoIssuesFound" and "could not run" in report["reason"]
+    assert report["status"] == "NoIssuesFound" and report["reason"].startswith("no rule could run")
+    assert {(r["status"], r["missing_data"]) for r in report["rules"]} == {("Error", True)}
+
+
+def test_the_overall_status_counts_a_rule_short_of_data_only_when_no_rule_ran() -> None:
+    ran, short, broken = (
+        {"status": "NoIssuesFound"},
+        {"status": "Error", "missing_data": True},
+        {"status": "Error", "missing_data": False},
+    )
+    assert overall_status([ran, short]) == "NoIssuesFound"  # a CPU job's GPU rules are no error
+    assert overall_status([short, short]) == "Error"  # nothing could be checked at all
+    assert overall_status([ran, short, broken]) == "Error"  # a rule that failed is one
+    assert overall_status([short, {"status": "IssuesFound"}]) == "IssuesFound"
+    assert overall_status([]) == "NoIssuesFound"

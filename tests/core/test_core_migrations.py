@@ -138,3 +138,70 @@ def test_job_list_facts_migration_adds_nullable_columns_and_downgrades(db_url: s
         assert current_revision(engine) == head_revision()
     finally:
         engine.dispose()
+
+
+def _plans_of_app_lookups(engine, user) -> list[str]:  # type: ignore[no-untyped-def]
+    """The query plans of finding ``user``'s app by type and name, as describe (``get_user_app``)
+    and open or delete (``get_app``) run it, each plan as one text."""
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from profilerhub_core.db.models import AppType
+    from profilerhub_core.records import apps
+
+    statements: list[tuple[str, object]] = []
+
+    def record(_conn, _cursor, statement, parameters, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        statements.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        with Session(engine) as session:
+            apps.get_user_app(session, user.domain_id, user.name, AppType.DetailedProfiler, "default")
+            apps.get_app(session, user, AppType.DetailedProfiler, "default")
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    plans = []
+    engine.dispose()  # SQLite: a pooled connection keeps its prepared EXPLAINs of the old schema
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":  # a table this small is always cheapest to scan
+            connection.exec_driver_sql("SET enable_seqscan = off")
+        explain = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
+        for statement, parameters in statements:
+            rows = connection.exec_driver_sql(explain + statement, parameters).all()  # type: ignore[arg-type]
+            plans.append("\n".join(" ".join(map(str, row)) for row in rows))
+    return plans
+
+
+def test_an_app_is_found_by_user_type_and_name_through_an_index_from_0012(db_url: str) -> None:
+    # The unique index on (user_id, app_type, app_name) is partial (live apps only), and finding
+    # an app includes deleted ones: before 0012 both databases scanned every app for it.
+    from alembic import command
+    from sqlalchemy.orm import Session
+
+    from profilerhub_core.db.models import AppType, Role
+    from profilerhub_core.records import apps, domains, users
+
+    index = "ix_apps_user_id_app_type_app_name"
+    engine = make_engine(db_url)
+    try:
+        upgrade(engine, "0011")
+        with Session(engine, expire_on_commit=False) as session:
+            domain = domains.create_domain(session, "d1")
+            alice = users.create_user(session, domain, "alice", Role.user)
+            apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default", actor="tests")
+            session.commit()
+        plans = _plans_of_app_lookups(engine, alice)
+        assert len(plans) == 2 and not any(index in plan for plan in plans), plans
+        if engine.dialect.name == "sqlite":
+            assert all("SCAN apps" in plan for plan in plans), plans
+        upgrade(engine, "0012")
+        plans = _plans_of_app_lookups(engine, alice)
+        assert len(plans) == 2 and all(index in plan for plan in plans), plans
+        command.downgrade(alembic_config(engine), "0011")
+        plans = _plans_of_app_lookups(engine, alice)
+        assert not any(index in plan for plan in plans), plans
+        upgrade(engine)
+        assert current_revision(engine) == head_revision()
+    finally:
+        engine.dispose()

@@ -28,7 +28,8 @@ def stalled_job(tmp_path: Path, redis_url: str) -> Iterator[tuple[JobStack, Page
     try:
         jobs = PagesJobs(stack.user_token(DOMAIN, USER))
         with httpx.Client(base_url=stack.url, headers=auth(jobs.token), timeout=60) as http:
-            body = {"name": "stalled", "rules": ["Dataloader", "StepOutlier", "LowGPUUtilization"]}
+            rules = ["Dataloader", "StepOutlier", "LowGPUUtilization", "GPUMemoryIncrease"]
+            body = {"name": "stalled", "rules": rules}
             job_id = http.post(jobs.jobs_url, json=body).json()["job_id"]
             trace = TRACE_JOBS["compare-base"][0]
             files = {f"torch/{trace.name}": trace.read_bytes(), **stalled_sdk_files()}
@@ -58,7 +59,7 @@ def test_the_rules_panel_shows_each_rule_its_findings_and_links_into_the_timelin
         assert panel.locator(".rules-head .status").inner_text() == "IssuesFound"
         cards = panel.locator(".rule-card")
         assert cards.evaluate_all("cs => cs.map(c => c.dataset.rule)") == [
-            "Dataloader", "StepOutlier", "LowGPUUtilization",
+            "Dataloader", "StepOutlier", "LowGPUUtilization", "GPUMemoryIncrease",
         ]  # fmt: skip
         loader = panel.locator(".rule-card[data-rule='Dataloader']")
         assert loader.get_attribute("data-status") == "IssuesFound"
@@ -69,6 +70,12 @@ def test_the_rules_panel_shows_each_rule_its_findings_and_links_into_the_timelin
         gpu = panel.locator(".rule-card[data-rule='LowGPUUtilization']")
         assert gpu.get_attribute("data-status") in ("Error", "NoIssuesFound", "IssuesFound")
         assert gpu.locator(".rule-reason").inner_text()  # says why, whatever the status
+        # no GPU memory samples: the rule is short of data, a grey "No data" saying why, not a red Error
+        memory = panel.locator(".rule-card[data-rule='GPUMemoryIncrease']")
+        assert memory.get_attribute("data-status") == "Error"
+        assert memory.get_attribute("data-missing-data") == "true"
+        assert memory.locator(".status").inner_text() == "No data"
+        assert memory.locator(".rule-reason").inner_text().startswith("no GPU memory samples")
         report = panel.locator("#rules-report")
         assert report.get_attribute("href").endswith(f"api/jobs/{job_id}/report")
         shot(page, "dashboard-rules")

@@ -1,6 +1,6 @@
 """The profiling report and the metrics API through the real hub, after a real ingest: every
 section present, the metrics against numpy on the same samples for every statistic and period,
-bad queries refused, another user's job not found."""
+bad queries refused, another user's job not found; the series retention rolling a job up as it ages."""
 
 from __future__ import annotations
 
@@ -149,3 +149,68 @@ def test_the_report_of_a_gpu_run_shows_its_rule_findings(jobs_client: Any, ready
     html = jobs_client.get(f"{JOBS}/{job_id}/report", headers=auth(token)).text
     for child in rules["rules"][0]["rules"]:
         assert child["rule"] in html
+
+
+def _metrics(jobs_client: Any, job_id: str, token: str, **params: Any) -> Any:
+    return jobs_client.get(f"{JOBS}/{job_id}/metrics", params=params, headers=auth(token))
+
+
+def test_series_retention_rolls_a_job_up_as_it_ages_then_deletes_its_series(
+    jobs_client: Any, jobs_hub: Any, ready_job: Any
+) -> None:
+    from profilerhub_core.retention import parse_retention
+    from profilerhub_worker.retention import apply_series_retention
+
+    job_id, token = ready_job
+    sessions, store = jobs_hub.state.sessions, job_uploads.job_store(jobs_hub.state)
+    with sessions() as session:
+        job = session.get(Job, job_id)
+        completed, place = job.completed_at, place_of(job)
+    policy = parse_retention("full:1d,1s:2d,10s:3d")
+    before = _metrics(jobs_client, job_id, token).json()
+    assert before["resolution_s"] is None
+
+    def run(days: float) -> dict[str, int]:
+        return apply_series_retention(sessions, store, policy, now=completed + timedelta(days=days))
+
+    assert run(0.5) == {"rolled": 0, "deleted": 0}  # still at full resolution
+    assert run(1.5) == {"rolled": 1, "deleted": 0}
+    assert run(1.6) == {"rolled": 0, "deleted": 0}  # done once
+    listing = _metrics(jobs_client, job_id, token).json()
+    assert listing["resolution_s"] == 1.0
+    assert listing["FinalMetricDataList"] == before["FinalMetricDataList"]  # each period keeps its last
+    assert {m["name"]: m["samples"] for m in listing["metrics"]}["cpu_percent"] == N
+    for period in (1, 10, 30):  # whole kept periods (multiples of 1 s): numpy on the same samples
+        for stat, fn in NUMPY.items():
+            if stat.startswith("p") and period == 30:
+                continue  # no kept resolution of 30 s: refused below
+            params = {"name": "cpu_percent", "stat": stat, "period": period}
+            points = _metrics(jobs_client, job_id, token, **params).json()["datapoints"]
+            got = {d["Timestamp_ns"]: d[stat] for d in points}
+            p = period * 10**9
+            kept = p if stat.startswith("p") else 10**9  # the kept resolution the answer is made of
+            first = int(TS[0]) // kept * kept  # by default from the first kept period
+            buckets = (TS - first) // p
+            expected = {int(first + b * p): float(fn(CPU[buckets == b])) for b in np.unique(buckets)}
+            assert got.keys() == expected.keys(), (stat, period)
+            assert np.allclose(list(got.values()), list(expected.values()), rtol=1e-12), (stat, period)
+    refused = _metrics(jobs_client, job_id, token, name="cpu_percent", stat="p90", period=30)
+    assert refused.status_code == 400 and "equal to 1 s or 10 s" in refused.json()["error"]["message"]
+    refused = _metrics(jobs_client, job_id, token, name="cpu_percent", period=1.5)
+    assert refused.status_code == 400 and "a multiple of 1 s or 10 s" in refused.json()["error"]["message"]
+    assert jobs_client.get(f"{JOBS}/{job_id}/report", headers=auth(token)).status_code == 200
+
+    assert run(2.5) == {"rolled": 1, "deleted": 0}  # the 1 s periods go, the 10 s ones stay
+    assert _metrics(jobs_client, job_id, token).json()["resolution_s"] == 10.0
+    assert _metrics(jobs_client, job_id, token, name="cpu_percent", period=1).status_code == 400
+    assert _metrics(jobs_client, job_id, token, name="cpu_percent", stat="p99", period=10).status_code == 200
+
+    assert run(3.5) == {"rolled": 0, "deleted": 1}
+    gone = _metrics(jobs_client, job_id, token)
+    assert gone.status_code == 404 and "series retention" in gone.json()["error"]["message"]
+    assert not store.exists(place.processed_key("series.npz"))
+    assert jobs_client.get(f"{JOBS}/{job_id}/report", headers=auth(token)).status_code == 200  # summary stays
+    assert run(10) == {"rolled": 0, "deleted": 0}
+    with sessions() as session:
+        job = session.get(Job, job_id)
+        assert job.series_resolution_s == 10.0 and job.series_deleted_at is not None

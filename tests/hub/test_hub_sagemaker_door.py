@@ -96,3 +96,14 @@ def test_a_body_over_the_hubs_limit_is_413_with_or_without_a_content_length(
     headers.pop("Content-Length", None)
     answer = client.post(URL, content=chunks(), headers=headers)
     assert answer.status_code == 413 and answer.json()["__type"] == "ValidationException", answer.text
+
+
+def test_a_read_whose_body_was_validated_before_still_gets_params_of_its_own() -> None:
+    from profilerhub_hub.sagemaker.endpoint import _parse
+
+    body = b'{"DomainIdEquals": "d-' + b"0" * 32 + b'", "MaxResults": 5}'
+    first = _parse("ListApps", body)
+    first["MaxResults"] = 99  # an operation changing its params must not change the next request's
+    first.pop("DomainIdEquals")
+    assert _parse("ListApps", body) == {"DomainIdEquals": "d-" + "0" * 32, "MaxResults": 5}
+    assert _parse("ListApps", body) is not _parse("ListApps", body)

@@ -22,6 +22,7 @@ from profilerhub_core.tasks import (
     POLL_APPS,
     RECONCILE_APPS,
     RECONCILE_JOBS,
+    SERIES_RETENTION,
     SWEEP_STORAGE,
     transport_config,
 )
@@ -44,6 +45,7 @@ def make_celery(
     cull_every: float = 60.0,
     sweep_every: float = 3600.0,
     rules_every: float = 60.0,
+    retention_every: float = 3600.0,
 ) -> Celery:
     """A configured Celery app talking to the Redis at ``broker_url``.
 
@@ -75,6 +77,11 @@ def make_celery(
                 "task": SWEEP_STORAGE,
                 "schedule": sweep_every,
                 "options": {"expires": sweep_every},
+            },
+            "series-retention": {
+                "task": SERIES_RETENTION,
+                "schedule": retention_every,
+                "options": {"expires": retention_every},
             },
             "cull-idle-apps": {
                 "task": CULL_IDLE_APPS,

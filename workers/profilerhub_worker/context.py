@@ -77,6 +77,7 @@ def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
         cull_every=settings.cull_seconds,
         sweep_every=settings.storage_sweep_seconds,
         rules_every=settings.rules_scan_interval_seconds,
+        retention_every=settings.series_retention_seconds,
     )
     runtime = runtime_of(celery)
     runtime.settings = settings  # for the ingest tasks

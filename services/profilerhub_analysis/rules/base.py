@@ -8,7 +8,9 @@ Statuses follow SageMaker Debugger:
     NoIssuesFound   the rule ran on the data and nothing triggered it
     IssuesFound     at least one finding
     Error           the rule could not run; ``reason`` says what was missing
-                    ("no GPU samples: the job ran on CPU"), never an opaque "no debugging data"
+                    ("no GPU samples: the job ran on CPU"), never an opaque "no debugging data";
+                    ``missing_data`` tells a job without that data (the app shows "No data")
+                    from a rule that failed (a bug, or a bad configuration)
 
 Series semantics follow SageMaker too: ``patience`` is the number of datapoints skipped at the
 start (warm-up), ``window`` the number of datapoints one quantile is taken over.
@@ -152,6 +154,8 @@ class RuleResult:
     """Series ``[[t_ns, value], …]`` (at most ``EVIDENCE_POINTS`` each) the findings point to."""
     recommendation: str = ""
     children: list[RuleResult] = field(default_factory=list)
+    missing_data: bool = False
+    """An ``Error`` because the job lacks what the rule reads (``reason`` says what), not a bug."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -164,6 +168,7 @@ class RuleResult:
             "figures": self.figures,
             "evidence": self.evidence,
             "recommendation": self.recommendation if self.findings else "",
+            "missing_data": self.missing_data,
         }
         if self.children:
             out["rules"] = [c.to_dict() for c in self.children]
@@ -309,7 +314,8 @@ def not_enough(rule: str, data: RuleData, params: dict[str, Any], what: str) -> 
 
 
 def error(rule: str, params: dict[str, Any], reason: str) -> RuleResult:
-    return RuleResult(rule, RuleStatus.Error, reason, params)
+    """``Error`` for want of data: the job has nothing this rule reads (``reason`` names it)."""
+    return RuleResult(rule, RuleStatus.Error, reason, params, missing_data=True)
 
 
 def pct(x: float) -> float:

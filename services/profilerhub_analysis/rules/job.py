@@ -55,6 +55,7 @@ def evaluate_job(
                 "figures": {},
                 "evidence": {},
                 "recommendation": "",
+                "missing_data": False,
             }
         ]
     return {"final": finished, "status": overall_status(results), "rules": results}

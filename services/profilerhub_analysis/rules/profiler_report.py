@@ -69,7 +69,10 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     else:
         errors = [c.rule for c in children if c.status is RuleStatus.Error]
         status = RuleStatus.NoIssuesFound
-        reason = "no rule found an issue" + (f" ({', '.join(errors)} could not run)" if errors else "")
+        if len(errors) == len(children):
+            reason = "no rule could run: the job has none of the data they read (each rule says what)"
+        else:
+            reason = "no rule found an issue" + (f" ({', '.join(errors)} could not run)" if errors else "")
     figures = {c.rule: c.status.value for c in children}
     return RuleResult(NAME, status, reason, dict(params), figures=figures, children=children)
 

@@ -74,12 +74,15 @@ def evaluate_rules(configs: Sequence[Any], data: RuleData) -> list[dict[str, Any
 
 
 def overall_status(results: Sequence[dict[str, Any]]) -> str:
-    """One word for a job's rules: IssuesFound beats InProgress beats Error beats NoIssuesFound."""
-    statuses = {r["status"] for r in results}
+    """One word for a job's rules: IssuesFound beats InProgress beats Error beats NoIssuesFound.
+
+    A rule that could not run for want of data (``missing_data``) is no error of the job's unless
+    no rule could run at all: a CPU job's GPU rules do not make its rules "Error"."""
+    statuses = {r["status"] for r in results if not r.get("missing_data")}
     for s in ("IssuesFound", "InProgress", "Error"):
         if s in statuses:
             return s
-    return "NoIssuesFound"
+    return "NoIssuesFound" if statuses or not results else "Error"
 
 
 __all__ = ["DEFAULT_RULES", "MAX_RULES", "RULES", "check_configs", "evaluate_rules", "overall_status"]

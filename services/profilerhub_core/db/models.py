@@ -226,6 +226,9 @@ class App(Timestamped, Base):
             sqlite_where=LIVE_APP,
             postgresql_where=LIVE_APP,
         ),
+        # Finding a user's app by type and name, deleted ones included (describe, open, delete):
+        # the partial index above serves only queries that exclude deleted apps.
+        sa.Index(None, "user_id", "app_type", "app_name"),
         sa.Index(None, "domain_id", "status"),
         sa.Index(None, "status"),
     )
@@ -317,6 +320,10 @@ class Job(Timestamped, Base):
     """The most GPUs any one trace ran work on (None as for ``duration_s``)."""
     ranks: Mapped[int | None] = mapped_column(default=None)
     """Ranks (one trace each) ingest read (None as for ``duration_s``)."""
+    series_resolution_s: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    """The finest resolution the series retention left ``processed/series.npz`` at; None: full."""
+    series_deleted_at: Mapped[datetime | None] = mapped_column(default=None)
+    """When the series retention deleted the job's series (None: they are kept)."""
 
 
 class WebhookScope(enum.StrEnum):

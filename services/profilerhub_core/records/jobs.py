@@ -165,6 +165,8 @@ def redeliver(session: Session, job: Job, undelivered: dict[str, Any] | None, no
         steps=None,
         gpus=None,
         ranks=None,
+        series_resolution_s=None,  # ingest writes them at full resolution again
+        series_deleted_at=None,
     )
     session.expire(job)
     return moved

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from profilerhub_core.retention import SeriesRetention
 from profilerhub_core.storage import ObjectStore
 from profilerhub_worker.ingest.limits import (
     SLOWEST_PARSE_BYTES_PER_SECOND,
@@ -59,6 +60,8 @@ class IngestContext:
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
     """The worker-wide budget concurrent ingests parse under (``limits``)."""
     webhooks: WebhookPolicy = field(default_factory=WebhookPolicy)
+    series_retention: SeriesRetention = field(default_factory=SeriesRetention)
+    """How long Ready jobs' series are kept, at which resolution (``retention``)."""
 
     @classmethod
     def from_settings(
@@ -86,6 +89,7 @@ class IngestContext:
                 max_attempts=settings.webhook_max_attempts,
                 backoff_s=settings.webhook_retry_backoff_seconds,
             ),
+            series_retention=settings.series_retention_policy,
         )
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_core.tasks import INGEST_JOB, LIVE_RULES, RECONCILE_JOBS, SWEEP_STORAGE
+from profilerhub_core.tasks import INGEST_JOB, LIVE_RULES, RECONCILE_JOBS, SERIES_RETENTION, SWEEP_STORAGE
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from profilerhub_worker.ingest.live_rules import evaluate_running_jobs
 from profilerhub_worker.outages import quiet_in_outages
+from profilerhub_worker.retention import apply_series_retention
 from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.sweep import sweep_storage
 
@@ -51,6 +52,14 @@ def sweep(self: Task) -> dict[str, int]:
     """Remove the objects of deleted jobs, users and domains that their delete left behind."""
     ctx = ingest_context(self)
     return sweep_storage(ctx.sessions, ctx.store)
+
+
+@shared_task(name=SERIES_RETENTION, bind=True)
+@quiet_in_outages
+def series_retention(self: Task) -> dict[str, int]:
+    """Roll Ready jobs' series up to coarser resolutions as they age, then delete them (the policy)."""
+    ctx = ingest_context(self)
+    return apply_series_retention(ctx.sessions, ctx.store, ctx.series_retention)
 
 
 @shared_task(name=LIVE_RULES, bind=True)

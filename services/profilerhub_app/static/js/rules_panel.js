@@ -42,13 +42,24 @@ function finding(f) {
   );
 }
 
+/** A rule short of data (a CPU job's GPU rules) is an `Error` in the API, but no alarm: a grey
+ * "No data" badge, its reason saying what the job lacks. */
+function badge(rule) {
+  if (rule.status !== "Error" || !rule.missing_data) return statusBadge(rule.status);
+  return el("span", { class: "status status-NoData", title: "the job has no data this rule reads" }, "No data");
+}
+
 function card(rule) {
   const findings = rule.findings || [];
   const more = (rule.finding_count || findings.length) - findings.length;
+  const noData = rule.status === "Error" && Boolean(rule.missing_data);
   return el(
     "article",
-    { class: `rule-card rule-${rule.status}`, dataset: { rule: rule.rule, status: rule.status } },
-    el("header", {}, el("h3", {}, rule.rule), " ", statusBadge(rule.status)),
+    {
+      class: `rule-card rule-${noData ? "NoData" : rule.status}`,
+      dataset: { rule: rule.rule, status: rule.status, missingData: String(noData) },
+    },
+    el("header", {}, el("h3", {}, rule.rule), " ", badge(rule)),
     el("p", { class: "rule-reason" }, rule.reason || ""),
     findings.length ? el("ol", { class: "rule-findings" }, findings.map(finding)) : null,
     more > 0 ? el("p", { class: "muted" }, `and ${more} more finding(s)`) : null,
