@@ -44,6 +44,8 @@ def mypy_result(timeout: float = 240) -> subprocess.CompletedProcess[str]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
     if any((item.path.name, item.name) == MYPY_TEST for item in session.items):
         _running.append(_start())
 
