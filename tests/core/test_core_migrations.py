@@ -173,9 +173,9 @@ def _plans_of_app_lookups(engine, user) -> list[str]:  # type: ignore[no-untyped
     return plans
 
 
-def test_an_app_is_found_by_user_type_and_name_through_an_index_from_0011(db_url: str) -> None:
+def test_an_app_is_found_by_user_type_and_name_through_an_index_from_0012(db_url: str) -> None:
     # The unique index on (user_id, app_type, app_name) is partial (live apps only), and finding
-    # an app includes deleted ones: before 0011 both databases scanned every app for it.
+    # an app includes deleted ones: before 0012 both databases scanned every app for it.
     from alembic import command
     from sqlalchemy.orm import Session
 
@@ -185,7 +185,7 @@ def test_an_app_is_found_by_user_type_and_name_through_an_index_from_0011(db_url
     index = "ix_apps_user_id_app_type_app_name"
     engine = make_engine(db_url)
     try:
-        upgrade(engine, "0010")
+        upgrade(engine, "0011")
         with Session(engine, expire_on_commit=False) as session:
             domain = domains.create_domain(session, "d1")
             alice = users.create_user(session, domain, "alice", Role.user)
@@ -195,10 +195,10 @@ def test_an_app_is_found_by_user_type_and_name_through_an_index_from_0011(db_url
         assert len(plans) == 2 and not any(index in plan for plan in plans), plans
         if engine.dialect.name == "sqlite":
             assert all("SCAN apps" in plan for plan in plans), plans
-        upgrade(engine, "0011")
+        upgrade(engine, "0012")
         plans = _plans_of_app_lookups(engine, alice)
         assert len(plans) == 2 and all(index in plan for plan in plans), plans
-        command.downgrade(alembic_config(engine), "0010")
+        command.downgrade(alembic_config(engine), "0011")
         plans = _plans_of_app_lookups(engine, alice)
         assert not any(index in plan for plan in plans), plans
         upgrade(engine)

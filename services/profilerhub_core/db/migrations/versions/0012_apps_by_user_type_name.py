@@ -4,8 +4,8 @@ Describing, opening and deleting an app finds it by its user, type and name: the
 the most recently deleted. The unique index on those columns is partial (live apps only), so
 neither database could use it there, and every such read scanned the whole apps table.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
