@@ -18,8 +18,10 @@ Dockerfile as it is edited, with no second description of it to keep in step:
    stage's ``ENV``, ``WORKDIR`` and ``USER``; ``COPY`` takes from the build context (the repository, through
    ``.dockerignore``) or, with ``--from``, from an earlier stage; files are owned by root as
    Docker makes them.
-3. The last stage is packed as one layer (sorted entries, numeric owners, times clamped to
-   ``SOURCE_DATE_EPOCH``, default: the last commit's time; gzip without a timestamp) into an OCI
+3. The last stage is packed as one layer (sorted entries, numeric owners, gzip without a
+   timestamp; file times kept as they are, since each ``.pyc`` records its source's mtime and a
+   clamped one would make every one stale, recompiled at each start on a read-only root; the
+   config's ``created`` is ``SOURCE_DATE_EPOCH``, default: the last commit's time) into an OCI
    image layout: ``oci-layout``, ``index.json``, the manifest, the config (the stage's Env, User,
    WorkingDir, Entrypoint, Cmd, ExposedPorts and Labels) and, for ``docker load``'s older
    reader, Docker's ``manifest.json``. The layout is written as ``<out>/oci`` and as the tarball
@@ -402,16 +404,16 @@ class _Hashing:
         self.raw.flush()
 
 
-def write_layer(rootfs: Path, out: IO[bytes], epoch: int) -> tuple[str, str, int, int]:
+def write_layer(rootfs: Path, out: IO[bytes]) -> tuple[str, str, int, int]:
     """``rootfs`` as one gzipped layer on ``out``: ``(digest, diff_id, compressed, uncompressed)``.
-    Entries sorted, owners numeric only, times clamped to ``epoch``; runtime folders left empty."""
+    Entries sorted, owners numeric only, times as they are; runtime folders left empty."""
     compressed = _Hashing(out)
     with gzip.GzipFile(fileobj=compressed, mode="wb", mtime=0, compresslevel=6) as zipped:
         plain = _Hashing(zipped)  # type: ignore[arg-type]
         with tarfile.open(fileobj=plain, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
             for path in walk(rootfs):
                 info = tar.gettarinfo(str(path), arcname=path.relative_to(rootfs).as_posix())
-                info.mtime = min(int(info.mtime), epoch)
+                info.mtime = int(info.mtime)  # what a .pyc compares with its source's
                 info.uname = info.gname = ""
                 if info.isreg():
                     with path.open("rb") as data:
@@ -458,7 +460,7 @@ def pack(rootfs: Path, config: dict[str, Any], layout: Path, ref: str, epoch: in
     blobs.mkdir(parents=True, exist_ok=True)
     partial = blobs / "layer.partial"
     with partial.open("wb") as out:
-        layer, diff_id, layer_size, tar_size = write_layer(rootfs, out, epoch)
+        layer, diff_id, layer_size, tar_size = write_layer(rootfs, out)
     partial.rename(blobs / layer.split(":", 1)[1])
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
     image = {
@@ -485,7 +487,7 @@ def pack(rootfs: Path, config: dict[str, Any], layout: Path, ref: str, epoch: in
                 "mediaType": MEDIA_MANIFEST,
                 "digest": manifest_digest,
                 "size": manifest_size,
-                "annotations": {"org.opencontainers.image.ref.name": ref.rpartition(":")[2]},
+                "annotations": {"org.opencontainers.image.ref.name": ref},
             }
         ],
     }
@@ -622,12 +624,9 @@ def run(args: argparse.Namespace) -> int:
     )
     entrypoint = [args.entrypoint] if args.entrypoint else config.get("Entrypoint", [])
     command = entrypoint + (args.command or ([] if args.entrypoint else config.get("Cmd", [])))
-    env_path = env.get("PATH", BASE_ENV["PATH"]).split(":")
-    program = next(
-        (f"{d}/{command[0]}" for d in env_path if (rootfs / d.lstrip("/") / command[0]).exists()), command[0]
-    )
+    # subprocess tries each PATH folder in the child, after the chroot: the image's PATH lookup.
     done = subprocess.run(
-        [program, *command[1:]],
+        command,
         env=env,
         preexec_fn=chrooted(rootfs, config.get("WorkingDir") or "/", config.get("User")),
     )
