@@ -15,9 +15,10 @@ each, so that a lookup that scans the apps table shows its cost; ``--redis-url``
 Redis, as ``profilerhub up`` and replicated hubs have (every request then reads the token cache's
 shared epoch there: a round trip the hub pays for). The hub's CPU time (user +
 system, from /proc via psutil) over each kind's rounds, divided by its requests, is what a request
-costs the hub. Target (issue 13): under 2 ms per ``describe_app``. Last reading on the shared
-2-core development machine (docs/sagemaker-api.md, "Speed"): 2.43–2.64 ms against 4.90–5.40 ms
-for the REST anchor (ratio 0.48–0.51).
+costs the hub. Target (issue 13): under 2 ms per ``describe_app``. Last readings on the shared
+2-core development machine at load averages of 2.7 to 5.7 (docs/sagemaker-api.md, "Speed",
+medians): 0.69 ms against 1.58 ms for the REST anchor; 0.77 against 1.67 ms with
+``--other-apps 5000``; 0.88 against 1.79 ms with a Redis as well.
 
 ``--profile N`` instead runs the hub in this process (same home, same app factory) and sends it N
 pre-signed ``DescribeApp`` requests through httpx's ASGI transport on one event loop (SQLite reads
