@@ -3,6 +3,10 @@
 Every step works on whole columns: attribute extraction runs through ``map``/``attrgetter`` in C,
 the rest is numpy. The only Python loops run over metadata (``M``) events, distinct
 categories and lanes, and the rare ``C`` counter events.
+
+A Kineto event's ``Kind`` comes from its ``cat``; a TensorFlow trace (decoded as one, see
+``reader``, and naming TF's planes in its metadata) has no ``cat``, and ``tf_trace`` gives kinds,
+streams and its string-valued arguments from the lanes and names instead.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.events import PHASE_OF, Complete, Counter, Instant, Metadata, TraceEvent
+from profilerhub_analysis import tf_trace
+from profilerhub_analysis.events import PHASE_OF, Complete, Counter, Instant, Metadata, TfComplete, TraceEvent
 from profilerhub_analysis.lanes import LANE_GPU, LANE_KIND_NAMES, as_int, build_lanes
 from profilerhub_analysis.reader import Decoded, decode, read_bytes
 from profilerhub_analysis.store import (
@@ -132,8 +137,12 @@ def _number_array(items: list[Any]) -> np.ndarray:
 class _Columns:
     """Columns extracted batch by batch, with interning tables shared across batches."""
 
-    def __init__(self) -> None:
-        self.tables = {key: _Interner() for key in ("type", "cat", "name", "pid", "tid", "stream")}
+    def __init__(self, tensorflow: bool) -> None:
+        #: TensorFlow events (``TfComplete``): their own argument columns are extracted too.
+        self.tensorflow = tensorflow
+        self.tables = {
+            key: _Interner() for key in ("type", "cat", "name", "pid", "tid", "stream", *_TF_DETAILS)
+        }
         self.phases: dict[str, int] = {}
         self.parts: dict[str, list[np.ndarray]] = {}
         self.meta_events: list[Metadata] = []
@@ -168,7 +177,7 @@ class _Columns:
         if instants:
             inst_ids, inst_names = _intern(_values(instants, "name"))
             self.memory_events += compress(instants, _is(inst_ids, inst_names, "[memory]"))
-        xs: list[Complete] = self._of_type(evs, type_ids, Complete)
+        xs: list[Complete] = self._of_type(evs, type_ids, Complete, TfComplete)
         m = len(xs)
         # float64 holds integer µs exactly (|ts| < 2**53), and _to_ns keeps them exact
         ts_raw = np.fromiter(map(attrgetter("ts"), xs), dtype=np.float64, count=m)
@@ -195,22 +204,64 @@ class _Columns:
             blocks_per_sm=np.fromiter(map(attrgetter("blocks_per_sm"), args), dtype=np.float32, count=m),
             occupancy=np.fromiter(map(attrgetter("occupancy"), args), dtype=np.float32, count=m),
         )
+        if self.tensorflow:
+            self.parts["correlation"][-1] = tf_trace.int_values(_values(args, "correlation_id"))
+            self._put(step_num=tf_trace.int_values(_values(args, "step_num")))
+            for key in _TF_DETAILS:
+                self._put(**{f"{key}_id": self._ids(key, map(attrgetter(key), args), m)})
 
     def column(self, key: str, dtype: Any) -> np.ndarray:
         parts = self.parts.get(key)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
+def _tf_columns(acc: _Columns, tf: tf_trace.Planes) -> dict[str, np.ndarray]:
+    """kind, name_id (step markers renamed), stream, gpu (on a GPU plane), bytes and occupancy of
+    a TensorFlow trace's events."""
+    pids, tids = list(acc.tables["pid"]), list(acc.tables["tid"])
+    pair = acc.column("pid_id", np.int32).astype(np.int64) * max(len(tids), 1) + acc.column(
+        "tid_id", np.int32
+    )
+    uniq, lane_of_event = np.unique(pair, return_inverse=True)
+    keys = [(pids[c // max(len(tids), 1)], tids[c % max(len(tids), 1)]) for c in uniq.tolist()]
+    name_id = acc.column("name_id", np.int32)
+    kind, stream, gpu = tf_trace.classify(
+        tf, keys, lane_of_event.reshape(-1), list(acc.tables["name"]), name_id
+    )
+    kind, name_id = tf_trace.step_markers(kind, name_id, acc.column("step_num", np.int64), acc.tables["name"])
+    memcpy = tf_trace.bytes_lut(list(acc.tables["memcpy_details"]))[acc.column("memcpy_details_id", np.int32)]
+    memset = tf_trace.bytes_lut(list(acc.tables["memset_details"]))[acc.column("memset_details_id", np.int32)]
+    occupancy = tf_trace.occupancy_lut(list(acc.tables["kernel_details"]))
+    return {
+        "kind": kind,
+        "name_id": name_id,
+        "stream": stream,
+        "gpu": gpu,
+        "bytes": np.where(memcpy >= 0, memcpy, memset),
+        "occupancy": occupancy[acc.column("kernel_details_id", np.int32)],
+    }
+
+
+def _stream_lut(acc: _Columns) -> np.ndarray:
+    return np.array([as_int(v) for v in acc.tables["stream"]] or [-1], dtype=np.int64)
+
+
 def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
     """Columns, lanes and the launch join for the decoded events of one document."""
-    acc = _Columns()
+    acc = _Columns(decoded.dialect.tensorflow)
     for batch in decoded.batches():
         acc.add(batch)
         del batch
     skipped = dict(decoded.skipped)
-    cat_lut = np.array([int(category_kind(c)) for c in acc.tables["cat"]] or [0], dtype=np.int8)
-    kind = cat_lut[acc.column("cat_id", np.int32)]
-    stream_lut = np.array([as_int(v) for v in acc.tables["stream"]] or [-1], dtype=np.int64)
+    tf = tf_trace.planes(acc.meta_events, source) if acc.tensorflow else None
+    if tf is None:
+        cat_lut = np.array([int(category_kind(c)) for c in acc.tables["cat"]] or [0], dtype=np.int8)
+        kind = cat_lut[acc.column("cat_id", np.int32)]
+        gpu = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8))
+        tf_cols: dict[str, np.ndarray] = {}
+    else:  # stream, bytes, occupancy replace the Kineto columns below
+        tf_cols = _tf_columns(acc, tf)
+        kind, gpu = tf_cols.pop("kind"), tf_cols.pop("gpu")
     ts_ok, dur_ok = acc.column("ts_ok", bool), acc.column("dur_ok", bool)
     valid = ts_ok & dur_ok
     if not valid.all():
@@ -219,7 +270,6 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         skipped = {k: v for k, v in skipped.items() if v}
     keep = np.flatnonzero(valid)
 
-    gpu = np.isin(kind, np.array(GPU_LANE_KINDS, dtype=np.int8))
     pids, tids = list(acc.tables["pid"]), list(acc.tables["tid"])
     code = (gpu * len(pids) + acc.column("pid_id", np.int32)) * max(len(tids), 1) + acc.column(
         "tid_id", np.int32
@@ -231,7 +281,9 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         rest, t = divmod(c, max(len(tids), 1))
         g, p = divmod(rest, len(pids))
         raw_keys.append((bool(g), pids[p], tids[t]))
-    lanes, lane_of_raw, device_of_raw = build_lanes(raw_keys, raw_lane, keep, acc.meta_events)
+    lanes, lane_of_raw, device_of_raw = build_lanes(
+        raw_keys, raw_lane, keep, acc.meta_events, tf.gpu if tf is not None else None
+    )
 
     cols = {
         "ts_ns": acc.column("ts_ns", np.int64)[keep],
@@ -243,9 +295,10 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         "bandwidth": acc.column("bandwidth", np.float32)[keep],
         "blocks_per_sm": acc.column("blocks_per_sm", np.float32)[keep],
         "occupancy": acc.column("occupancy", np.float32)[keep],
-        "stream": stream_lut[acc.column("stream_id", np.int32)][keep],
+        "stream": _stream_lut(acc)[acc.column("stream_id", np.int32)][keep],
         "device": device_of_raw[raw_lane[keep]],
     }
+    cols.update({key: column[keep] for key, column in tf_cols.items()})
     lane_id = lane_of_raw[raw_lane[keep]]
     del acc.parts
     order = _lane_time_order(lane_id, cols["ts_ns"])
@@ -268,10 +321,15 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         distributed_info=dist,
         rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
         schema_version=doc.schemaVersion,
+        producer="kineto" if tf is None else "tensorflow",
         trace_name=doc.traceName if isinstance(doc.traceName, str) else None,
     )
     counters = _build_counters(acc.memory_events, acc.counter_events)
     return EventStore(columns=cols, names=list(acc.tables["name"]), lanes=lanes, counters=counters, meta=meta)
+
+
+#: TensorFlow's string arguments that are interned per batch and parsed once per distinct value.
+_TF_DETAILS = ("kernel_details", "memcpy_details", "memset_details")
 
 
 def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:

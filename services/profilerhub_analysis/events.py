@@ -30,6 +30,20 @@ class XArgs(msgspec.Struct, frozen=True, gc=False):
     occupancy: float = msgspec.field(name="est. achieved occupancy %", default=-1.0)
 
 
+class TfArgs(XArgs, frozen=True, gc=False):
+    """``XArgs`` plus TensorFlow's spellings (its exporter writes most values as strings): the
+    CUPTI correlation id, ``"regs:32 ... occ_pct:50"`` on kernels, ``"... size:1024 ..."`` on
+    copies, ``"... num_bytes:64 ..."`` on sets, and the step of a step marker
+    (``tf.profiler.experimental.Trace("train", step_num=3)``). A type of its own, so that Kineto
+    events do not carry (and decode) these fields."""
+
+    correlation_id: int | str | None = None
+    step_num: int | str | None = None
+    kernel_details: str | None = None
+    memcpy_details: str | None = None
+    memset_details: str | None = None
+
+
 class MetaArgs(msgspec.Struct, frozen=True, gc=False):
     name: str | None = None
     sort_index: int | None = None
@@ -57,6 +71,12 @@ class Complete(TraceEvent, tag="X", gc=False):
     ts: int | float = NAN
     dur: int | float = NAN
     args: XArgs = XArgs()
+
+
+class TfComplete(Complete, tag="X", gc=False):
+    """A complete event of a TensorFlow trace (decoded with ``TF_EVENT_TYPES``)."""
+
+    args: TfArgs = TfArgs()
 
 
 class Metadata(TraceEvent, tag="M", gc=False):
@@ -97,8 +117,11 @@ _IGNORED: tuple[type[TraceEvent], ...] = tuple(
 
 EVENT_TYPES: tuple[type[TraceEvent], ...] = (Complete, Metadata, Instant, GlobalInstant, Counter, *_IGNORED)
 AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]  # noqa: UP007 - built from a tuple
+#: The same with TensorFlow's complete events.
+TF_EVENT_TYPES: tuple[type[TraceEvent], ...] = (TfComplete, *EVENT_TYPES[1:])
+TfAnyEvent = Union[TF_EVENT_TYPES]  # type: ignore[valid-type]  # noqa: UP007 - built from a tuple
 #: The ``ph`` of each event type ("?" for UnknownPhase).
-_ALL_TYPES: tuple[type[TraceEvent], ...] = (*EVENT_TYPES, UnknownPhase)
+_ALL_TYPES: tuple[type[TraceEvent], ...] = (*EVENT_TYPES, TfComplete, UnknownPhase)
 PHASE_OF: dict[type, str] = {cls: str(cls.__struct_config__.tag) for cls in _ALL_TYPES}
 KNOWN_PHASES = frozenset(PHASE_OF.values()) - {"?"}
 
@@ -108,6 +131,7 @@ __all__ = [
     "IGNORED_PHASES",
     "KNOWN_PHASES",
     "PHASE_OF",
+    "TF_EVENT_TYPES",
     "AnyEvent",
     "Complete",
     "Counter",
@@ -116,6 +140,9 @@ __all__ = [
     "MemoryArgs",
     "MetaArgs",
     "Metadata",
+    "TfAnyEvent",
+    "TfArgs",
+    "TfComplete",
     "TraceEvent",
     "UnknownPhase",
     "XArgs",

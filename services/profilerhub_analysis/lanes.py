@@ -38,12 +38,15 @@ def build_lanes(
     raw_lane: np.ndarray,
     keep: np.ndarray,
     meta_events: list[Metadata],
+    gpu_devices: dict[int, int] | None = None,
 ) -> tuple[Columns, np.ndarray, np.ndarray]:
     """Lanes from the distinct (is GPU work, pid, tid) keys, in display order.
 
     Returns the lanes table and, per raw key, its lane id and device (-1 for CPU lanes). GPU
     work stays on a GPU lane whatever its pid/tid spelling (2021 traces name streams "stream 7");
     CPU-side events with label pids/tids (Kineto's "Spans" row) go to an ``other`` lane.
+    ``gpu_devices`` (TensorFlow traces: GPU plane pid -> device ordinal) names GPU lanes by their
+    thread names ("GPU 0 Stream #14(Compute)", "GPU 0 XLA Ops") instead of Kineto's pid = device.
     """
     used = np.zeros(len(raw_keys), dtype=bool)
     used[raw_lane[keep]] = True
@@ -77,9 +80,13 @@ def build_lanes(
         p, t = as_int(raw_pid), as_int(raw_tid)
         if is_gpu:
             cls = LANE_GPU
-            dev = p  # Kineto writes GPU work with pid = device ("GPU 1"-like labels: their number)
+            if gpu_devices is None:
+                dev = p  # Kineto writes GPU work with pid = device ("GPU 1"-like labels: their number)
+                label = f"GPU {dev} stream {t}"
+            else:
+                dev = gpu_devices.get(p, p)
+                label = f"GPU {dev} {thread_name.get((p, t)) or f'line {t}'}"
             devices[i] = dev
-            label = f"GPU {dev} stream {t}"
         elif labelled:
             cls, dev = LANE_OTHER, -1
             label = f"{raw_pid} / {raw_tid}"

@@ -4,6 +4,13 @@ Fast path: one typed ``msgspec`` decode of only the fields the store needs. A do
 typed decoder refuses (a field of the wrong type somewhere) is decoded again leniently, event by
 event, and the events that still do not fit are counted as skipped instead of failing the file.
 
+TensorFlow traces are decoded with event types of their own (``TfComplete``: their arguments
+have other names and string values), chosen when TF's plane names (``/host:CPU"``,
+``/device:GPU:0"``) occur in the first MiB, where TF writes its metadata. TF's exporter (TF 2.x
+before xprof) ends ``traceEvents`` with one empty ``{}`` to mark the end; it is cut from the
+document's tail before decoding, so it neither sends the document down the lenient path nor
+counts as an event.
+
 Size: the decompressed document must fit under ``max_bytes`` (default 4 GiB, or the environment
 variable ``PROFILERHUB_ANALYSIS_MAX_TRACE_BYTES``); decompression stops as soon as it passes the
 limit, so an oversized or gzip-bomb upload costs at most that much memory.
@@ -12,15 +19,16 @@ limit, so an oversized or gzip-bomb upload costs at most that much memory.
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from profilerhub_analysis.errors import TraceFormatError, TraceTooLarge
-from profilerhub_analysis.events import KNOWN_PHASES, AnyEvent, TraceEvent, UnknownPhase
+from profilerhub_analysis.events import KNOWN_PHASES, AnyEvent, TfAnyEvent, TraceEvent, UnknownPhase
 
 DEFAULT_MAX_BYTES = 4 << 30
 _CHUNK = 64 << 20
@@ -46,6 +54,12 @@ class TraceDoc(msgspec.Struct):
     traceName: Any = None  # noqa: N815
 
 
+class TfTraceDoc(TraceDoc):
+    """The top-level object of a TensorFlow trace."""
+
+    traceEvents: list[TfAnyEvent] | None = None  # noqa: N815 - the JSON key
+
+
 class _LooseDoc(msgspec.Struct):
     traceEvents: Any = None  # noqa: N815
     deviceProperties: Any = None  # noqa: N815
@@ -55,7 +69,31 @@ class _LooseDoc(msgspec.Struct):
     traceName: Any = None  # noqa: N815
 
 
-_DOC_DECODER = msgspec.json.Decoder(TraceDoc | list[AnyEvent])
+class Dialect(NamedTuple):
+    """How one family of traces decodes: the document, a batch of events, one event."""
+
+    tensorflow: bool
+    doc: msgspec.json.Decoder[Any]
+    events: msgspec.json.Decoder[Any]
+    event: Any
+
+
+KINETO = Dialect(
+    False, msgspec.json.Decoder(TraceDoc | list[AnyEvent]), msgspec.json.Decoder(list[AnyEvent]), AnyEvent
+)
+TENSORFLOW = Dialect(
+    True,
+    msgspec.json.Decoder(TfTraceDoc | list[TfAnyEvent]),
+    msgspec.json.Decoder(list[TfAnyEvent]),
+    TfAnyEvent,
+)
+_TF_PLANE = re.compile(rb'/(?:host:CPU|device:[A-Za-z_]+:\d+)"')
+_SNIFF_BYTES = 1 << 20
+
+
+def dialect_of(data: bytes) -> Dialect:
+    """TENSORFLOW when a TF plane name occurs in the document's first MiB, else KINETO."""
+    return TENSORFLOW if _TF_PLANE.search(data, 0, _SNIFF_BYTES) else KINETO
 
 
 def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
@@ -130,7 +168,6 @@ class _RawDoc(msgspec.Struct):
 
 
 _RAW_DECODER = msgspec.json.Decoder(_RawDoc | list[msgspec.Raw])
-_EVENTS_DECODER = msgspec.json.Decoder(list[AnyEvent])
 
 
 class Decoded:
@@ -145,8 +182,10 @@ class Decoded:
         events: list[TraceEvent] | None = None,
         raw_events: list[msgspec.Raw] | None = None,
         batch_size: int | None = None,
+        dialect: Dialect = KINETO,
     ) -> None:
         self.doc = doc
+        self.dialect = dialect
         self.events_total = events_total
         self.skipped = skipped
         self._events = events
@@ -161,33 +200,51 @@ class Decoded:
         for start in range(0, len(self._raw), self._batch_size):
             chunk = b"[" + b",".join(self._raw[start : start + self._batch_size]) + b"]"
             try:
-                yield _EVENTS_DECODER.decode(chunk)
+                yield self.dialect.events.decode(chunk)
             except msgspec.ValidationError:
-                yield _convert_leniently(msgspec.json.decode(chunk), self.skipped)
+                yield _convert_leniently(msgspec.json.decode(chunk), self.skipped, self.dialect)
+
+
+#: The end of a document whose event list closes with TensorFlow's empty end marker ``{}``.
+_END_MARKER = re.compile(rb",\s*\{\s*\}(\s*\][^\[\]{}]*\}?\s*)$")
+_TAIL_BYTES = 256
+
+
+def _without_end_marker(data: bytes) -> bytes:
+    """``data`` less a trailing ``,{}`` event (TensorFlow's end marker); a copy only when present."""
+    tail = data[-_TAIL_BYTES:]
+    m = _END_MARKER.search(tail)
+    if m is None:
+        return data
+    return data[: len(data) - len(tail) + m.start()] + m.group(1)
 
 
 def decode(data: bytes, source: str = "trace") -> Decoded:
     """Decode a Chrome-trace document (object with ``traceEvents``, or a bare event array)."""
+    data = _without_end_marker(data)
+    dialect = dialect_of(data)
     if len(data) > BATCH_THRESHOLD_BYTES:
-        batched = _decode_in_batches(data)
+        batched = _decode_in_batches(data, dialect)
         if batched is not None:
             return batched
     skipped: dict[str, int] = {}
     try:
-        parsed = _DOC_DECODER.decode(data)
+        parsed = dialect.doc.decode(data)
     except msgspec.ValidationError:
-        parsed = _decode_leniently(data, source, skipped)
+        parsed = _decode_leniently(data, source, skipped, dialect)
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"{source}: not valid JSON ({exc})") from exc
     doc = TraceDoc(traceEvents=parsed) if isinstance(parsed, list) else parsed
     if doc.traceEvents is None:
-        raise TraceFormatError(f"{source}: no 'traceEvents' list; is this a PyTorch profiler trace?")
+        raise TraceFormatError(
+            f"{source}: no 'traceEvents' list; is this a PyTorch or TensorFlow profiler trace?"
+        )
     events = doc.traceEvents
     total = len(events) + sum(skipped.values())
-    return Decoded(doc=doc, events_total=total, skipped=skipped, events=events)
+    return Decoded(doc=doc, events_total=total, skipped=skipped, events=events, dialect=dialect)
 
 
-def _decode_in_batches(data: bytes) -> Decoded | None:
+def _decode_in_batches(data: bytes, dialect: Dialect) -> Decoded | None:
     """The large-document path; None when the document needs the lenient whole-document path."""
     try:
         parsed = _RAW_DECODER.decode(data)
@@ -206,10 +263,10 @@ def _decode_in_batches(data: bytes) -> Decoded | None:
             schemaVersion=parsed.schemaVersion,
             traceName=parsed.traceName,
         )
-    return Decoded(doc=doc, events_total=len(raw), skipped={}, raw_events=raw)
+    return Decoded(doc=doc, events_total=len(raw), skipped={}, raw_events=raw, dialect=dialect)
 
 
-def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[TraceEvent]:
+def _convert_leniently(raw_events: list[Any], skipped: dict[str, int], dialect: Dialect) -> list[TraceEvent]:
     """Events one by one (slow path, only for documents the typed decoder refused)."""
     events: list[TraceEvent] = []
     bad = 0
@@ -221,7 +278,7 @@ def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[T
                 events.append(UnknownPhase())
                 continue
         try:
-            events.append(msgspec.convert(raw, AnyEvent, strict=False))
+            events.append(msgspec.convert(raw, dialect.event, strict=False))
         except msgspec.ValidationError:
             bad += 1
     if bad:
@@ -229,7 +286,9 @@ def _convert_leniently(raw_events: list[Any], skipped: dict[str, int]) -> list[T
     return events
 
 
-def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> TraceDoc | list[TraceEvent]:
+def _decode_leniently(
+    data: bytes, source: str, skipped: dict[str, int], dialect: Dialect
+) -> TraceDoc | list[TraceEvent]:
     try:
         loose = msgspec.json.decode(data, type=_LooseDoc | list[Any])
     except msgspec.ValidationError as exc:  # (a subclass of DecodeError)
@@ -238,10 +297,12 @@ def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> Trac
         raise TraceFormatError(f"{source}: not valid JSON ({exc})") from exc
     raw_events = loose if isinstance(loose, list) else loose.traceEvents
     if raw_events is None:
-        raise TraceFormatError(f"{source}: no 'traceEvents' list; is this a PyTorch profiler trace?")
+        raise TraceFormatError(
+            f"{source}: no 'traceEvents' list; is this a PyTorch or TensorFlow profiler trace?"
+        )
     if not isinstance(raw_events, list):
         raise TraceFormatError(f"{source}: 'traceEvents' is not a list")
-    events = _convert_leniently(raw_events, skipped)
+    events = _convert_leniently(raw_events, skipped, dialect)
     if isinstance(loose, list):
         return events
     header: dict[str, Any] = {}
@@ -254,9 +315,14 @@ def _decode_leniently(data: bytes, source: str, skipped: dict[str, int]) -> Trac
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "KINETO",
+    "TENSORFLOW",
     "Decoded",
+    "Dialect",
+    "TfTraceDoc",
     "TraceDoc",
     "decode",
+    "dialect_of",
     "max_trace_bytes",
     "read_bytes",
 ]

@@ -1,4 +1,5 @@
-"""Training steps (``ProfilerStep#N`` or ``step_N`` annotations) and where each one's time went."""
+"""Training steps (``ProfilerStep#N`` or ``step_N`` annotations, TensorFlow's step markers) and
+where each one's time went."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from profilerhub_analysis.sync import cpu_sync_rows
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 USER_STEP = re.compile(r"^(?:train[_ ]?)?step[_ #:-]?(\d+)$", re.IGNORECASE)
+#: TensorFlow's step markers, as ``tf_trace`` names them: ``"<name> <step>"`` (``train 3``).
+TF_STEP = re.compile(r" (\d+)$")
 _CPU_KINDS = (Kind.USER_ANNOTATION, Kind.CPU_OP, Kind.OTHER)
 
 
@@ -20,15 +23,20 @@ def step_rows(store: EventStore) -> tuple[np.ndarray, np.ndarray]:
     """(rows of the step annotations, their step numbers), by start time, one per step number.
 
     ``ProfilerStep#N`` on a CPU thread wins; ``step_N``-like annotations are used when a trace has
-    none. A step recorded on several threads counts once (its first occurrence).
+    none; in a TensorFlow trace, its step markers (the only user annotations there). A step
+    recorded on several threads counts once (its first occurrence).
     """
     names = store.name_list
     kind = store.col("kind")
     cpu = np.isin(kind, np.array(_CPU_KINDS, dtype=np.int8))
-    for pattern in (PROFILER_STEP, USER_STEP):
+    patterns = [PROFILER_STEP, USER_STEP]
+    if store.meta.producer == "tensorflow":
+        patterns.append(TF_STEP)
+        cpu = kind == Kind.USER_ANNOTATION
+    for pattern in patterns:
         number = np.full(max(len(names), 1), -1, dtype=np.int64)
         for i, name in enumerate(names):  # once per distinct name
-            m = pattern.match(name)
+            m = pattern.search(name) if pattern is TF_STEP else pattern.match(name)
             if m:
                 number[i] = int(m.group(1))
         step_no = number[store.col("name_id")]
@@ -83,4 +91,4 @@ def steps(store: EventStore) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["PROFILER_STEP", "USER_STEP", "step_rows", "steps"]
+__all__ = ["PROFILER_STEP", "TF_STEP", "USER_STEP", "step_rows", "steps"]

@@ -156,6 +156,9 @@ class TraceMeta(msgspec.Struct, kw_only=True):
     rank: int | None = None
     schema_version: Any = None
     trace_name: str | None = None
+    #: What wrote the trace: "kineto" (PyTorch's profiler, and Chrome traces in its shape) or
+    #: "tensorflow" (TensorBoard's profile plugin; kinds then come from its planes and lines).
+    producer: str = "kineto"
     format_version: int = FORMAT_VERSION
 
 

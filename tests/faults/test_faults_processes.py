@@ -167,9 +167,12 @@ def test_redis_killed_under_a_running_task(stack: AppStack, redis: PrivateRedis)
     assert stack.worker is not None and stack.beat is not None
     stack.worker.terminate()  # a worker whose spawns take a while: Redis dies while one runs
     stack.worker.wait(60)
+    gates = stack.home.parent / "spawn-gates"  # the spawn holds until the test opens its gate
+    gates.mkdir()
     stack.start_worker(
         PROFILERHUB_SPAWNER="profilerhub_worker.spawners.fakes:SlowSpawn",
-        PROFILERHUB_TEST_SLOW_SPAWN_SECONDS="30",
+        PROFILERHUB_TEST_SLOW_SPAWN_SECONDS="120",  # the window, at most
+        PROFILERHUB_TEST_SPAWN_GATE=str(gates),
     )
     alice = stack.user_token("redis", "alice")
     bob = stack.user_token("redis", "bob")
@@ -190,6 +193,12 @@ def test_redis_killed_under_a_running_task(stack: AppStack, redis: PrivateRedis)
         paths = sorted(stack.home.parent.glob(f"{prefix}-*.log"))
         return "\n".join(p.read_text(errors="replace") for p in paths)
 
+    def noticed() -> bool:
+        return worker.poll() is not None or "Connection to broker lost" in log_of("worker")
+
+    wait_for(noticed, "the worker noticing its broker gone mid-spawn", 180, 0.1)
+    (gates / app_id).touch()  # alice's spawn ends while Redis is gone
+
     def crashed_or_retrying() -> bool:
         return worker.poll() is not None or "consumer: Cannot connect to redis" in log_of("worker")
 
@@ -203,11 +212,15 @@ def test_redis_killed_under_a_running_task(stack: AppStack, redis: PrivateRedis)
 
     queued = stack.create(bob, "redis", "bob")  # accepted while the queue is down
     assert queued.status_code == 202 and queued.json()["status"] == "Pending", queued.text
+    (gates / queued.json()["app_id"]).touch()  # bob's spawn, by this worker if it still runs, need not hold
     with _db(stack) as db:  # as if Redis stayed down an hour, far past the start timeout
         db.execute(
             "UPDATE apps SET status_changed_at = datetime(status_changed_at, '-1 hour') WHERE id = ?",
             (queued.json()["app_id"],),
         )
+    # Redis stays down until beat has failed a send (its outage-started line, asserted below); an
+    # outage shorter than that may fall between two of its sends.
+    wait_for(lambda: outage_lines(log_of("beat"), "Redis")[0] == 1, "beat's outage-started line", 120)
     redis.restart()
     if code is not None:
         stack.start_worker()

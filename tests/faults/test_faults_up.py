@@ -8,6 +8,7 @@ import json
 import signal
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,10 +30,15 @@ def _child(up: Any, word: str) -> psutil.Process:
     return found[0]
 
 
-def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(hub_process: Any) -> None:
+def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(
+    hub_process: Any, tmp_path: Path
+) -> None:
+    gates = tmp_path / "spawn-gates"  # an app's spawn ends when the test opens its gate, or after 8 s
+    gates.mkdir()
     env = {k: v for k, v in FAST.items() if k != "PROFILERHUB_SECRET_KEY"} | {
         "PROFILERHUB_SPAWNER": "profilerhub_worker.spawners.fakes:SlowSpawn",
         "PROFILERHUB_TEST_SLOW_SPAWN_SECONDS": "8",  # the window in which the worker is killed
+        "PROFILERHUB_TEST_SPAWN_GATE": str(gates),
     }
     up = hub_process("up", env=env)
     admin = auth(up.admin_token())
@@ -63,6 +69,7 @@ def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(hub_proc
         _child(up, " worker").send_signal(signal.SIGKILL)
         killed = time.monotonic()
         up.wait_for_output("worker exited with code -9", 60)
+        (gates / app_id).touch()  # the restarted worker's retry adopts the instance at once
         wait_for(lambda: status("alice") == "InService", "alice's app InService after the restart", 180, 0.2)
         worker_recovery = time.monotonic() - killed
         assert json.loads(instance.read_text())["pid"] == first_pid  # adopted, not started twice
@@ -70,10 +77,12 @@ def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(hub_proc
         _child(up, "redis-server").send_signal(signal.SIGKILL)
         killed = time.monotonic()
         up.wait_for_output("redis is not running; restarting it", 60)
-        client.post("/api/v1/domains/d1/users/bob/apps", json={}, headers=tokens["bob"]).raise_for_status()
+        bobs = client.post("/api/v1/domains/d1/users/bob/apps", json={}, headers=tokens["bob"])
+        (gates / bobs.raise_for_status().json()["app_id"]).touch()
         wait_for(lambda: status("bob") == "InService", "bob's app InService after Redis came back", 180, 0.2)
         redis_recovery = time.monotonic() - killed
-        # carol's app is mid-spawn when `up` stops: its process must not outlive `up` either.
+        # carol's app is mid-spawn when `up` stops (her gate stays shut): its process must not
+        # outlive `up` either.
         client.post("/api/v1/domains/d1/users", json={"name": "carol"}, headers=admin).raise_for_status()
         carol = auth(
             client.post("/api/v1/domains/d1/users/carol/tokens", json={}, headers=admin).json()["token"]

@@ -93,6 +93,22 @@ def test_upload_sends_plain_torch_profiler_traces_under_a_job_name(
     assert "_SUCCESS" in job.files and job.completions == 1
 
 
+def test_upload_sends_a_tensorflow_log_folder_under_a_job_name(tmp_path: Path, fakehub: FakeHub) -> None:
+    from tests.analysis.test_tensorflow import REAL_CPU_TRACE
+
+    run = tmp_path / "logs/plugins/profile/2026_12_01_19_29_58"
+    run.mkdir(parents=True)
+    (run / "vm.trace.json.gz").write_bytes(REAL_CPU_TRACE.read_bytes())
+    (run / "vm.xplane.pb").write_bytes(b"\x0a\x00")
+    done = upload(tmp_path / "logs", "--job", "tf-run")
+    assert done.returncode == 0, done.stderr
+    note = " ".join(done.stderr.split())  # the message wraps at the terminal's width
+    assert "skipping 1 file(s) that are not traces: plugins/profile/2026_12_01_19_29_58/vm.xplane.pb" in note
+    job = fakehub.job_named("tf-run")
+    key = "torch/plugins/profile/2026_12_01_19_29_58/vm.trace.json.gz"
+    assert job.files[key] == REAL_CPU_TRACE.read_bytes() and job.completions == 1
+
+
 def test_an_interrupted_upload_resumes_the_same_job_without_resending(
     sdk_run_dir: Path, fakehub: FakeHub
 ) -> None:

@@ -95,6 +95,27 @@ def test_ingest_reports_kernels_and_launch_latency_of_a_gpu_trace(
     assert row.duration_s is not None and row.duration_s > 0 and row.gpus >= 1 and row.ranks == 1
 
 
+def test_ingest_reads_tensorflow_traces_in_their_plugin_layout(ctx: IngestContext) -> None:
+    from tests.analysis.test_tensorflow import REAL_CPU_TRACE
+    from tests.analysis.tfgen import encode, one_step
+
+    run = "torch/logs/plugins/profile/2026_12_01_10_00_00"  # as `profilerhub upload LOGDIR --job` sends it
+    files = {
+        f"{run}/gpu0.trace.json.gz": gzip.compress(encode(one_step())),  # synthetic GPU trace
+        f"{run}/gpu0.xplane.pb": b"\x0a\x00",  # TF writes it beside: not a trace
+        "torch/cpu/plugins/profile/2026_12_01_19_29_58/vm.trace.json.gz": REAL_CPU_TRACE.read_bytes(),
+    }
+    job_id, place = make_job(ctx, files)
+    assert ingest_job(job_id, ctx) == "Ready"
+    summary = json.loads(ctx.store.get(place.processed_key("summary.json")))
+    assert summary["warnings"] == []
+    cpu, gpu = sorted(summary["traces"], key=lambda t: t["report"]["kernel_count"])
+    assert gpu["report"]["kernel_count"] == 2 and gpu["report"]["kernel_time_us"] == 25.0
+    assert gpu["report"]["launch_latency"]["count"] == 3
+    assert cpu["report"]["x_events"] == 1121 and cpu["report"]["kernel_count"] == 0
+    assert job_row(ctx, job_id).gpus == 1
+
+
 def test_ingest_writes_dashboard_panels_and_a_mappable_timeline_per_trace(
     ctx: IngestContext, shared_dir: Path, tmp_path: Path
 ) -> None:

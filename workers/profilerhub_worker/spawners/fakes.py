@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
+from pathlib import Path
 from typing import ClassVar
 
+from profilerhub_worker.spawners.base import wait_for
 from profilerhub_worker.spawners.local import LocalProcessSpawner
 
 
@@ -25,12 +26,18 @@ class NeverSpawn(LocalProcessSpawner):
 
 
 class SlowSpawn(LocalProcessSpawner):
-    """Starts the real app, then takes ``PROFILERHUB_TEST_SLOW_SPAWN_SECONDS`` (default 3) more
-    before reporting it started: the window in which a test kills the worker mid-spawn."""
+    """Starts the real app, then holds before reporting it started: the window in which a test kills
+    the worker (or its Redis) mid-spawn.
+
+    It holds ``PROFILERHUB_TEST_SLOW_SPAWN_SECONDS`` (default 3), or less: where
+    ``PROFILERHUB_TEST_SPAWN_GATE`` names a folder, until the file named for the app's id appears in
+    it, so a test opens the gate once it has done its harm instead of sleeping out the window."""
 
     def start(self) -> str:
         endpoint = super().start()
-        time.sleep(float(os.environ.get("PROFILERHUB_TEST_SLOW_SPAWN_SECONDS", "3")))
+        gates = os.environ.get("PROFILERHUB_TEST_SPAWN_GATE")
+        opened = (lambda: (Path(gates) / self.app_id).exists()) if gates else (lambda: False)
+        wait_for(opened, float(os.environ.get("PROFILERHUB_TEST_SLOW_SPAWN_SECONDS", "3")))
         return endpoint
 
 
