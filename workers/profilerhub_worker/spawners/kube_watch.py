@@ -11,8 +11,9 @@ thread of its own that runs the loop an informer runs (and the start's wait for 
 
 Watching from the list's version means a change between the list and the watch is sent by the
 watch, and a fresh list after each watch means nothing that happened while no watch was open is
-missed.  A watch that fails or ends at once backs off (0.1 s, doubling to 2 s) before the next
-list, so a broken watch endpoint costs a list per backoff, never a busy loop.
+missed.  A watch that fails (410 Gone included) or ends at once backs off (0.1 s, doubling to
+2 s) before the next list, so a broken watch endpoint costs a list per backoff, never a busy loop
+(this thread runs as long as the process).
 
 The cache is *current* while a watch opened on its list is streaming and that list is younger
 than ``STALE_AFTER_S`` (one watch's longest life plus a read timeout: the server ends a watch by
@@ -35,6 +36,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from profilerhub_worker.spawners.kube_api import REQUEST_TIMEOUT, KubeAPI, KubeAPIError, WatchEnded
@@ -97,10 +99,8 @@ class DeploymentWatch:
                     self._apply(event)
                     if self._stopping.is_set():
                         return
-            except (KubeAPIError, WatchEnded) as exc:
+            except (KubeAPIError, WatchEnded) as exc:  # 410 Gone too: a fresh list gives a current version
                 log.info("watching the app deployments: %s; listing again", exc)
-                if isinstance(exc, WatchEnded) and exc.status == 410:
-                    continue  # too old a version: a fresh list gives a current one, at once
                 events = 0
             finally:
                 with self._changed:
@@ -113,7 +113,7 @@ class DeploymentWatch:
             else:
                 backoff = WATCH_BACKOFF_START_S
 
-    def _list_then_watch(self) -> Any:
+    def _list_then_watch(self) -> Iterator[dict[str, Any]]:
         """List into the cache, open a watch from the list's version, and answer its events."""
         deployments, version = self.api.list_at(self.api.apps.list_namespaced_deployment, self.selector)
         listed = time.monotonic()
