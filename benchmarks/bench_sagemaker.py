@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_sagemaker.py [--requests 2000]
     .venv/bin/python benchmarks/bench_sagemaker.py --profile 2000   # where the hub's time goes
     .venv/bin/python benchmarks/bench_sagemaker.py --other-apps 5000  # a hub in use: a bigger table
+    .venv/bin/python benchmarks/bench_sagemaker.py --redis-url redis://127.0.0.1:6379/0  # as in production
 
 Sets up a fresh SQLite hub home (migrated, a platform admin, domain ``bench``, user ``alice`` with
 a Pending app, a bearer token and an access key), starts ``profilerhub hub --workers 1`` on a free
@@ -10,11 +11,14 @@ port, and sends the requests one after another from this process: boto3's ``desc
 ``/sagemaker`` and httpx's ``GET /api/v1/domains/bench/users/alice/apps/DetailedProfiler/default``
 (the anchor, measured in the same run, in alternating rounds of 100 requests so that both meet the
 same load on a shared machine); ``--other-apps N`` first gives N users of another domain an app
-each, so that a lookup that scans the apps table shows its cost. The hub's CPU time (user +
+each, so that a lookup that scans the apps table shows its cost; ``--redis-url`` gives the hub a
+Redis, as ``profilerhub up`` and replicated hubs have (every request then reads the token cache's
+shared epoch there: a round trip the hub pays for). The hub's CPU time (user +
 system, from /proc via psutil) over each kind's rounds, divided by its requests, is what a request
-costs the hub. Target (issue 13): under 2 ms per ``describe_app``. Last reading on the shared
-2-core development machine (docs/sagemaker-api.md, "Speed"): 2.43–2.64 ms against 4.90–5.40 ms
-for the REST anchor (ratio 0.48–0.51).
+costs the hub. Target (issue 13): under 2 ms per ``describe_app``. Last readings on the shared
+2-core development machine at load averages of 2.7 to 5.7 (docs/sagemaker-api.md, "Speed",
+medians): 0.69 ms against 1.58 ms for the REST anchor; 0.77 against 1.67 ms with
+``--other-apps 5000``; 0.88 against 1.79 ms with a Redis as well.
 
 ``--profile N`` instead runs the hub in this process (same home, same app factory) and sends it N
 pre-signed ``DescribeApp`` requests through httpx's ASGI transport on one event loop (SQLite reads
@@ -167,6 +171,9 @@ def main() -> None:
     parser.add_argument(
         "--other-apps", type=int, default=0, metavar="N", help="N apps of other users (at most 10000)"
     )
+    parser.add_argument(
+        "--redis-url", default="", metavar="URL", help="a Redis for the token cache's shared epoch"
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="profilerhub-bench-sagemaker-"))
     port = _free_port()
@@ -176,6 +183,7 @@ def main() -> None:
         "PROFILERHUB_SECRET_KEY": "bench-" + "k" * 40,
         "PROFILERHUB_ENVIRONMENT": "development",
         "PROFILERHUB_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "PROFILERHUB_REDIS_URL": args.redis_url,
     }
     bearer, key_id, secret = _prepare(env, args.other_apps)
     if args.profile:
@@ -205,7 +213,7 @@ def main() -> None:
             aws_secret_access_key=secret,
             config=Config(retries={"max_attempts": 1}),
         )
-        domain_id = sm.list_domains()["Domains"][0]["DomainId"]
+        domain_id = next(d["DomainId"] for d in sm.list_domains()["Domains"] if d["DomainName"] == "bench")
         rest = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bearer}"})
         path = "/api/v1/domains/bench/users/alice/apps/DetailedProfiler/default"
         assert rest.get(path).status_code == 200
@@ -221,7 +229,8 @@ def main() -> None:
         hub.terminate()
         hub.wait(20)
     print(f"command: {' '.join([sys.executable, *sys.argv])}")
-    print(f"hub: {' '.join(hub_cmd)} (SQLite, {args.other_apps} apps of other users, "
+    redis = f"Redis {args.redis_url}" if args.redis_url else "no Redis"
+    print(f"hub: {' '.join(hub_cmd)} (SQLite, {redis}, {args.other_apps} apps of other users, "
           f"{args.requests} sequential requests each)")  # fmt: skip
     print(f"REST GET of the app (anchor):           {rest_ms:.3f} ms hub CPU per request")
     print(f"boto3 describe_app (SigV4 included):    {boto_ms:.3f} ms hub CPU per request (target < 2 ms)")

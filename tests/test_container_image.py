@@ -7,12 +7,20 @@ spawner run in it is a real ``profilerhub`` command.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import importlib.util
+import io
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -120,3 +128,97 @@ def test_the_wheel_it_installs_builds_with_the_server_and_none_of_the_tests(tmp_
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "Provides-Extra: kubernetes" in text and "Provides-Extra: server" in text
+
+
+def rootfs_image() -> ModuleType:
+    """infra/docker/rootfs_image.py, the daemonless build (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "rootfs_image", ROOT / "infra" / "docker" / "rootfs_image.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_daemonless_build_gives_its_image_the_dockerfiles_runtime_settings() -> None:
+    tool = rootfs_image()
+    stages = tool.read_dockerfile(DOCKERFILE.read_text())
+    assert [stage.name for stage in stages] == ["build", None]
+    config = tool.image_config(stages[-1])
+    steps = dict(instructions()[max(i for i, (w, _) in enumerate(instructions()) if w == "FROM") :])
+    assert config["User"] == steps["USER"] == "10001:10001"
+    assert config["Entrypoint"] == json.loads(steps["ENTRYPOINT"]) == ["profilerhub"]
+    assert config["Cmd"] == json.loads(steps["CMD"])
+    assert config["WorkingDir"] == steps["WORKDIR"]
+    env = dict(item.split("=", 1) for item in config["Env"])
+    for pair in steps["ENV"].split():
+        key, value = pair.split("=", 1)
+        assert env[key] == value.replace("${PATH}", tool.BASE_ENV["PATH"]), key
+    assert env["PATH"].startswith("/opt/profilerhub/bin:")
+    assert set(config["ExposedPorts"]) == {f"{port}/tcp" for port in steps["EXPOSE"].split()}
+    assert config["Labels"]["org.opencontainers.image.licenses"] == "Apache-2.0"
+
+
+def test_the_daemonless_build_copies_what_dockerignore_sends() -> None:
+    excluded = rootfs_image().dockerignore(ROOT)
+    assert not excluded("services/profilerhub/__init__.py") and not excluded("pyproject.toml")
+    kept_out = ["services/profilerhub/__pycache__/__init__.cpython-311.pyc", "workers/x.pyc"]
+    for path in [*kept_out, ".venv/bin/python", "tests/conftest.py", ".git/HEAD"]:
+        assert excluded(path), path
+
+
+def test_the_layout_it_packs_is_an_oci_image_that_comes_out_the_same_twice(tmp_path: Path) -> None:
+    tool = rootfs_image()
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "opt" / "bin").mkdir(parents=True)
+    (rootfs / "dev").mkdir()
+    (rootfs / "dev" / "console").write_text("runtime")  # a runtime folder's contents stay out
+    (rootfs / ".profilerhub-base").touch()
+    (rootfs / "opt" / "bin" / "tool").write_text("#!/bin/sh\n")
+    os.link(rootfs / "opt" / "bin" / "tool", rootfs / "opt" / "bin" / "same")
+    (rootfs / "opt" / "link").symlink_to("bin/tool")
+    written = 1_700_000_000  # kept: each .pyc names its source's mtime, a changed one makes it stale
+    os.utime(rootfs / "opt" / "bin" / "tool", (written, written + 0.5))
+    config = {"User": "10001:10001", "Entrypoint": ["tool"], "Env": ["PATH=/opt/bin"]}
+    figures = [tool.pack(rootfs, config, tmp_path / name, "profilerhub:dev", 0) for name in ("a", "b")]
+    assert figures[0]["manifest_digest"] == figures[1]["manifest_digest"]
+
+    layout = tmp_path / "a"
+    assert json.loads((layout / "oci-layout").read_text()) == {"imageLayoutVersion": "1.0.0"}
+    (entry,) = json.loads((layout / "index.json").read_text())["manifests"]
+
+    def blob(descriptor: dict[str, object]) -> bytes:
+        data = (layout / "blobs" / "sha256" / str(descriptor["digest"])[7:]).read_bytes()
+        assert f"sha256:{hashlib.sha256(data).hexdigest()}" == descriptor["digest"]
+        assert len(data) == descriptor["size"]
+        return data
+
+    manifest = json.loads(blob(entry))
+    image = json.loads(blob(manifest["config"]))
+    (layer,) = manifest["layers"]
+    assert layer["mediaType"] == "application/vnd.oci.image.layer.v1.tar+gzip"
+    plain = gzip.decompress(blob(layer))
+    assert image["rootfs"]["diff_ids"] == [f"sha256:{hashlib.sha256(plain).hexdigest()}"]
+    assert image["config"] == config == tool.read_config(layout)
+    with tarfile.open(fileobj=io.BytesIO(plain)) as tar:
+        members = {m.name: m for m in tar}
+    assert sorted(members) == ["dev", "opt", "opt/bin", "opt/bin/same", "opt/bin/tool", "opt/link"]
+    assert members["opt/link"].issym() and members["opt/link"].linkname == "bin/tool"
+    (regular,) = [m for m in members.values() if m.isreg()]
+    assert regular.mtime == written  # whole seconds, as a .pyc holds them
+    assert [m.linkname for m in members.values() if m.islnk()] == [regular.name]
+    assert all(m.uname == m.gname == "" and m.uid == os.getuid() for m in members.values())
+    (docker,) = json.loads((layout / "manifest.json").read_text())
+    assert docker["RepoTags"] == ["profilerhub:dev"]
+    assert all((layout / path).is_file() for path in [docker["Config"], *docker["Layers"]])
+
+
+def test_nothing_the_image_runs_imports_what_its_dockerfile_removes() -> None:
+    """The Dockerfile deletes the Kubernetes client's asyncio copy and numpy's and pyarrow's tests."""
+    removed = re.compile(r"kubernetes\.aio|from kubernetes import[^\n]*\baio\b|(numpy|pyarrow)\.tests\b")
+    sources = [*(ROOT / "services").rglob("*.py"), *(ROOT / "workers").rglob("*.py")]
+    assert sources
+    for path in sources:
+        assert not removed.search(path.read_text()), path

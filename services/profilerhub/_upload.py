@@ -4,7 +4,8 @@ Two kinds of directory are understood:
 
 - an SDK output directory (``<output>/<job>/`` with ``job.json``): its files go up as they are;
 - a directory of plain ``torch.profiler`` traces (``*.json`` / ``*.json.gz`` Chrome traces, e.g.
-  from ``tensorboard_trace_handler`` or ``export_chrome_trace``): each trace goes to
+  from ``tensorboard_trace_handler`` or ``export_chrome_trace``) or a TensorBoard log folder of
+  TensorFlow's (``plugins/profile/<run>/<host>.trace.json.gz``): each trace goes to
   ``torch/<relative path>.gz`` (gzipped on the way if it is not), with a ``job.json`` describing them.
 
 Progress is kept in ``<dir>/.profilerhub-upload.json`` so running the same command again after an
@@ -120,11 +121,18 @@ def _plan_sdk_dir(directory: Path, meta_path: Path, job: str | None) -> Plan:
     return plan
 
 
+def _trace_source(plan: Plan) -> str:
+    """Who wrote the traces: TensorBoard's profile plugin keeps them under ``plugins/profile/``."""
+    tensorflow = any("plugins/profile/" in f.path for f in plan.files)
+    return "tensorflow.profiler" if tensorflow else "torch.profiler"
+
+
 def _plan_trace_dir(directory: Path, job: str | None) -> Plan:
     if not job:
         raise UploadError(
             f"{directory} has no job.json, so it is not an SDK output folder",
-            "to upload plain torch.profiler traces, name the job: profilerhub upload DIR --job NAME",
+            "to upload plain torch.profiler or TensorFlow traces, name the job: "
+            "profilerhub upload DIR --job NAME",
         )
     plan = Plan(job=_valid_name(job), kind="torch")
     for p in sorted(directory.rglob("*")):
@@ -141,14 +149,16 @@ def _plan_trace_dir(directory: Path, job: str | None) -> Plan:
         )
     if not plan.files:
         raise UploadError(
-            f"found no torch.profiler traces (*.json or *.json.gz Chrome traces) under {directory}",
-            "point at the folder given to tensorboard_trace_handler or export_chrome_trace",
+            f"found no torch.profiler or TensorFlow traces (*.json or *.json.gz Chrome traces) "
+            f"under {directory}",
+            "point at the folder given to tensorboard_trace_handler or export_chrome_trace, or at a "
+            "TensorBoard log folder with plugins/profile/<run>/<host>.trace.json.gz",
         )
     meta = {
         "format": "profilerhub-raw/1",
         "job": plan.job,
         "status": "Completed",
-        "source": "torch.profiler",
+        "source": _trace_source(plan),
         "host": None,
         "sdk_version": __version__,
         "uploaded_from": {"host": socket.gethostname(), "dir": str(directory.resolve())},

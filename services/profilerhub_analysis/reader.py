@@ -5,8 +5,8 @@ typed decoder refuses (a field of the wrong type somewhere) is decoded again len
 event, and the events that still do not fit are counted as skipped instead of failing the file.
 
 TensorFlow traces are decoded with event types of their own (``TfComplete``: their arguments
-have other names and string values), chosen when TF's plane names (``/host:CPU"``,
-``/device:GPU:0"``) occur in the first MiB, where TF writes its metadata. TF's exporter (TF 2.x
+have other names and string values), chosen when TF's plane names (``/host:CPU``,
+``/device:GPU:0``) occur in the first MiB, where TF writes its metadata. TF's exporter (TF 2.x
 before xprof) ends ``traceEvents`` with one empty ``{}`` to mark the end; it is cut from the
 document's tail before decoding, so it neither sends the document down the lenient path nor
 counts as an event.
@@ -87,7 +87,7 @@ TENSORFLOW = Dialect(
     msgspec.json.Decoder(list[TfAnyEvent]),
     TfAnyEvent,
 )
-_TF_PLANE = re.compile(rb'/(?:host:CPU|device:[A-Za-z_]+:\d+)"')
+_TF_PLANE = re.compile(rb"/(?:host:CPU|device:[A-Za-z_]+:\d+)\b")
 _SNIFF_BYTES = 1 << 20
 
 

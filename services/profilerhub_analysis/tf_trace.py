@@ -15,8 +15,9 @@ process, named in ``process_name`` metadata, and each XLine one thread, named in
   plane is derived (``Steps``, ``XLA Modules``, ``XLA Ops``, ``TensorFlow Ops``, ``TensorFlow Name
   Scope``, ``Source code``, ``Launch Stats``): spans over the kernels, drawn on the GPU lanes as
   ``GPU_USER_ANNOTATION`` but never GPU work, so GPU time is not counted twice.
-- ``/device:TPU:<n>`` and other devices are refused (``TraceFormatError``): their lines follow no
-  CUDA model.
+- ``/device:TPU:<n>`` planes are refused (``TraceFormatError``): their lines follow no CUDA
+  model. Events of other planes (another device kind, TF's own metadata planes) are ``OTHER``,
+  on thread lanes under their process name.
 
 A host event with a ``step_num`` argument is a step marker (``tf.profiler.experimental.Trace(
 "train", step_num=3, _r=1)``, which Keras' ``fit`` also writes): a ``USER_ANNOTATION`` named
@@ -38,8 +39,8 @@ from profilerhub_analysis.errors import TraceFormatError
 from profilerhub_analysis.events import Metadata
 from profilerhub_analysis.store import Kind
 
-HOST_PLANE = re.compile(r"(?:^|\s)/host:CPU$")
-DEVICE_PLANE = re.compile(r"(?:^|\s)/device:([A-Za-z_]+):(\d+)$")
+HOST_PLANE = re.compile(r"(?:^|\s)/host:CPU\b")
+DEVICE_PLANE = re.compile(r"(?:^|\s)/device:([A-Za-z_]+):(\d+)\b")
 STREAM_LINE = re.compile(r"^Stream #(\d+)")
 _DRIVER_CALL = re.compile(r"^cu[A-Z]")
 _RUNTIME_CALL = re.compile(r"^cuda[A-Z]")
@@ -67,9 +68,9 @@ class Planes:
                     self.host.add(e.pid)
                 elif device and device.group(1) == "GPU":
                     self.gpu[e.pid] = int(device.group(2))
-                elif device:
+                elif device and device.group(1) == "TPU":
                     raise TraceFormatError(
-                        f"{source}: a TensorFlow trace of {e.args.name.split()[-1]}; ProfilerHub reads "
+                        f"{source}: a TensorFlow trace of {device.group(0).strip()}; ProfilerHub reads "
                         "TensorFlow traces of CPU hosts and NVIDIA GPUs only"
                     )
             elif e.name == "thread_name" and isinstance(e.tid, int):

@@ -191,6 +191,18 @@ def test_a_tpu_trace_is_refused_with_a_clear_message() -> None:
         _store(events)
 
 
+def test_a_plane_of_another_device_is_other_work_not_gpu_work() -> None:
+    events = [
+        *one_step(),
+        {"ph": "M", "pid": 50, "name": "process_name", "args": {"name": "/device:CUSTOM:0 (an accelerator)"}},
+        {"ph": "X", "pid": 50, "tid": 1, "ts": 100.0, "dur": 30.0, "name": "custom_op"},
+    ]
+    store = _store(events)
+    row = store.name_list.index("custom_op")
+    assert store.col("kind")[store.col("name_id") == row].tolist() == [Kind.OTHER]
+    assert analyze_store(store)["temporal"][0]["compute_us"] == 25.0
+
+
 def test_a_document_that_is_no_trace_says_which_traces_are_read() -> None:
     with pytest.raises(TraceFormatError, match="PyTorch or TensorFlow profiler trace"):
         parse_trace(orjson.dumps({"displayTimeUnit": "ns", "events": []}), source="x.json")

@@ -107,6 +107,7 @@ def test_upload_sends_a_tensorflow_log_folder_under_a_job_name(tmp_path: Path, f
     job = fakehub.job_named("tf-run")
     key = "torch/plugins/profile/2026_12_01_19_29_58/vm.trace.json.gz"
     assert job.files[key] == REAL_CPU_TRACE.read_bytes() and job.completions == 1
+    assert json.loads(job.files["job.json"])["source"] == "tensorflow.profiler"
 
 
 def test_an_interrupted_upload_resumes_the_same_job_without_resending(

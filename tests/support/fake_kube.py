@@ -11,11 +11,15 @@ needs a Secret (a ``secretKeyRef`` that is not optional) that is missing, or a k
 it, in ``CreateContainerConfigError`` with the kubelet's message; ``add_secret`` is the
 operator's ``kubectl create secret``.
 
-Watches (``GET …/pods?watch=true&resourceVersion=V``) stream newline-delimited events as the API
-server does.  Each list answers a fresh ``resourceVersion`` and remembers the pods it showed; a
-watch from that version sends ``ADDED``/``MODIFIED``/``DELETED`` for every pod that differs from
-what the list showed, then for every later change, until ``timeoutSeconds``.  A version the fake
-does not know answers the ``ERROR`` event with a 410 ``Expired`` Status, as a compacted etcd does.
+Watches (``GET …/pods?watch=true&resourceVersion=V``, and the same for ``deployments``) stream
+newline-delimited events as the API server does.  Each list answers a fresh ``resourceVersion``
+and remembers the objects it showed; a watch from that version sends ``ADDED``/``MODIFIED``/
+``DELETED`` for every object that differs from what the list showed, then for every later change,
+until ``timeoutSeconds`` (or until the test calls ``cut_watches``, an API server restarting).  A
+version the fake does not know, or one of a list of another kind, answers the ``ERROR`` event with
+a 410 ``Expired`` Status, as a compacted etcd does.  A Deployment's ``status.readyReplicas`` is
+its pod's readiness, on reads, lists and watches alike.  When the fake stops, so do this
+process's watches of it (``kube_watch.stop_watches``): they would outlive the test otherwise.
 
 The fakes are named for how they misbehave (after JupyterHub's ``never_spawn`` & co.):
 
@@ -28,6 +32,8 @@ The fakes are named for how they misbehave (after JupyterHub's ``never_spawn`` &
     GoneWatchFakeKubeAPI        ... and the first ``times`` watches answer 410 Gone (version compacted away)
     EndingWatchFakeKubeAPI      ... and the first ``times`` watches close at once, with no event
     BrokenWatchFakeKubeAPI      ... and the first ``times`` watches answer 500
+    CrashingFakeKubeAPI         pods run until the test calls ``crash(name)``: that one's then crash-loops
+    CutWatchFakeKubeAPI         ``cut_watches(then=...)`` ends the open watches; the next one misbehaves so
 """
 
 from __future__ import annotations
@@ -116,7 +122,8 @@ class FakeKubeAPI:
                 self._handle("DELETE")
 
         self.versions = 0  # the last resourceVersion a list answered
-        self.listed: dict[str, dict[str, str]] = {}  # resourceVersion -> {pod name: pod as JSON}
+        self.listed: dict[str, tuple[str, dict[str, str]]] = {}  # version -> (kind, {name: JSON})
+        self.cuts = 0  # how many times the test cut the open watches
         self.closing = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -131,6 +138,9 @@ class FakeKubeAPI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        from profilerhub_worker.spawners.kube_watch import stop_watches
+
+        stop_watches(self.url)
         self.closing.set()
         self.server.shutdown()
         self.server.server_close()
@@ -197,6 +207,11 @@ class FakeKubeAPI:
         with self.lock:
             self.objects.pop((kind, namespace, name), None)
 
+    def cut_watches(self) -> None:
+        """End every open watch stream, as an API server restarting (or a proxy) does."""
+        with self.lock:
+            self.cuts += 1
+
     # -- the API -----------------------------------------------------------------------------
 
     def handle(self, method: str, raw_path: str, body: dict[str, Any] | None) -> tuple[int, dict[str, Any]]:
@@ -253,44 +268,59 @@ class FakeKubeAPI:
 
     def _read(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         found = self.objects.get((kind, namespace, name))
-        if found is None:
-            return None
-        if kind == "Deployment":
-            ready, _ = self.pod_state(found)
-            found["status"] = {"replicas": 1, "readyReplicas": 1 if ready else 0}
-        return found
+        if found is None or kind != "Deployment":
+            return found
+        return self._with_status(found)
+
+    def _with_status(self, deployment: dict[str, Any]) -> dict[str, Any]:
+        """The Deployment with the status its one pod gives it."""
+        ready, _ = self.pod_state(deployment)
+        return {**deployment, "status": {"replicas": 1, "readyReplicas": 1 if ready else 0}}
+
+    def _objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """What a list of ``kind`` shows: pods and Deployments as the fake's kubelet has them."""
+        if kind == "Pod":
+            return self._pods(namespace)
+        items = [obj for (k, ns, _), obj in self.objects.items() if k == kind and ns == namespace]
+        return [self._with_status(obj) for obj in items] if kind == "Deployment" else items
 
     def _list(self, kind: str, namespace: str, selector: str) -> dict[str, Any]:
-        if kind == "Pod":
-            items = self._pods(namespace)
-        else:
-            items = [obj for (k, ns, _), obj in self.objects.items() if k == kind and ns == namespace]
-        chosen = [obj for obj in items if matches(obj["metadata"].get("labels") or {}, selector)]
+        chosen = [
+            obj
+            for obj in self._objects(kind, namespace)
+            if matches(obj["metadata"].get("labels") or {}, selector)
+        ]
         self.versions += 1
         version = str(self.versions)
-        if kind == "Pod":
-            self.listed[version] = {
-                pod["metadata"]["name"]: json.dumps(pod, sort_keys=True) for pod in chosen
-            }
+        self.listed[version] = (
+            kind,
+            {obj["metadata"]["name"]: json.dumps(obj, sort_keys=True) for obj in chosen},
+        )
         metadata = {"resourceVersion": version}
         return {"kind": f"{kind}List", "apiVersion": "v1", "metadata": metadata, "items": chosen}
 
     # -- watches -----------------------------------------------------------------------------
 
     def serve_watch(self, handler: BaseHTTPRequestHandler) -> None:
-        """Stream pod events to one watch request (HTTP/1.0: the body ends when the stream does)."""
+        """Stream pod or Deployment events to one watch request (a chunked body that ends when
+        the stream does)."""
         url = urlsplit(handler.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         with self.lock:
             self.calls[("WATCH", url.path)] += 1
             number = self.calls[("WATCH", url.path)]
+            cuts = self.cuts  # before the answer's headers: a cut after them ends this stream
         replaced = self.misbehave("WATCH", url.path)
         how = self.watch_misbehaves(number)
         if replaced is None and how == "broken":
             replaced = 500, _status(500, "InternalError", "etcdserver: leader changed")
         parts = [p for p in url.path.split("/") if p]
-        if replaced is None and (parts[-1:] != ["pods"] or "namespaces" not in parts):
-            replaced = 404, _status(404, "NotFound", f"the fake watches pods only, not {url.path}")
+        kind = {"pods": "Pod", "deployments": "Deployment"}.get(parts[-1])
+        if replaced is None and (kind is None or "namespaces" not in parts):
+            replaced = (
+                404,
+                _status(404, "NotFound", f"the fake watches pods and deployments only, not {url.path}"),
+            )
         if replaced is not None:
             body = json.dumps(replaced[1]).encode()
             handler.send_response(replaced[0])
@@ -305,13 +335,19 @@ class FakeKubeAPI:
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
         try:
-            self._stream_events(handler, how, namespace, query)
+            self._stream_events(handler, how, kind or "Pod", namespace, query, cuts)
             handler.wfile.write(b"0\r\n\r\n")  # the stream's end
         except OSError:  # the client went away
             handler.close_connection = True
 
     def _stream_events(
-        self, handler: BaseHTTPRequestHandler, how: str | None, namespace: str, query: dict[str, str]
+        self,
+        handler: BaseHTTPRequestHandler,
+        how: str | None,
+        kind: str,
+        namespace: str,
+        query: dict[str, str],
+        cuts: int,
     ) -> None:
         def send(kind: str, obj: dict[str, Any]) -> None:
             line = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
@@ -319,10 +355,10 @@ class FakeKubeAPI:
             handler.wfile.flush()
 
         with self.lock:
-            sent = self.listed.get(query.get("resourceVersion", ""))
+            listed_kind, sent = self.listed.get(query.get("resourceVersion", ""), ("", None))
         if how == "end":
             return
-        if how == "gone" or sent is None:
+        if how == "gone" or sent is None or listed_kind != kind:
             send(
                 "ERROR", _status(410, "Expired", f"too old resource version: {query.get('resourceVersion')}")
             )
@@ -330,19 +366,19 @@ class FakeKubeAPI:
         sent = dict(sent)
         deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
         selector = query.get("labelSelector", "")
-        while time.monotonic() < deadline and not self.closing.is_set():
+        while time.monotonic() < deadline and not self.closing.is_set() and self.cuts == cuts:
             with self.lock:
-                pods = {
-                    p["metadata"]["name"]: p
-                    for p in self._pods(namespace)
-                    if matches(p["metadata"].get("labels") or {}, selector)
+                now = {
+                    obj["metadata"]["name"]: obj
+                    for obj in self._objects(kind, namespace)
+                    if matches(obj["metadata"].get("labels") or {}, selector)
                 }
-            for name, pod in pods.items():
-                text = json.dumps(pod, sort_keys=True)
+            for name, obj in now.items():
+                text = json.dumps(obj, sort_keys=True)
                 if sent.get(name) != text:
-                    send("MODIFIED" if name in sent else "ADDED", pod)
+                    send("MODIFIED" if name in sent else "ADDED", obj)
                     sent[name] = text
-            for name in set(sent) - set(pods):
+            for name in set(sent) - set(now):
                 send("DELETED", json.loads(sent.pop(name)))
             self.closing.wait(0.02)
 
@@ -487,8 +523,53 @@ class BrokenWatchFakeKubeAPI(_FirstWatchesMisbehave):
     how = "broken"
 
 
+class CrashingFakeKubeAPI(FakeKubeAPI):
+    """Pods run until the test calls ``crash(deployment name)``; that Deployment's pod then waits in
+    ``CrashLoopBackOff`` (the app process keeps dying), not ready."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crashed: set[str] = set()
+
+    def crash(self, name: str) -> None:
+        with self.lock:
+            self.crashed.add(name)
+
+    def pod_state(self, deployment: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        if deployment["metadata"]["name"] in self.crashed:
+            message = "back-off 10s restarting failed container=app"
+            return False, {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        return super().pod_state(deployment)
+
+
+class CutWatchFakeKubeAPI(FakeKubeAPI):
+    """Watches stream until the test cuts them (``cut_watches(then=how)``); the next watch asked
+    for then misbehaves as ``how`` says (``"gone"``, ``"end"``, ``"broken"``), after running
+    ``meanwhile`` (a change made while no watch is open)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.then: str | None = None
+        self.meanwhile: Any = None
+
+    def cut_watches(self, then: str | None = None, meanwhile: Any = None) -> None:
+        with self.lock:
+            self.then, self.meanwhile = then, meanwhile
+        super().cut_watches()
+
+    def watch_misbehaves(self, number: int) -> str | None:
+        with self.lock:
+            how, meanwhile = self.then, self.meanwhile
+            self.then = self.meanwhile = None
+        if meanwhile is not None:
+            meanwhile()
+        return how
+
+
 __all__ = [
     "BrokenWatchFakeKubeAPI",
+    "CrashingFakeKubeAPI",
+    "CutWatchFakeKubeAPI",
     "DownFakeKubeAPI",
     "EndingWatchFakeKubeAPI",
     "GoneWatchFakeKubeAPI",

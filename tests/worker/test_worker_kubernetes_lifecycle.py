@@ -2,7 +2,8 @@
 settings alone, against a FAKE Kubernetes API server; real database and Redis.
 
 What a worker restart must do here: find the running Deployments again from the rows' state,
-adopt one it created but never recorded, and remove those no row owns.
+adopt one it created but never recorded, and remove those no row owns; the polls of running apps
+answer from the (re)started worker's one watch of the app Deployments, not a read per app.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from profilerhub_worker import lifecycle
 from profilerhub_worker.spawners.manifests import object_name
 from tests.support.apps import create, delete, status_of
 from tests.support.apps_fixtures import RecordedEnqueue
-from tests.support.fake_kube import FakeKubeAPI
+from tests.support.fake_kube import CrashingFakeKubeAPI, FakeKubeAPI
+from tests.support.hub import wait_for
 
 NAMESPACE = "ph-apps"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeKubeAPI]:
-    with FakeKubeAPI() as server:
+def fake() -> Iterator[CrashingFakeKubeAPI]:
+    with CrashingFakeKubeAPI() as server:
         yield server
 
 
@@ -129,3 +131,54 @@ def test_the_reconciler_removes_deployments_no_live_app_owns(
         session.commit()
     assert lifecycle.reconcile(kube_ctx)["orphans_stopped"] == 1
     assert not fake.names("Deployment", NAMESPACE) and not fake.names("Service", NAMESPACE)
+
+
+def api_reads(fake: FakeKubeAPI) -> tuple[int, int, int]:
+    """(lists of the app Deployments, watches of them, reads of one app's Deployment or pods)."""
+    deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    per_app = sum(
+        n
+        for (method, path), n in fake.calls.items()
+        if method == "GET" and (path.startswith(f"{deployments}/") or path.endswith("/pods"))
+    )
+    return fake.calls[("GET", deployments)], fake.calls[("WATCH", deployments)], per_app
+
+
+def test_a_restarted_worker_polls_running_apps_from_one_fresh_list_and_watch(
+    apps_client: Any, seed: Any, alice: str, kube_ctx: Any, kube_settings: Any, fake: FakeKubeAPI
+) -> None:
+    from profilerhub_worker.spawners.kube_watch import stop_watches
+
+    app_ids = [create(apps_client, alice, name=name).json()["app_id"] for name in ("default", "second")]
+    for app_id in app_ids:
+        assert lifecycle.spawn(kube_ctx, app_id) == "started"
+    assert lifecycle.poll_running(kube_ctx) == 0
+    stop_watches()  # the worker process exits ...
+    lists, watches, reads = api_reads(fake)
+    with new_worker(kube_settings) as restarted:  # ... and a new one takes over
+        for _ in range(3):
+            assert lifecycle.poll_running(restarted) == 0
+    assert api_reads(fake) == (lists + 1, watches + 1, reads)
+    assert [status_of(seed, app_id) for app_id in app_ids] == [AppStatus.InService] * 2
+
+
+def test_a_crash_looping_app_becomes_failed_with_the_pods_reason(
+    apps_client: Any, seed: Any, alice: str, kube_ctx: Any, fake: CrashingFakeKubeAPI
+) -> None:
+    from profilerhub_worker.spawners.kube_watch import deployment_watch
+    from profilerhub_worker.spawners.manifests import KubeOptions
+
+    app_id = create(apps_client, alice).json()["app_id"]
+    lifecycle.spawn(kube_ctx, app_id)
+    assert lifecycle.poll_running(kube_ctx) == 0
+    fake.crash(object_name(app_id))
+    watch = deployment_watch(KubeOptions.from_options(kube_ctx.spawner_config.options))
+    wait_for(
+        lambda: (watch.deployment(object_name(app_id)) or {}).get("status", {}).get("readyReplicas") == 0,
+        "the watch sending the crash",
+    )
+    assert lifecycle.poll_running(kube_ctx) == 1
+    with seed.session() as session:
+        app = session.get(App, app_id)
+        assert app.status == AppStatus.Failed
+        assert "CrashLoopBackOff" in (app.failure_reason or "") and object_name(app_id) in app.failure_reason

@@ -119,7 +119,7 @@ def upload(
             + ", ".join(plan.skipped[:5])
             + (" ..." if len(plan.skipped) > 5 else "")
         )
-    kind = "SDK run" if plan.kind == "sdk" else "torch.profiler traces"
+    kind = "SDK run" if plan.kind == "sdk" else "profiler traces"
     console.print(f"uploading {kind} [bold]{plan.job}[/bold]: {len(plan.files)} file(s) to {destination}")
 
     with Progress(

@@ -55,6 +55,8 @@ JOB_STATES = StateMachine(
             "rule_results",
             "undelivered",
             "completed_at",
+            "series_resolution_s",
+            "series_deleted_at",
             *JOB_LIST_FIGURES,
         }
     ),
@@ -85,8 +87,9 @@ def transition(
     ``claimed_at``: also require ``updated_at`` to equal it (the stamp of the claim being
     continued or taken over), so a worker that lost its claim cannot finish the job. ``now``
     becomes the new ``updated_at`` (the new claim's stamp). ``fields`` may set
-    ``failure_reason``, ``summary`` and the list's figures (``duration_s``, ``steps``, ``gpus``,
-    ``ranks``). A move into Processing (a claim) counts one more
+    ``failure_reason``, ``summary``, the list's figures (``duration_s``, ``steps``, ``gpus``,
+    ``ranks``) and what the series retention did (``series_resolution_s``, ``series_deleted_at``:
+    cleared when a job is ingested again). A move into Processing (a claim) counts one more
     ``ingest_attempts`` unless ``attempt`` is False (a worker taking back its own claim to retry
     a storage failure, or taking over from a worker that died: not a new attempt). ``takeover``
     counts one more ``ingest_takeovers`` instead. Flushes; the caller commits.

@@ -2,10 +2,9 @@
 
 Selected by settings alone: ``PROFILERHUB_SPAWNER=kubernetes`` with ``PROFILERHUB_K8S_APP_IMAGE``,
 ``PROFILERHUB_K8S_NAMESPACE`` and the other ``PROFILERHUB_K8S_*`` settings.  The objects are built
-by the pure functions in ``manifests``; this module is the thin I/O around them, through the
-official ``kubernetes`` client (raw JSON answers, no model classes):
+by the pure functions in ``manifests``; this module is the thin I/O around them, through the calls
+of ``kube_api`` (each retried, with backoff, when the API answers 429 or 5xx or cannot be reached):
 
-* every call is retried (with backoff) when the API answers 429 or 5xx or cannot be reached;
 * create answering 409 means "already exists": the existing object is adopted, so a start
   retried after a crash (this worker's or another's) finds the instance it began;
 * delete answering 404 means "done";
@@ -17,6 +16,9 @@ official ``kubernetes`` client (raw JSON answers, no model classes):
   fresh list, and a new watch from there, so no change between the two is missed.  A watch that
   ends at once or fails backs off before the next list, so a broken watch endpoint degrades to
   slow polling, never to a busy loop.
+* ``poll`` of a running app answers from this process's one list-then-watch of all the
+  installation's app Deployments (``kube_watch``), without a read per app; it reads only what the
+  watch cannot vouch for (an app not shown ready there, or a watch that is not current).
 
 State on the app row: ``{"version": 1, "kind": "kubernetes", "namespace", "name", "uid"}``. The
 uid tells the instance this row started from one created later under the same name.  The
@@ -25,16 +27,19 @@ reconciler's orphan sweep lists the installation's Deployments by label (``list_
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import random
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from profilerhub_worker.spawners.base import AppSpec, Spawner, SpawnerConfig, SpawnError, wait_for
+from profilerhub_worker.spawners.kube_api import KubeAPI, KubeAPIError, WatchEnded
+from profilerhub_worker.spawners.kube_watch import (
+    WATCH_BACKOFF_MAX_S,
+    WATCH_BACKOFF_START_S,
+    deployment_watch,
+)
 from profilerhub_worker.spawners.manifests import (
     LABEL_APP_ID,
     KubeOptions,
@@ -47,173 +52,13 @@ from profilerhub_worker.spawners.manifests import (
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 # Pod states that will not get better by waiting: start fails at once, poll reports them.
 FATAL_WAITING_REASONS = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff"}
 )
-_REQUEST_TIMEOUT = 10.0
 _STOP_WAIT = 30.0
 #: The longest one watch of an app's pods is asked to last before a fresh list.
 WATCH_SECONDS = 30
-_WATCH_BACKOFF_START_S = 0.1
-_WATCH_BACKOFF_MAX_S = 2.0
-
-_clients: dict[str, Any] = {}
-_clients_lock = threading.Lock()
-
-
-class KubeAPIError(Exception):
-    """A Kubernetes API call failed for good (after retries); ``status`` is the HTTP status or 0."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"Kubernetes API: {status or 'unreachable'}: {message}")
-        self.status = status
-
-
-def api_client(opts: KubeOptions) -> Any:
-    """One ``kubernetes.client.ApiClient`` per API URL and process: the given URL, else the
-    pod's service account, else ``~/.kube/config``."""
-    from kubernetes import client, config
-
-    with _clients_lock:
-        if opts.api_url not in _clients:
-            configuration = client.Configuration()
-            if opts.api_url:
-                configuration.host = opts.api_url
-            else:
-                try:
-                    config.load_incluster_config(client_configuration=configuration)
-                except config.ConfigException:
-                    config.load_kube_config(client_configuration=configuration)
-            configuration.retries = 0  # retried here, with backoff and a status-aware rule
-            _clients[opts.api_url] = client.ApiClient(configuration)
-        return _clients[opts.api_url]
-
-
-class KubeAPI:
-    """The few calls the spawner makes, each retried, each answering parsed JSON (or None for 404)."""
-
-    def __init__(self, opts: KubeOptions) -> None:
-        from kubernetes import client
-
-        self.opts = opts
-        api = api_client(opts)
-        self.apps = client.AppsV1Api(api)
-        self.core = client.CoreV1Api(api)
-
-    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any] | None:
-        """``method(*args, **kwargs)``; ``None`` when it answers 404, ``KubeAPIError`` for other
-        errors (409 included: the caller decides what "already exists" means)."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        delay = 0.1
-        for attempt in range(1, self.opts.api_retries + 1):
-            try:
-                answer = method(*args, _preload_content=False, _request_timeout=_REQUEST_TIMEOUT, **kwargs)
-                return json.loads(answer.data or b"{}")
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                if exc.status not in RETRYABLE_STATUSES or attempt == self.opts.api_retries:
-                    raise KubeAPIError(exc.status, _message(exc)) from exc
-                error: Exception = exc
-            except (HTTPError, OSError) as exc:
-                if attempt == self.opts.api_retries:
-                    raise KubeAPIError(0, str(exc)) from exc
-                error = exc
-            log.info("Kubernetes API call %s failed (%s); retrying", method.__name__, error)
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 2.0)
-        raise AssertionError("unreachable")
-
-    def create(self, method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any] | None:
-        """Create ``body``; ``None`` if it already exists (409)."""
-        try:
-            return self.call(method, self.opts.namespace, body)
-        except KubeAPIError as exc:
-            if exc.status == 409:
-                return None
-            raise
-
-    def delete(self, method: Callable[..., Any], name: str) -> None:
-        """Delete ``name``; absent (404) counts as deleted."""
-        self.call(method, name, self.opts.namespace, propagation_policy="Background")
-
-    def read_deployment(self, name: str) -> dict[str, Any] | None:
-        return self.call(self.apps.read_namespaced_deployment, name, self.opts.namespace)
-
-    def list_deployments(self, selector: str) -> list[dict[str, Any]]:
-        answer = self.call(self.apps.list_namespaced_deployment, self.opts.namespace, label_selector=selector)
-        return list((answer or {}).get("items") or [])
-
-    def list_pods(self, selector: str) -> list[dict[str, Any]]:
-        return self.list_pods_at(selector)[0]
-
-    def list_pods_at(self, selector: str) -> tuple[list[dict[str, Any]], str]:
-        """The pods ``selector`` picks and the list's ``resourceVersion`` (where a watch starts)."""
-        answer = self.call(self.core.list_namespaced_pod, self.opts.namespace, label_selector=selector) or {}
-        return list(answer.get("items") or []), str(
-            (answer.get("metadata") or {}).get("resourceVersion") or ""
-        )
-
-    def watch_pods(self, selector: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
-        """Pod events (``{"type", "object"}``, the pod as raw JSON) from ``version``, for at most
-        ``seconds`` (the server ends the stream then).
-
-        Not retried: the caller lists again and watches from there.  Raises ``WatchEnded`` when
-        the watch fails rather than ends: an error answer, a broken stream, or an ``ERROR`` event
-        (410 Gone when ``version`` is too old).  The stream is read line by line here (the
-        client's ``Watch`` would build model objects, and mis-reads an ``ERROR`` event without
-        them)."""
-        from kubernetes.client.exceptions import ApiException
-        from kubernetes.watch.watch import iter_resp_lines
-        from urllib3.exceptions import HTTPError
-
-        try:
-            answer: Any = self.core.list_namespaced_pod(
-                self.opts.namespace,
-                label_selector=selector,
-                resource_version=version or None,
-                timeout_seconds=seconds,
-                watch=True,
-                _preload_content=False,
-                _request_timeout=(_REQUEST_TIMEOUT, seconds + _REQUEST_TIMEOUT),
-            )
-        except ApiException as exc:
-            raise WatchEnded(exc.status, _message(exc)) from exc
-        except (HTTPError, OSError) as exc:
-            raise WatchEnded(0, str(exc)) from exc
-        try:
-            for line in iter_resp_lines(answer):
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if event.get("type") == "ERROR":
-                    status = event.get("object") or {}
-                    raise WatchEnded(int(status.get("code") or 0), str(status.get("message") or status))
-                yield event
-        except (HTTPError, OSError, ValueError, AttributeError) as exc:  # cut, or not JSON events
-            raise WatchEnded(0, str(exc)) from exc
-        finally:
-            answer.close()
-            answer.release_conn()
-
-
-class WatchEnded(Exception):
-    """A watch failed (``status`` 410: its resourceVersion is too old); list again, then watch."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"watch: {status or 'unreachable'}: {message}")
-        self.status = status
-
-
-def _message(exc: Any) -> str:
-    try:
-        return str(json.loads(exc.body).get("message") or exc.reason)
-    except (TypeError, ValueError, AttributeError):
-        return str(exc.reason)
 
 
 def pod_problem(pods: list[dict[str, Any]]) -> str | None:
@@ -304,14 +149,14 @@ class KubernetesSpawner(Spawner):
     def _wait_ready(self, name: str, timeout: float) -> str | None:
         """Until the app's pod is ready (None) or cannot be (why), by list-then-watch (module doc)."""
         deadline = time.monotonic() + timeout
-        backoff = _WATCH_BACKOFF_START_S
+        backoff = WATCH_BACKOFF_START_S
         while True:
             deployment = self.api.read_deployment(name)
             if deployment is None:
                 return f"deployment {name} was deleted during start"
             if _ready(deployment):
                 return None
-            pods, version = self.api.list_pods_at(self.pod_selector)
+            pods, version = self.api.list_at(self.api.core.list_namespaced_pod, self.pod_selector)
             pods = [pod for pod in pods if not _terminating(pod)]  # one left by an earlier, timed-out stop
             found = pod_problem(pods)
             if found:
@@ -323,8 +168,11 @@ class KubernetesSpawner(Spawner):
                 return f"the app's pod was not ready within {timeout:g}s"
             opened, events = time.monotonic(), 0
             try:
-                for event in self.api.watch_pods(
-                    self.pod_selector, version, max(1, min(WATCH_SECONDS, math.ceil(left)))
+                for event in self.api.watch(
+                    self.api.core.list_namespaced_pod,
+                    self.pod_selector,
+                    version,
+                    max(1, min(WATCH_SECONDS, math.ceil(left))),
                 ):
                     events += 1
                     pod = event.get("object") or {}
@@ -344,22 +192,31 @@ class KubernetesSpawner(Spawner):
                 events = 0
             if events == 0 and time.monotonic() - opened < 1.0:  # failed or cut at once: back off
                 time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
-                backoff = min(backoff * 2, _WATCH_BACKOFF_MAX_S)
+                backoff = min(backoff * 2, WATCH_BACKOFF_MAX_S)
             else:
-                backoff = _WATCH_BACKOFF_START_S
+                backoff = WATCH_BACKOFF_START_S
 
     def poll(self) -> int | str | None:
+        """Running (``None``) when this process's watch of the app Deployments shows this one
+        ready, without a read; otherwise, or while that watch is not current, from a read of the
+        Deployment (and of its pods, when it is not ready): see ``kube_watch``."""
         if self.name is None:
             return 0
+        watched = deployment_watch(self.opts).deployment(self.name)
+        if watched is not None and self._ours(watched) and _ready(watched):
+            return None
         deployment = self.api.read_deployment(self.name)
         if deployment is None:
             return f"deployment {self.name} is gone"
-        uid = (deployment.get("metadata") or {}).get("uid")
-        if self.uid and uid != self.uid:
+        if not self._ours(deployment):
             return f"deployment {self.name} was replaced by another"
         if _ready(deployment):
             return None
         return pod_problem(self.api.list_pods(self.pod_selector))
+
+    def _ours(self, deployment: dict[str, Any]) -> bool:
+        """Whether ``deployment`` is the one this app started (not one made later under its name)."""
+        return not self.uid or (deployment.get("metadata") or {}).get("uid") == self.uid
 
     def stop(self) -> None:
         name = object_name(self.app_id)
