@@ -21,6 +21,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,11 +264,17 @@ def browser() -> Iterator[Any]:
 
 
 def stop_app_instances(home: Path) -> None:
+    """Stop every app process the stack's workers left running, all at once: one after another, the
+    thirty of a module's apps took ~9 s to stop."""
     from profilerhub_worker.spawners import LocalProcessSpawner, SpawnerConfig
 
     config = SpawnerConfig(home=home, stop_grace=2)
-    for app_id, state in list(LocalProcessSpawner.list_instances(config)):
-        LocalProcessSpawner.found(app_id, config, state).stop()
+    found = [
+        LocalProcessSpawner.found(app_id, config, state)
+        for app_id, state in LocalProcessSpawner.list_instances(config)
+    ]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(LocalProcessSpawner.stop, found))  # a stop that raises, raises here
 
 
 def pid_alive(pid: int) -> bool:
