@@ -15,12 +15,14 @@ import testservices  # infra/, on the path through pytest's `pythonpath` setting
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 
-# Fixtures shared across the tree, as plugins: the hub and what builds on it, app lifecycle, jobs.
+# Fixtures shared across the tree, as plugins: the hub and what builds on it, app lifecycle, jobs;
+# and mypy run beside the suite for tests/test_lint.py.
 pytest_plugins = [
     "tests.support.hub",
     "tests.support.apps_fixtures",
     "tests.support.jobs_fixtures",
     "tests.support.sagemaker",
+    "tests.support.lint",
 ]
 
 

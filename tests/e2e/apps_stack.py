@@ -29,7 +29,7 @@ import httpx
 import pytest
 
 from tests.e2e.pages_stack import launch_browser
-from tests.support.hub import auth, cli_command, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, cli_command, wait_for
 
 APPS = "/api/v1/domains/{domain}/users/{user}/apps"
 
@@ -221,6 +221,7 @@ def build_stack(
         PROFILERHUB_PORT=str(testservices.free_port()),
         PROFILERHUB_REDIS_URL=redis_url,
         PROFILERHUB_CELERY_QUEUE=f"phe2e-{uuid.uuid4().hex[:10]}",
+        PROFILERHUB_HUB_WORKERS=STACK_HUB_WORKERS,
     )
     child_env.update(env)
     stack = AppStack(home=home, env=child_env)

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import testservices
 
-from tests.support.hub import TEST_SECRET_KEY, auth, cli_command, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, TEST_SECRET_KEY, auth, cli_command, wait_for
 
 # A small PyTorch model trained on the CPU, instrumented with the SDK the way the README shows.
 # ``GATES`` (env) lists "step:file" pairs: at that step the script writes file.reached and waits
@@ -103,6 +103,7 @@ class JobStack:
             "PROFILERHUB_CELERY_QUEUE": f"phjobs-{uuid.uuid4().hex[:10]}",
             "PROFILERHUB_SECRET_KEY": TEST_SECRET_KEY,
             "PROFILERHUB_ACCESS_LOG": "false",
+            "PROFILERHUB_HUB_WORKERS": STACK_HUB_WORKERS,
             **(env or {}),
         }
         subprocess.run(

@@ -158,6 +158,9 @@ def test_console_sign_in_apps_links_and_browser_security(shared_stack: AppStack,
     link = sign_in_link(
         stack, admin_token(stack), "carol", landing="console", session_expiration_seconds=1800
     )
+    # A 5-second link, used once it has expired (below): made now, it expires while carol signs in.
+    short = sign_in_link(stack, admin_token(stack), "carol", expires_in_seconds=5)
+    expires_at = datetime.fromisoformat(short["expires_at"]).timestamp()
     carol.goto(link["url"])
     carol.wait_for_url(f"{stack.url}/console/")
     carol.wait_for_selector("#apps .status-InService")
@@ -174,8 +177,6 @@ def test_console_sign_in_apps_links_and_browser_security(shared_stack: AppStack,
     assert answer is not None and answer.status == 401 and "already used" in reuse.content()
     assert not [c for c in reuse_ctx.cookies() if c["name"] == "profilerhub_console"]
     # An expired link is refused too.
-    short = sign_in_link(stack, admin_token(stack), "carol", expires_in_seconds=5)
-    expires_at = datetime.fromisoformat(short["expires_at"]).timestamp()
     wait_for(lambda: time.time() > expires_at + 1, "the 5-second link to expire", 30, interval=0.5)
     answer = reuse.goto(short["url"])
     assert answer is not None and answer.status == 401 and "expired" in reuse.content()

@@ -8,11 +8,12 @@ import httpx
 import psutil
 
 from tests.e2e.apps_stack import FAST
-from tests.support.hub import auth, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, wait_for
 
 
 def test_up_runs_apps_leaves_nothing_behind_and_brings_them_back(hub_process: Any) -> None:
     env = {k: v for k, v in FAST.items() if k != "PROFILERHUB_SECRET_KEY"}
+    env["PROFILERHUB_HUB_WORKERS"] = STACK_HUB_WORKERS
     up = hub_process("up", env=env)
     admin = auth(up.admin_token())
     with httpx.Client(base_url=up.url, timeout=30) as client:

@@ -16,7 +16,7 @@ import psutil
 
 from tests.e2e.apps_stack import FAST, pid_alive
 from tests.faults.faults import assert_settled
-from tests.support.hub import auth, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, wait_for
 
 DESCRIBE = "/api/v1/domains/d1/users/{user}/apps/DetailedProfiler/default"
 
@@ -39,6 +39,7 @@ def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(
         "PROFILERHUB_SPAWNER": "profilerhub_worker.spawners.fakes:SlowSpawn",
         "PROFILERHUB_TEST_SLOW_SPAWN_SECONDS": "8",  # the window in which the worker is killed
         "PROFILERHUB_TEST_SPAWN_GATE": str(gates),
+        "PROFILERHUB_HUB_WORKERS": STACK_HUB_WORKERS,
     }
     up = hub_process("up", env=env)
     admin = auth(up.admin_token())

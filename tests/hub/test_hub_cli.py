@@ -13,7 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.hub import auth, cli_command, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, cli_command, wait_for
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -57,8 +57,9 @@ def test_up_restarts_a_crashed_child_and_refuses_a_second_instance_on_its_home(
     hub_process: Any, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
-    first = hub_process("up", home=home, timeout=180)  # a loaded machine starts slowly
-    second = hub_process("up", home=home, wait=False)
+    one_hub = {"PROFILERHUB_HUB_WORKERS": STACK_HUB_WORKERS}  # the default count: the test above
+    first = hub_process("up", home=home, timeout=180, env=one_hub)  # a loaded machine starts slowly
+    second = hub_process("up", home=home, wait=False, env=one_hub)
     assert second.process.wait(60) == 1
     said_second = " ".join(second.output().split())  # the console wraps long lines
     assert f"profilerhub up is already running on {home} (pid {first.process.pid})" in said_second

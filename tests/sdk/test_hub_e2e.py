@@ -16,7 +16,7 @@ import pytest
 import profilerhub as ph
 from profilerhub.hubclient import HubJob
 from profilerhub.sinks.hub import HubSink
-from tests.support.hub import auth, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, wait_for
 
 from .training import ANNOTATIONS, PRINTED_LOSS, train
 
@@ -25,7 +25,7 @@ from .training import ANNOTATIONS, PRINTED_LOSS, train
 def test_profiled_training_run_ends_ready_on_the_hub_with_its_summary(
     torch: ModuleType, hub_process: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hub = hub_process("up")
+    hub = hub_process("up", env={"PROFILERHUB_HUB_WORKERS": STACK_HUB_WORKERS})
     api, admin = f"{hub.url}/api/v1", auth(hub.admin_token())
     for path, body in (("domains", {"name": "research"}), ("domains/research/users", {"name": "alice"})):
         assert httpx.post(f"{api}/{path}", json=body, headers=admin).status_code == 201

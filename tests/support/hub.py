@@ -63,6 +63,11 @@ import testservices
 
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
 BACKENDS = ["sqlite", "postgresql"]
+# Hub processes of the end-to-end stacks (tests/e2e/*_stack.py) and of the `up`s whose tests are not
+# about them: one, as a second costs a full import and app build at every hub start and stop (~1 s of
+# CPU, seconds of wall). Several processes serving one hub are pinned where they are the subject:
+# tests/hub/test_hub_cli.py (`up` at the default count) and tests/hub/test_hub_replicas.py.
+STACK_HUB_WORKERS = "1"
 
 
 def auth(token: str) -> dict[str, str]:
