@@ -73,7 +73,7 @@ def test_sign_in_attempts_past_the_limit_get_429_and_one_audit_event(limited: An
 def test_failed_token_checks_past_the_limit_refuse_uncached_tokens_until_the_window_ends(
     limited: Any, seed: Any
 ) -> None:
-    client = limited()
+    client = limited(token_cache_seconds=60)  # "a moment ago" however loaded the machine is
     known = seed.user_token("d1", "alice")
     assert client.get("/api/v1/me", headers=auth(known)).status_code == 200  # now cached
     for _ in range(2):
