@@ -55,13 +55,6 @@ class SeriesRetention:
         """The resolutions series are rolled up to (all computed at once, from the full samples)."""
         return tuple(t.resolution_s for t in self.tiers if t.resolution_s)
 
-    @property
-    def first_change(self) -> timedelta | None:
-        """The age at which the first job's series change (None: never)."""
-        if not self.tiers or (self.tiers[0].resolution_s == 0 and self.tiers[0].until is None):
-            return None
-        return timedelta(0) if self.tiers[0].resolution_s else self.tiers[0].until
-
     def __str__(self) -> str:
         return ",".join(f"{_res_text(t.resolution_s)}:{_until_text(t.until)}" for t in self.tiers)
 
