@@ -205,7 +205,8 @@ class _Columns:
             occupancy=np.fromiter(map(attrgetter("occupancy"), args), dtype=np.float32, count=m),
         )
         if self.tensorflow:
-            self.parts["correlation"][-1] = tf_trace.int_values(_values(args, "correlation_id"))
+            # kept beside Kineto's: the sniff may take a Kineto trace that names a TF plane for TF's
+            self._put(tf_correlation=tf_trace.int_values(_values(args, "correlation_id")))
             self._put(step_num=tf_trace.int_values(_values(args, "step_num")))
             for key in _TF_DETAILS:
                 self._put(**{f"{key}_id": self._ids(key, map(attrgetter(key), args), m)})
@@ -290,7 +291,7 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         "dur_ns": acc.column("dur_ns", np.int64)[keep],
         "name_id": acc.column("name_id", np.int32)[keep],
         "kind": kind[keep],
-        "correlation": acc.column("correlation", np.int64)[keep],
+        "correlation": acc.column("correlation" if tf is None else "tf_correlation", np.int64)[keep],
         "bytes": acc.column("bytes", np.int64)[keep],
         "bandwidth": acc.column("bandwidth", np.float32)[keep],
         "blocks_per_sm": acc.column("blocks_per_sm", np.float32)[keep],

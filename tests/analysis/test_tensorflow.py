@@ -286,3 +286,19 @@ def test_derived_line_ids_stay_apart_from_stream_ids() -> None:
     assert np.all(store.lane_column("device")[gpu] == 0) and gpu_pid(0) == 1
     assert api_call("cuLaunchKernel", 0, 1, 5)["args"]["correlation_id"] == "5"
     assert gpu_kernel("k", 0, 1, 5)["args"]["kernel_details"].endswith("occ_pct:50")
+
+
+def test_a_kineto_trace_naming_a_tf_plane_keeps_its_launch_links() -> None:
+    # PyTorch/XLA and user annotations may write "/device:GPU:0" into a name: the sniff takes the
+    # document for TensorFlow's, the planes say it is not, and Kineto's correlation ids must stay.
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "xla::op /device:GPU:0", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 3,
+         "args": {"correlation": 7, "device": 0, "stream": 7}},
+    ]  # fmt: skip
+    store = parse_trace(orjson.dumps({"traceEvents": events}))
+    assert store.meta.producer == "kineto"
+    kernel = int(np.flatnonzero(store.col("kind") == Kind.KERNEL)[0])
+    assert store.col("correlation")[kernel] == 7 and store.col("launch")[kernel] >= 0
