@@ -315,8 +315,34 @@ def test_real_cpu_trace_without_numbered_steps_or_gpu_says_what_is_missing() -> 
     assert run("StepOutlier", data)["reason"].startswith("no steps recorded")
     assert run("CPUBottleneck", data)["reason"].startswith("no GPU samples: the job ran on CPU")
     report = run("ProfilerReport", data)
-    assert report["status"] == "NoIssuesFound" and report["reason"].startswith("no rule could run")
+    assert (report["status"], report["missing_data"]) == ("Error", True)
+    assert report["reason"].startswith("no rule could run")
     assert {(r["status"], r["missing_data"]) for r in report["rules"]} == {("Error", True)}
+    assert overall_status([report]) == "Error"  # the job: nothing could be checked
+
+
+def test_profiler_report_tells_a_member_that_failed_from_members_short_of_data(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+
+    from profilerhub_analysis.rules import profiler_report
+
+    def broken(data: RuleData, params: dict[str, Any]) -> Any:
+        raise ZeroDivisionError("a bug")
+
+    members = [
+        dataclasses.replace(m, evaluate=broken) if m.name == "StepOutlier" else m
+        for m in profiler_report.MEMBERS
+    ]
+    monkeypatch.setattr(profiler_report, "MEMBERS", members)
+    data = trace_data(TRACES / "torch-cpu/mlp_cpu_10steps.pt.trace.json")
+    report = run("ProfilerReport", data)
+    assert (report["status"], report["missing_data"]) == ("Error", False)
+    assert report["reason"] == "StepOutlier failed (each says how)"
+    (step,) = [r for r in report["rules"] if r["rule"] == "StepOutlier"]
+    assert step["reason"] == "the rule failed: ZeroDivisionError: a bug" and not step["missing_data"]
+    assert overall_status([report]) == "Error"
 
 
 def test_the_overall_status_counts_a_rule_short_of_data_only_when_no_rule_ran() -> None:

@@ -62,19 +62,25 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     children = [run(spec, data, overrides[spec.name]) for spec in MEMBERS]
     statuses = {c.status for c in children}
     found = [c.rule for c in children if c.status is RuleStatus.IssuesFound]
+    failed = [c.rule for c in children if c.status is RuleStatus.Error and not c.missing_data]
+    short = [c.rule for c in children if c.status is RuleStatus.Error and c.missing_data]
     if found:
         status, reason = RuleStatus.IssuesFound, "issues found by " + ", ".join(found)
     elif RuleStatus.InProgress in statuses:
         status, reason = RuleStatus.InProgress, "some rules wait for data"
+    elif failed:  # the job's status rule (registry.overall_status), over the members
+        status, reason = RuleStatus.Error, f"{', '.join(failed)} failed (each says how)"
+    elif len(short) == len(children):
+        status = RuleStatus.Error
+        reason = "no rule could run: the job has none of the data they read (each rule says what)"
     else:
-        errors = [c.rule for c in children if c.status is RuleStatus.Error]
         status = RuleStatus.NoIssuesFound
-        if len(errors) == len(children):
-            reason = "no rule could run: the job has none of the data they read (each rule says what)"
-        else:
-            reason = "no rule found an issue" + (f" ({', '.join(errors)} could not run)" if errors else "")
+        reason = "no rule found an issue" + (f" ({', '.join(short)}: no data)" if short else "")
     figures = {c.rule: c.status.value for c in children}
-    return RuleResult(NAME, status, reason, dict(params), figures=figures, children=children)
+    missing = status is RuleStatus.Error and not failed
+    return RuleResult(
+        NAME, status, reason, dict(params), figures=figures, children=children, missing_data=missing
+    )
 
 
 def run(spec: RuleSpec, data: RuleData, given: dict[str, Any] | None) -> RuleResult:

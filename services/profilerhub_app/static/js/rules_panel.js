@@ -85,7 +85,7 @@ async function load() {
       { class: "rules-head" },
       el("h2", { id: "rules-title" }, "Rules"),
       " ",
-      statusBadge(data.status || "InProgress"),
+      badge({ status: data.status || "InProgress", missing_data: rules.length > 0 && rules.every((r) => r.missing_data) }),
       el("span", { class: "muted" }, final ? " final · evaluated " : " live, on what has streamed so far · evaluated ", when(data.evaluated_at)),
       el("span", { class: "grow" }),
       final ? el("a", { class: "button", id: "rules-report", href: `${base}api/${jobPath}/report` }, "Profiling report") : null,
