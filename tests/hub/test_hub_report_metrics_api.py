@@ -214,3 +214,42 @@ def test_series_retention_rolls_a_job_up_as_it_ages_then_deletes_its_series(
     with sessions() as session:
         job = session.get(Job, job_id)
         assert job.series_resolution_s == 10.0 and job.series_deleted_at is not None
+
+
+def test_series_retention_leaves_a_job_ingested_again_meanwhile_alone(jobs_hub: Any, ready_job: Any) -> None:
+    import sqlalchemy as sa
+
+    from profilerhub_core.db.models import utcnow
+    from profilerhub_core.retention import parse_retention
+    from profilerhub_worker.retention import apply_series_retention
+
+    job_id, _ = ready_job
+    sessions, store = jobs_hub.state.sessions, job_uploads.job_store(jobs_hub.state)
+    with sessions() as session:
+        job = session.get(Job, job_id)
+        completed, key = job.completed_at, place_of(job).processed_key("series.npz")
+    original = store.get(key)
+
+    class IngestedWhileRead:  # the job is ingested again while the task reads its series
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def get(self, k: str) -> bytes:
+            with sessions() as session:
+                session.execute(sa.update(Job).where(Job.id == job_id).values(updated_at=utcnow()))
+                session.commit()
+            return store.get(k)
+
+    policy = parse_retention("full:1d,1s:2d,10s:3d")
+    later = completed + timedelta(days=1.5)
+    assert apply_series_retention(sessions, IngestedWhileRead(), policy, now=later) == {
+        "rolled": 0,
+        "deleted": 0,
+    }
+    assert store.get(key) == original
+    with sessions() as session:
+        assert session.get(Job, job_id).series_resolution_s is None
+    assert apply_series_retention(sessions, store, policy, now=later) == {
+        "rolled": 1,
+        "deleted": 0,
+    }  # next run
