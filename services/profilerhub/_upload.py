@@ -147,6 +147,12 @@ def _plan_trace_dir(directory: Path, job: str | None) -> Plan:
         plan.files.append(
             PlannedFile(f"torch/{rel}" + ("" if compressed else ".gz"), p, size, gzip=not compressed)
         )
+    if not plan.files and any(rel.endswith(".xplane.pb") for rel in plan.skipped):
+        raise UploadError(
+            f"{directory} has TensorFlow profiles (.xplane.pb) but no trace JSON, which ProfilerHub reads",
+            "convert each <host>.xplane.pb to <host>.trace.json.gz beside it first (docs/analysis.md, "
+            "'TensorFlow traces', shows how), then upload again",
+        )
     if not plan.files:
         raise UploadError(
             f"found no torch.profiler or TensorFlow traces (*.json or *.json.gz Chrome traces) "

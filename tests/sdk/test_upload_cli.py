@@ -110,6 +110,16 @@ def test_upload_sends_a_tensorflow_log_folder_under_a_job_name(tmp_path: Path, f
     assert json.loads(job.files["job.json"])["source"] == "tensorflow.profiler"
 
 
+def test_a_tensorflow_log_folder_with_only_xplane_profiles_says_how_to_convert_them(tmp_path: Path) -> None:
+    run = tmp_path / "logs/plugins/profile/2026_12_01_19_29_58"
+    run.mkdir(parents=True)
+    (run / "vm.xplane.pb").write_bytes(b"\x0a\x00")  # what TF 2.5 and later write
+    done = upload(tmp_path / "logs", "--job", "tf-run")
+    message = " ".join(done.stderr.split())
+    assert done.returncode != 0 and "TensorFlow profiles (.xplane.pb) but no trace JSON" in message
+    assert "docs/analysis.md" in message
+
+
 def test_an_interrupted_upload_resumes_the_same_job_without_resending(
     sdk_run_dir: Path, fakehub: FakeHub
 ) -> None:
