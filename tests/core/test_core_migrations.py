@@ -116,24 +116,32 @@ def test_check_migrated_names_a_revision_this_version_does_not_know(tmp_path) ->
     engine.dispose()
 
 
-def test_job_list_facts_migration_adds_nullable_columns_and_downgrades(db_url: str) -> None:
-    # 0010 adds the jobs list's figures as nullable columns (a job ingested before them keeps
-    # nulls, sorted last); a downgrade drops them again and an upgrade brings them back.
+@pytest.mark.parametrize(
+    ("before", "revision", "added"),
+    [
+        # the jobs list's figures (a job ingested before them keeps nulls, sorted last)
+        ("0009", "0010", {"duration_s": "Float", "steps": "Integer", "gpus": "Integer", "ranks": "Integer"}),
+        # what the series retention did (nulls: full resolution, as every job before)
+        ("0010", "0011", {"series_resolution_s": "Float", "series_deleted_at": "DateTime"}),
+    ],
+)
+def test_a_migration_adding_job_columns_adds_them_nullable_and_downgrades(
+    db_url: str, before: str, revision: str, added: dict[str, str]
+) -> None:
+    # a downgrade drops them again and an upgrade brings them back
     import sqlalchemy as sa
     from alembic import command
 
-    facts = {"duration_s", "steps", "gpus", "ranks"}
     engine = make_engine(db_url)
     try:
-        upgrade(engine, "0009")
-        assert not facts & {c["name"] for c in sa.inspect(engine).get_columns("jobs")}
-        upgrade(engine, "0010")
+        upgrade(engine, before)
+        assert not added.keys() & {c["name"] for c in sa.inspect(engine).get_columns("jobs")}
+        upgrade(engine, revision)
         columns = {c["name"]: c for c in sa.inspect(engine).get_columns("jobs")}
-        assert all(columns[name]["nullable"] for name in facts)
-        assert isinstance(columns["duration_s"]["type"], sa.Float)
-        assert all(isinstance(columns[name]["type"], sa.Integer) for name in ("steps", "gpus", "ranks"))
-        command.downgrade(alembic_config(engine), "0009")
-        assert not facts & {c["name"] for c in sa.inspect(engine).get_columns("jobs")}
+        assert all(columns[name]["nullable"] for name in added)
+        assert all(isinstance(columns[name]["type"], getattr(sa, kind)) for name, kind in added.items())
+        command.downgrade(alembic_config(engine), before)
+        assert not added.keys() & {c["name"] for c in sa.inspect(engine).get_columns("jobs")}
         upgrade(engine)
         assert current_revision(engine) == head_revision()
     finally:

@@ -158,8 +158,9 @@ def deployment_watch(opts: KubeOptions) -> DeploymentWatch:
 
 
 def stop_watches(api_url: str | None = None) -> None:
-    """Stop this process's watches (those of ``api_url``, or all): a process's exit does this;
-    tests do it to stand for a restarted worker, or when their API server goes."""
+    """Stop this process's watches (those of ``api_url``, or all). A worker never needs to: its
+    watch threads are daemons and end with it; tests do it to stand for a restarted worker, or
+    when their API server goes."""
     with _watches_lock:
         for key in [key for key in _watches if api_url is None or key[0] == api_url]:
             _watches.pop(key).stop()
