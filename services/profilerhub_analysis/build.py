@@ -83,7 +83,7 @@ def load_trace(path: str | Path, max_bytes: int | None = None) -> EventStore:
     return parse_trace(read_bytes(p, max_bytes), source=p.name)
 
 
-def parse_trace(data: bytes, source: str = "trace") -> EventStore:
+def parse_trace(data: bytes | bytearray, source: str = "trace") -> EventStore:
     """Build an ``EventStore`` from the bytes of a (decompressed) trace document."""
     decoded = decode(data, source)
     del data  # the typed events hold copies; only batched decoding still needs the buffer

@@ -91,12 +91,12 @@ _TF_PLANE = re.compile(rb"/(?:host:CPU|device:[A-Za-z_]+:\d+)\b")
 _SNIFF_BYTES = 1 << 20
 
 
-def dialect_of(data: bytes) -> Dialect:
+def dialect_of(data: bytes | bytearray) -> Dialect:
     """TENSORFLOW when a TF plane name occurs in the document's first MiB, else KINETO."""
     return TENSORFLOW if _TF_PLANE.search(data, 0, _SNIFF_BYTES) else KINETO
 
 
-def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes:
+def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes | bytearray:
     """The (decompressed) document at ``path``; gzip is detected by its magic bytes."""
     limit = max_trace_bytes() if max_bytes is None else max_bytes
     p = Path(path)
@@ -122,7 +122,7 @@ def _too_large(p: Path, size: int, limit: int) -> str:
     )
 
 
-def _gunzip(fh: Any, p: Path, limit: int) -> bytes:
+def _gunzip(fh: Any, p: Path, limit: int) -> bytearray:
     parts: list[bytes] = []
     total = 0
     dec = zlib.decompressobj(wbits=31)
@@ -148,7 +148,7 @@ def _gunzip(fh: Any, p: Path, limit: int) -> bytes:
         raise TraceFormatError(f"{p.name}: not a valid gzip file ({exc})") from exc
     if not dec.eof:
         raise TraceFormatError(f"{p.name}: gzip data is truncated (the file ended early)")
-    return b"".join(parts)
+    return bytearray().join(parts)  # mutable: decode blanks TF's end marker in place
 
 
 #: Documents larger than this are decoded in batches of ``BATCH_EVENTS`` events, so the typed
@@ -210,16 +210,21 @@ _END_MARKER = re.compile(rb",\s*\{\s*\}(\s*\][^\[\]{}]*\}?\s*)$")
 _TAIL_BYTES = 256
 
 
-def _without_end_marker(data: bytes) -> bytes:
-    """``data`` less a trailing ``,{}`` event (TensorFlow's end marker); a copy only when present."""
+def _without_end_marker(data: bytes | bytearray) -> bytes | bytearray:
+    """``data`` less a trailing ``,{}`` event (TensorFlow's end marker): blanked in place in a
+    ``bytearray`` (what ``read_bytes`` gives of a gzipped trace), else a copy, only when present."""
     tail = data[-_TAIL_BYTES:]
     m = _END_MARKER.search(tail)
     if m is None:
         return data
-    return data[: len(data) - len(tail) + m.start()] + m.group(1)
+    start, end = len(data) - len(tail) + m.start(), len(data) - len(tail) + m.start(1)
+    if isinstance(data, bytearray):
+        data[start:end] = b" " * (end - start)  # whitespace: the same length, still valid JSON
+        return data
+    return data[:start] + m.group(1)
 
 
-def decode(data: bytes, source: str = "trace") -> Decoded:
+def decode(data: bytes | bytearray, source: str = "trace") -> Decoded:
     """Decode a Chrome-trace document (object with ``traceEvents``, or a bare event array)."""
     data = _without_end_marker(data)
     dialect = dialect_of(data)
@@ -244,7 +249,7 @@ def decode(data: bytes, source: str = "trace") -> Decoded:
     return Decoded(doc=doc, events_total=total, skipped=skipped, events=events, dialect=dialect)
 
 
-def _decode_in_batches(data: bytes, dialect: Dialect) -> Decoded | None:
+def _decode_in_batches(data: bytes | bytearray, dialect: Dialect) -> Decoded | None:
     """The large-document path; None when the document needs the lenient whole-document path."""
     try:
         parsed = _RAW_DECODER.decode(data)
@@ -287,7 +292,7 @@ def _convert_leniently(raw_events: list[Any], skipped: dict[str, int], dialect: 
 
 
 def _decode_leniently(
-    data: bytes, source: str, skipped: dict[str, int], dialect: Dialect
+    data: bytes | bytearray, source: str, skipped: dict[str, int], dialect: Dialect
 ) -> TraceDoc | list[TraceEvent]:
     try:
         loose = msgspec.json.decode(data, type=_LooseDoc | list[Any])

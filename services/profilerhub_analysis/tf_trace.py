@@ -91,7 +91,8 @@ class Planes:
 def planes(meta_events: list[Metadata], source: str = "trace") -> Planes | None:
     """The planes when the metadata names TensorFlow's (``/host:CPU``, ``/device:GPU:0``), else None.
 
-    Raises ``TraceFormatError`` for a TensorFlow trace of TPUs or other non-GPU devices.
+    Raises ``TraceFormatError`` for a TensorFlow trace of TPUs (other device planes are read as
+    ``other`` events).
     """
     names = [e.args.name for e in meta_events if e.name == "process_name" and e.args.name]
     if any(HOST_PLANE.search(n) or DEVICE_PLANE.search(n) for n in names):

@@ -159,6 +159,19 @@ def test_the_end_marker_neither_slows_decoding_nor_counts_as_an_event() -> None:
     assert with_marker.col("ts_ns").tolist() == without.col("ts_ns").tolist()
 
 
+def test_a_gzipped_trace_loses_its_end_marker_in_place(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "vm.trace.json.gz"
+    path.write_bytes(gzip.compress(encode(one_step(), True)))
+    data = reader.read_bytes(path)
+    assert isinstance(data, bytearray) and reader._without_end_marker(data) is data  # no copy
+    assert data.rstrip().endswith(b"]}") and b"{}" not in data[-16:]
+    assert (
+        load_trace(path).col("ts_ns").tolist() == _store(one_step(), end_marker=False).col("ts_ns").tolist()
+    )
+
+
 def test_a_large_tensorflow_document_decoded_in_batches_reads_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
