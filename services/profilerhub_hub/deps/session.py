@@ -13,6 +13,7 @@ from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -47,7 +48,12 @@ async def get_session(request: Request) -> Session:
 
 
 class SessionCloser:
-    """ASGI middleware closing the request's Session (if one was made) once the response is done."""
+    """ASGI middleware closing the request's Session (if one was made) once the response is done.
+
+    The response has gone by then: a database that went away meanwhile (closing rolls back an
+    open transaction on its connection) must not raise here, or the server drops the client's
+    connection instead of keeping it for the next request. The connection is dropped instead.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -58,7 +64,10 @@ class SessionCloser:
         finally:
             session = scope.get("profilerhub.session")
             if session is not None:
-                session.close()
+                try:
+                    session.close()
+                except SQLAlchemyError:  # its outage is the request's to report, and was
+                    session.invalidate()
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
