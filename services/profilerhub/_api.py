@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._clock import now_ns
 from ._log import log_once, logger, reset_log_once
 from ._torch import torch_hooks
+from .sinks.base import USER_STOP
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -33,12 +34,18 @@ _tls = threading.local()
 
 
 class StopTraining(Exception):  # noqa: N818 - SageMaker's name for it
-    """Raised by ``ph.step`` when the hub asks the run to stop: a rule named in
-    ``ph.init(stop_on=[...])`` found issues while the job ran. Only runs that opted in get it,
-    once; ``rule`` names the rule. Catch it around the loop and finish as usual."""
+    """Raised by ``ph.step`` when the hub asks the run to stop: a person stopped the job
+    (``StopTrainingJob``, ``POST …/jobs/{id}/stop``, the console's Stop: every run gets it), or a
+    rule named in ``ph.init(stop_on=[...])`` found issues (only runs that opted in). Raised once;
+    ``rule`` names the rule, or is ``"StopTrainingJob"`` for a person's stop. Catch it around the
+    loop and finish as usual."""
 
     def __init__(self, rule: str, job: str) -> None:
-        super().__init__(f"job {job}: rule {rule} found issues and the run opted to stop on it")
+        if rule == USER_STOP:
+            message = f"job {job}: a stop was requested on the hub (StopTrainingJob)"
+        else:
+            message = f"job {job}: rule {rule} found issues and the run opted to stop on it"
+        super().__init__(message)
         self.rule = rule
         self.job = job
 
@@ -230,7 +237,7 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
 
     Sets the step number that annotations and metrics get, records the step's range, and advances
     the torch profiler's schedule when the step ends. Entering it raises ``StopTraining`` when
-    the hub asked an opted-in run to stop (``ph.init(stop_on=...)``).
+    the hub asked the run to stop (a person's stop; a rule's, for runs with ``ph.init(stop_on=...)``).
     """
 
     __slots__ = ("number", "_start", "_depth", "_run", "_nvtx")
@@ -246,10 +253,9 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         stop = run.stop_requested()
         if stop is not None:
             self._run = None
-            logger.warning(
-                "profilerhub: job %s: rule %s found issues; raising ph.StopTraining", run.cfg.job, stop
-            )
-            raise StopTraining(stop, run.cfg.job)
+            error = StopTraining(stop, run.cfg.job)
+            logger.warning("profilerhub: %s; raising ph.StopTraining", error)
+            raise error
         if self.number is None:
             self.number = 0 if run.current_step is None else run.current_step + 1
         run.current_step = self.number

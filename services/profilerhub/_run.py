@@ -29,6 +29,7 @@ from ._stdio import TeeStream
 from ._tensorboard import TensorBoardFiles
 from ._uploader import Uploader
 from .sinks import Sink, make_sink
+from .sinks.base import USER_STOP
 
 FORMAT = "profilerhub-raw/1"
 CHUNK_KINDS = ("system", "annotations", "metrics")
@@ -260,9 +261,10 @@ class Run:
         return summary
 
     def stop_requested(self) -> str | None:
-        """The rule the hub asked this run to stop for, the first time it is asked (opted-in runs)."""
+        """Why the hub asked this run to stop, the first time it is asked: ``USER_STOP`` (a
+        person's stop, every run) or a rule's name (runs that opted in with ``stop_on``)."""
         rule = self.sink.stop_request
-        if rule is None or self.stop_raised or not self.cfg.stop_on:
+        if rule is None or self.stop_raised or (rule != USER_STOP and not self.cfg.stop_on):
             return None
         self.stop_raised = True
         return rule

@@ -39,6 +39,7 @@ TARGET_TYPES: dict[Action, str] = {
     Action.CompleteJob: "Job",
     Action.UploadJobFile: "Job",
     Action.DeleteJob: "Job",
+    Action.StopJob: "Job",
     Action.CreateWebhook: "Webhook",
     Action.DeleteWebhook: "Webhook",
 }

@@ -1,8 +1,9 @@
-"""What the hub reads of a Ready job's processed files: the HTML report and the metrics.
+"""What the hub reads of a job's processed files: the HTML report and the metrics.
 
 ``processed/summary.json``, ``processed/rules.json`` and ``processed/series.npz`` (written at
 ingest) are read from the job store; the work is the analysis engine's (``html_report``,
-``metrics_api``). A job that is not Ready yet has no processed files: ``Conflict``.
+``metrics_api``). The report exists once the job is Ready (before: ``Conflict``); the metrics
+also while the run is still going, from what it has streamed (``job_control.job_series``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Conflict, InvalidInput, NotFound
 from profilerhub_core.jobstorage import SUMMARY, JobPlace
 from profilerhub_core.storage import ObjectStore
+from profilerhub_hub import job_control
 
 RULES = "rules.json"
 
@@ -51,17 +53,20 @@ def metrics(
     start: int | None,
     end: int | None,
 ) -> dict[str, Any]:
-    """Without ``name``: the metric names, final values and resolution; with it, its datapoints."""
-    _ready(job)
+    """Without ``name``: the metric names, final values and resolution; with it, its datapoints.
+    A running job answers from what it has streamed (``"final": false``)."""
+    if not job_control.is_running(job):
+        _ready(job)
     if job.series_deleted_at is not None:
         raise NotFound(
             f"Job '{job.id}''s series were deleted on {job.series_deleted_at:%Y-%m-%d} by the hub's series "
             "retention setting; its summary, rules and report remain"
         )
-    series = _series(store, place)
+    series = job_control.job_series(store, job)
     if name is None:
         return {
             "job_id": job.id,
+            "final": job.status is JobStatus.Ready,
             "resolution_s": series.resolution_ns / 1e9 or None,
             "metrics": metric_names(series),
             "FinalMetricDataList": final_values(series),

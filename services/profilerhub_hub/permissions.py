@@ -66,6 +66,7 @@ class Action(enum.StrEnum):
     CompleteJob = "CompleteJob"
     UploadJobFile = "UploadJobFile"
     DeleteJob = "DeleteJob"
+    StopJob = "StopJob"
     CreateWebhook = "CreateWebhook"
     ListWebhooks = "ListWebhooks"
     DescribeWebhook = "DescribeWebhook"
@@ -113,6 +114,7 @@ RULES: dict[Action, Rule] = {
     Action.CompleteJob: Rule.OWNER,
     Action.UploadJobFile: Rule.OWNER,
     Action.DeleteJob: Rule.OWNER,
+    Action.StopJob: Rule.OWNER,
     # A user's webhooks are theirs; the domain's own (every job there) its administrators'.
     Action.CreateWebhook: Rule.OWNER,
     Action.ListWebhooks: Rule.OWNER,
@@ -125,7 +127,7 @@ IMPLIED_BY: dict[Action, Action] = {Action.UpdateDomainSettings: Action.UpdateDo
 
 # Actions that change something: refusals of these are written to the audit log.
 MUTATING = frozenset(
-    a for a in Action if a.value.startswith(("Create", "Update", "Delete", "Complete", "Upload"))
+    a for a in Action if a.value.startswith(("Create", "Update", "Delete", "Complete", "Upload", "Stop"))
 )
 
 

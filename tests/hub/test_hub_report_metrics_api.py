@@ -119,10 +119,18 @@ def test_bad_metric_queries_get_a_4xx_with_the_error_shape(
     assert 400 <= response.status_code < 500 and set(response.json()["error"]) == {"code", "message"}
 
 
-def test_report_and_metrics_of_a_job_not_ready_are_a_conflict(jobs_client: Any, jobs_seed: Any) -> None:
+def test_a_running_job_has_metrics_so_far_and_no_report_and_an_ingesting_one_neither(
+    jobs_client: Any, jobs_seed: Any
+) -> None:
     token = jobs_seed.user_token("d1", "alice")
     job_id = jobs_client.post(JOBS, json={"name": "x"}, headers=auth(token)).json()["job_id"]
-    for part in ("report", "metrics"):
+    report = jobs_client.get(f"{JOBS}/{job_id}/report", headers=auth(token))
+    assert report.status_code == 409 and "Ready" in report.json()["error"]["message"]
+    running = jobs_client.get(f"{JOBS}/{job_id}/metrics", headers=auth(token))
+    assert running.status_code == 200, running.text
+    assert running.json()["final"] is False and running.json()["metrics"] == []  # nothing streamed yet
+    assert jobs_client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
+    for part in ("report", "metrics"):  # completed, not ingested yet
         response = jobs_client.get(f"{JOBS}/{job_id}/{part}", headers=auth(token))
         assert response.status_code == 409 and "Ready" in response.json()["error"]["message"]
 

@@ -12,6 +12,7 @@ output shape for the operation (the test-side half of "every response matches th
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,22 +57,59 @@ class Keys:
     secret_access_key: str
 
 
-@pytest.fixture
-def sagemaker_hub(apps_hub: Any, worker_ctx: Any) -> Iterator[Any]:
-    tasks = ThreadedTasks(worker_ctx)
-    apps_hub.state.app_tasks = tasks
+@contextlib.contextmanager
+def served(app: Any) -> Iterator[Any]:
+    """``app`` behind uvicorn on a loopback port (``app.state.url``) while the block runs."""
     port = testservices.free_port()
     server = uvicorn.Server(
-        uvicorn.Config(apps_hub, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started, "the hub serving", 30)
-    apps_hub.state.url = f"http://127.0.0.1:{port}"
-    yield apps_hub
-    tasks.join()
-    server.should_exit = True
-    thread.join(10)
+    app.state.url = f"http://127.0.0.1:{port}"
+    try:
+        yield app
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def sagemaker_hub(apps_hub: Any, worker_ctx: Any) -> Iterator[Any]:
+    tasks = ThreadedTasks(worker_ctx)
+    apps_hub.state.app_tasks = tasks
+    with served(apps_hub):
+        yield apps_hub
+        tasks.join()
+
+
+@pytest.fixture
+def jobs_door(jobs_hub: Any) -> Iterator[Any]:
+    """The jobs tests' hub (``jobs_hub``: its own local store, recorded tasks) over real HTTP."""
+    with served(jobs_hub):
+        yield jobs_hub
+
+
+def aws_client(service: str, hub: Any, keys: Keys, path: str | None = None) -> Any:
+    """boto3's own ``service`` client against the hub's door ``/{path or service}``."""
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=f"{hub.state.url}/{path or service}",
+        region_name="us-east-1",
+        aws_access_key_id=keys.access_key_id,
+        aws_secret_access_key=keys.secret_access_key,
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+def issue_key(client: Any, token: str, domain: str, user: str) -> Keys:
+    """An access key of ``domain/user`` made with ``token`` (POST …/access-keys)."""
+    answer = client.post(
+        f"/api/v1/domains/{domain}/users/{user}/access-keys", json={"note": "tests"}, headers=auth(token)
+    )
+    assert answer.status_code == 201, answer.text
+    return Keys(answer.json()["access_key_id"], answer.json()["secret_access_key"])
 
 
 @pytest.fixture

@@ -16,6 +16,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+USER_STOP = "StopTrainingJob"
+"""The hub's ``X-ProfilerHub-Stop`` when a person stopped the job (not a rule): every run stops."""
+
 
 class SinkError(Exception):
     """A sink operation failed; ``retryable``/``fatal`` say what to do (see module docstring)."""
@@ -37,7 +40,8 @@ class Sink(ABC):
 
     #: ``local``, ``s3`` or ``hub``.
     kind: str = ""
-    #: The rule the hub asked the run to stop for (learnt from an upload's answer); hub sink only.
+    #: The rule the hub asked the run to stop for, or ``USER_STOP`` (learnt from an upload's
+    #: answer); hub sink only.
     stop_request: str | None = None
 
     @abstractmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hubclient import HubClient, HubError, HubJob
-from .base import Sink, SinkError, check_relative_path, content_type
+from .base import USER_STOP, Sink, SinkError, check_relative_path, content_type
 
 
 class HubSink(Sink):
@@ -130,7 +130,7 @@ class HubSink(Sink):
             stop = self._client.put_file(self.job, check_relative_path(path), data, content_type(path))
         except HubError as exc:
             raise _sink_error(exc) from exc
-        if stop and self.stop_request is None:
+        if stop and (self.stop_request is None or stop == USER_STOP):  # a person's stop wins
             self.stop_request = stop
 
     def complete(self, report: dict[str, Any] | None = None) -> None:

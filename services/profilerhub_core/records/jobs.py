@@ -61,11 +61,20 @@ def jobs_query(user: UserProfile, status: JobStatus | None = None) -> sa.Select[
 
 
 STOP_HEADER = "X-ProfilerHub-Stop"
-"""Sent with every answer to an upload of a job whose stop was requested: the rule's name."""
+"""Sent with every answer to an upload of a job whose stop was requested: the rule's name, or
+``USER_STOP`` when a person asked (the SDK raises ``ph.StopTraining`` for that one in any run)."""
+USER_STOP = "StopTrainingJob"
+
+
+def stopped_by_user(job: Job) -> bool:
+    """A person asked the job's run to stop (``POST …/stop``, ``StopTrainingJob``, the console)."""
+    return (job.stop_request or {}).get("by") == "user"
 
 
 def stop_header(job: Job) -> dict[str, str]:
     """``{STOP_HEADER: rule}`` once a stop was requested for ``job``, else nothing."""
+    if stopped_by_user(job):
+        return {STOP_HEADER: USER_STOP}
     rule = (job.stop_request or {}).get("rule")
     return {STOP_HEADER: str(rule)} if rule else {}
 
@@ -200,6 +209,7 @@ def delete_job(session: Session, job: Job) -> None:
 
 __all__ = [
     "STOP_HEADER",
+    "USER_STOP",
     "awaits_files",
     "create_job",
     "delete_job",
@@ -212,6 +222,7 @@ __all__ = [
     "require_job",
     "require_uploading",
     "stop_header",
+    "stopped_by_user",
     "takes_files",
     "undelivered_warning",
     "user_raw_bytes",

@@ -96,6 +96,7 @@ def _relative(name: str) -> str:
 
 
 __all__ = [
+    "LIVE_SERIES",
     "STATUS",
     "SUMMARY",
     "JOBS",
@@ -118,3 +119,6 @@ SUMMARY = "summary.json"
 STATUS = "status.json"
 """``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
 ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
+LIVE_SERIES = "live/series.npz"
+"""``processed/live/series.npz``: a running job's series as the live rules last read its chunks
+(written by the worker's live scan, read by the hub's metrics, CloudWatch and training-job answers)."""

@@ -18,7 +18,7 @@ from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
 from profilerhub_core.tasks import INGEST_JOB
-from profilerhub_hub import job_outputs, job_uploads
+from profilerhub_hub import job_control, job_outputs, job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.job_schemas import (
@@ -151,6 +151,18 @@ def job_metrics(
     job = _job(session, target, job_id)
     store = job_uploads.job_store(request.app.state)
     return job_outputs.metrics(store, _place(target, job_id), job, name, stat, period, start, end)
+
+
+@router.post(ONE_JOB + "/stop", status_code=202, openapi_extra=OF_USER)
+def stop_job(
+    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.StopJob)]
+) -> JobRead:
+    """Ask the running job's run to stop: the SDK raises ``ph.StopTraining`` at its next step
+    (409 once the run is over). Asking again changes nothing."""
+    job = _job(session, target, job_id)
+    if job_control.request_stop(session, target, job):
+        commit_audited(session, target, Action.StopJob, job.id)
+    return _read(request, target, job)
 
 
 @router.put(ONE_JOB + "/files/{path:path}", status_code=201, openapi_extra=OF_USER)

@@ -162,6 +162,10 @@ class Arns:
         kind = app.app_type.value.lower()
         return self._arn(f"app/{domain_id(app.domain_id)}/{user_name}/{kind}/{app.app_name}")
 
+    def training_job(self, job_id: str) -> str:
+        """By the job's id (a name is shared by every run of it): ``…:training-job/{job_id}``."""
+        return self._arn(f"training-job/{job_id}")
+
     def parse(self, arn: str) -> tuple[str, list[str]] | None:
         """``("domain", [DomainId])``, ``("user-profile", [DomainId, name])`` or ``("app",
         [DomainId, name, apptype in lower case, AppName])``; None for any other ARN."""

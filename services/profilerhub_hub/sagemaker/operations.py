@@ -42,7 +42,7 @@ from profilerhub_hub.deps.targets import (
 )
 from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
 from profilerhub_hub.proxy import presigned_app_url
-from profilerhub_hub.sagemaker import tagging
+from profilerhub_hub.sagemaker import tagging, training_jobs
 from profilerhub_hub.sagemaker.errors import validation
 from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
 
@@ -65,6 +65,12 @@ class Call:
 
     def hub(self) -> Resolved:
         return Resolved(self.caller, Target())
+
+    def own_target(self) -> Resolved:
+        """The caller themself as the target (a listing of what they may see, like REST's
+        ``…/users/{me}/jobs``: ``authorize`` then checks the key's scopes)."""
+        target = Target(domain_id=self.caller.domain_id, owner_id=self.caller.user_id)
+        return Resolved(self.caller, target)
 
     def domain(self, key: str = "DomainId") -> Resolved:
         """The domain named by ``params[key]``, looked up and hidden like the REST API's."""
@@ -505,6 +511,9 @@ OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {
     "AddTags": tagging.add_tags,
     "ListTags": tagging.list_tags,
     "DeleteTags": tagging.delete_tags,
+    "DescribeTrainingJob": training_jobs.describe_training_job,
+    "ListTrainingJobs": training_jobs.list_training_jobs,
+    "StopTrainingJob": training_jobs.stop_training_job,
 }
 
 __all__ = ["OPERATIONS", "Call"]

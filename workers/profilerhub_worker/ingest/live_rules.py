@@ -47,7 +47,7 @@ from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
 
 log = logging.getLogger("profilerhub_worker.rules")
 STATE = "live/state.json"
-CACHE = "live/series.npz"
+CACHE = layout.LIVE_SERIES
 KINDS = {"system": sm.SystemSample, "annotations": sm.AnnotationRecord, "metrics": sm.MetricRecord}
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in KINDS.items()}
 
