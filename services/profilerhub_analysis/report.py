@@ -5,16 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from profilerhub_analysis.build import load_trace
+from profilerhub_analysis.build import parse_trace
 from profilerhub_analysis.gpu_metrics import gpu_metrics
 from profilerhub_analysis.kernels import kernel_breakdown, kernel_kinds
 from profilerhub_analysis.launch import launch_latency, launch_stats
 from profilerhub_analysis.memory import memory_bw, memory_ops
 from profilerhub_analysis.precision import precision_breakdown
+from profilerhub_analysis.reader import read_bytes
 from profilerhub_analysis.steps import steps
 from profilerhub_analysis.store import EventStore
 from profilerhub_analysis.streams import idle_breakdown, queue_length
 from profilerhub_analysis.sync import sync_ops
+from profilerhub_analysis.tbviews import SECTIONS as TB_SECTIONS
+from profilerhub_analysis.tbviews import tb_views
 from profilerhub_analysis.temporal import comm_comp_overlap, temporal_breakdown
 from profilerhub_analysis.utilization import DEFAULT_BUCKETS, utilization
 
@@ -58,7 +61,13 @@ def analyze_store(
 
 
 def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None = None) -> dict[str, Any]:
-    return analyze_store(load_trace(path, max_bytes), top=top)
+    """Every analysis of one trace file, the TensorBoard plugin's views (``tb_*``) included."""
+    p = Path(path)
+    data = read_bytes(p, max_bytes)
+    report = analyze_store(parse_trace(data, source=p.name), top=top)
+    tensorflow = report["source"] == "tensorflow"
+    report.update(tb_views(data) if not tensorflow else dict.fromkeys(TB_SECTIONS))
+    return report
 
 
 __all__ = ["analyze_file", "analyze_store"]

@@ -52,6 +52,15 @@ def test_oracle_newer_sections_pass_on_all_sample_traces(shared_dir: Path) -> No
 
 
 @pytest.mark.slow
+def test_oracle_tensorboard_plugin_views_pass_on_all_sample_traces(shared_dir: Path) -> None:
+    """tb_overview, tb_gpu_summary, tb_operators(_by_shape), tb_kernels(_by_op), tb_memory: the views of
+    PyTorch's TensorBoard profiler plugin, computed by its own code (expected-tb/)."""
+    done = _compare(shared_dir, expected="expected-tb", command="analyze")
+    assert done.stdout.strip().splitlines()[-1] == "16 passed, 0 failed", done.stdout + done.stderr
+    assert done.returncode == 0
+
+
+@pytest.mark.slow
 def test_profilerhub_compare_matches_the_oracle_on_the_trace_pair(shared_dir: Path) -> None:
     done = _compare(shared_dir, "--pair", expected="expected-more", command="compare")
     assert done.stdout.strip().splitlines()[-1] == "1 passed, 0 failed", done.stdout + done.stderr

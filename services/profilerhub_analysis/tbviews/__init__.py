@@ -1,0 +1,50 @@
+"""PyTorch's TensorBoard profiler plugin's views (Overview, Operator, Kernel, Memory), by its own rules.
+
+The plugin (kineto ``tb_plugin``, PyPI ``torch-tb-profiler``) is gone upstream; these are its tables,
+computed the way its loader and view generators compute them (with the upstream fixes that never
+shipped, and its quirks as ``../shared/oracle/README.md`` lists them), from a trace's bytes:
+
+    parse   the plugin's typed events (exact categories, External ids, shapes, memory records)
+    tree    per-thread call trees, runtimes on operators, GPU ops on runtimes
+    steps   the steps moved to the GPU, and the window W
+    views   the seven tables
+
+``tb_views(data)`` returns them as one dict, the keys ``profilerhub analyze --format json`` prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profilerhub_analysis.tbviews import views
+from profilerhub_analysis.tbviews.parse import parse
+from profilerhub_analysis.tbviews.steps import find_steps
+from profilerhub_analysis.tbviews.tree import build
+
+SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_shape", "tb_kernels",
+            "tb_kernels_by_op", "tb_memory")  # fmt: skip
+
+
+def tb_views(data: bytes | bytearray) -> dict[str, Any]:
+    """The seven sections of one (decompressed) Kineto trace document.
+
+    ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
+    event: it would divide by a negative span), and ``tb_gpu_summary`` is then empty.
+    """
+    trace = parse(data)
+    forest = build(trace)
+    steps = find_steps(trace, forest)
+    ops, ops_by_shape = views.operators(forest)
+    kernels, kernels_by_op = views.kernels(forest)
+    return {
+        "tb_overview": views.overview(trace, forest, steps) if steps is not None else None,
+        "tb_gpu_summary": views.gpu_summary(trace, forest, steps),
+        "tb_operators": ops,
+        "tb_operators_by_shape": ops_by_shape,
+        "tb_kernels": kernels,
+        "tb_kernels_by_op": kernels_by_op,
+        "tb_memory": views.memory(trace, forest),
+    }
+
+
+__all__ = ["SECTIONS", "tb_views"]

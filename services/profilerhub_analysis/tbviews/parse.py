@@ -1,0 +1,238 @@
+"""Read a Kineto trace the way PyTorch's TensorBoard profiler plugin reads it.
+
+The plugin's views rest on details the columnar ``EventStore`` does not keep: the exact category
+(``python`` is not ``python_function``), the order of ``traceEvents`` (ties in ``ts`` keep it), the
+``External id`` that ties a launch to its operator, ``Input Dims``, launch geometry and the
+per-record bytes of ``[memory]`` events. So these views decode the document once more, with
+structs that take only those fields (``msgspec.Raw`` keeps shapes and grids undecoded until a row
+needs them), and type each event as the plugin does (``docs/analysis.md``, "TensorBoard views";
+the contract: ``../shared/oracle/README.md``, "How the plugin reads a trace").
+
+A field of an unexpected type costs that field, not the document: the strict decode falls back to
+a generic one and each event is converted on its own.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+_RAW_NONE = msgspec.Raw(b"")
+
+
+class _Args(msgspec.Struct, gc=False):
+    ext_lower: Any = msgspec.field(name="external id", default=None)
+    ext: Any = msgspec.field(name="External id", default=None)
+    correlation: Any = None
+    device: Any = None
+    dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_RAW_NONE)
+    dims_lower: msgspec.Raw = msgspec.field(name="Input dims", default=_RAW_NONE)
+    grid: msgspec.Raw = _RAW_NONE
+    block: msgspec.Raw = _RAW_NONE
+    regs: Any = msgspec.field(name="registers per thread", default=None)
+    shared_memory: Any = msgspec.field(name="shared memory", default=None)
+    blocks_per_sm: Any = msgspec.field(name="blocks per SM", default=None)
+    occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
+    module_id: Any = msgspec.field(name="Python module id", default=None)
+    nbytes: Any = msgspec.field(name="Bytes", default=None)
+    device_type: Any = msgspec.field(name="Device Type", default=None)
+    device_id: Any = msgspec.field(name="Device Id", default=None)
+    call_stack: Any = msgspec.field(name="Call stack", default=None)
+
+
+_NO_ARGS = _Args()
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+class _Doc(msgspec.Struct):
+    traceEvents: list[_Event] = []  # noqa: N815 - the format's own key
+
+
+class _LooseDoc(msgspec.Struct):
+    traceEvents: list[Any] = []  # noqa: N815
+
+
+class T(enum.IntEnum):
+    """Event types as the plugin assigns them (``trace.py``'s ``EventTypes``)."""
+
+    OPERATOR = 1
+    STEP = 2
+    RUNTIME = 3
+    KERNEL = 4
+    MEMCPY = 5
+    MEMSET = 6
+    PYTHON = 7
+    MODULE = 8
+    ANNOTATION = 9
+
+
+GPU_TYPES = (T.KERNEL, T.MEMCPY, T.MEMSET)
+
+_CATEGORY: dict[str, T] = {
+    "cpu_op": T.OPERATOR,
+    "operator": T.OPERATOR,
+    "runtime": T.RUNTIME,
+    "cuda_runtime": T.RUNTIME,
+    "mtia_runtime": T.RUNTIME,
+    "glow_runtime": T.RUNTIME,
+    "xpu_runtime": T.RUNTIME,
+    "privateuse1_runtime": T.RUNTIME,
+    "kernel": T.KERNEL,
+    "memcpy": T.MEMCPY,
+    "gpu_memcpy": T.MEMCPY,
+    "memset": T.MEMSET,
+    "gpu_memset": T.MEMSET,
+    "python": T.PYTHON,
+    "user_annotation": T.ANNOTATION,
+    "gpu_user_annotation": T.ANNOTATION,
+}
+
+COLLECTIVES = frozenset(
+    f"{lib}:{op}"
+    for lib in ("nccl", "gloo")
+    for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
+)
+
+
+def is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or name.startswith(
+        "enumerate(DataPipe)#"
+    )
+
+
+@dataclass(slots=True, eq=False)
+class Event:
+    """One complete event the plugin uses. ``ts``/``end`` in µs as written (int or float)."""
+
+    type: T
+    name: str
+    tid: Any
+    pid: Any
+    ts: float
+    end: float
+    ext: Any
+    correlation: Any
+    args: _Args
+    step: int = -1
+
+    @property
+    def dur(self) -> float:
+        return self.end - self.ts
+
+
+@dataclass(slots=True, eq=False)
+class MemoryRecord:
+    ts: float
+    tid: Any
+    device: str | None
+    nbytes: float
+
+
+@dataclass
+class TbTrace:
+    """The typed events in the plugin's order (stable sort by ``ts``), and the memory records."""
+
+    events: list[Event] = field(default_factory=list)
+    memory: list[MemoryRecord] = field(default_factory=list)
+    skipped: int = 0
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def raw_value(raw: msgspec.Raw) -> Any:
+    """The JSON value a ``Raw`` field held (``None`` when the field was absent)."""
+    return msgspec.json.decode(raw) if len(raw) else None
+
+
+def _device_name(args: _Args) -> str | None:
+    if args.device_type == 0:
+        return "CPU"
+    if args.device_type == 1:
+        return f"GPU{args.device_id}"
+    return None
+
+
+def _typed(ev: _Event, out: TbTrace) -> None:
+    ts = _number(ev.ts)
+    if ts is None or not isinstance(ev.name, str):
+        out.skipped += 1
+        return
+    args = ev.args or _NO_ARGS
+    if ev.ph == "i":
+        if ev.name == "[memory]":
+            nbytes = _number(args.nbytes)
+            out.memory.append(MemoryRecord(ts, ev.tid, _device_name(args), nbytes or 0))
+        return
+    if ev.ph != "X" or not isinstance(ev.cat, str):
+        return
+    kind = _CATEGORY.get(ev.cat.lower())
+    if kind is None:
+        if ev.cat.lower() != "python_function" or args.module_id is None:
+            return
+        kind = T.MODULE
+    dur = _number(ev.dur)
+    if dur is None:
+        out.skipped += 1
+        return
+    step = -1
+    if kind in (T.OPERATOR, T.ANNOTATION) and ev.name.startswith("ProfilerStep#"):
+        try:
+            step = int(ev.name.split("#")[1])
+        except ValueError:
+            out.skipped += 1
+            return
+        kind = T.STEP
+    ext = args.ext_lower if args.ext_lower is not None else args.ext
+    out.events.append(Event(kind, ev.name, ev.tid, ev.pid, ts, ts + dur, ext, args.correlation, args, step))
+
+
+def parse(data: bytes | bytearray) -> TbTrace:
+    """Decode a (decompressed) Kineto document into the plugin's typed events."""
+    out = TbTrace()
+    try:
+        doc = msgspec.json.decode(data, type=_Doc)
+        events = doc.traceEvents
+    except msgspec.ValidationError:
+        loose = msgspec.json.decode(data, type=_LooseDoc)
+        events = []
+        for raw in loose.traceEvents:
+            try:
+                events.append(msgspec.convert(raw, _Event))
+            except msgspec.ValidationError:
+                out.skipped += 1
+    for ev in events:
+        _typed(ev, out)
+    out.events.sort(key=lambda e: e.ts)  # stable: ties keep the document's order
+    out.memory.sort(key=lambda r: r.ts)
+    return out
+
+
+__all__ = [
+    "COLLECTIVES",
+    "GPU_TYPES",
+    "Event",
+    "MemoryRecord",
+    "T",
+    "TbTrace",
+    "is_dataloader",
+    "parse",
+    "raw_value",
+]

@@ -1,0 +1,405 @@
+"""The seven tables of the plugin's Overview, Operator, Kernel and Memory views, from its trees.
+
+Definitions: ``../shared/oracle/README.md`` ("tb_plugin views"), summarised in docs/analysis.md.
+Every time is in µs as the trace wrote it; percentages are 0-100; memory in bytes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from profilerhub_analysis.tbviews import ranges as rg
+from profilerhub_analysis.tbviews.parse import COLLECTIVES, MemoryRecord, T, TbTrace, is_dataloader, raw_value
+from profilerhub_analysis.tbviews.steps import Steps
+from profilerhub_analysis.tbviews.tensor_cores import TC_KERNEL, TC_OPERATORS
+from profilerhub_analysis.tbviews.tree import Forest, Node, post_order
+
+ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
+
+
+def _role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
+    spans: list[list[tuple[float, float]]] = [[] for _ in ROLES]
+    comm = forest.collective_ext_ids
+    for ev in trace.events:
+        r = (ev.ts, ev.end)
+        t = ev.type
+        if t == T.KERNEL:
+            spans[3 if ev.ext in comm else 0].append(r)
+        elif t == T.MEMCPY:
+            spans[1].append(r)
+        elif t == T.MEMSET:
+            spans[2].append(r)
+        elif t == T.RUNTIME:
+            spans[4].append(r)
+        elif t in (T.OPERATOR, T.ANNOTATION) and is_dataloader(ev.name):
+            spans[5].append(r)
+        elif t in (T.PYTHON, T.OPERATOR, T.ANNOTATION):
+            spans[3 if ev.name in COLLECTIVES else 6].append(r)
+    return [rg.merge(s) for s in spans]
+
+
+def overview(trace: TbTrace, forest: Forest, steps: Steps) -> dict[str, Any]:
+    """Step time by role: each role takes what earlier roles left of the steps (Kernel first)."""
+    roles = _role_ranges(trace, forest)
+    costs: list[rg.Ranges] = []
+    slots: rg.Ranges = []
+    for role in roles:
+        if slots:
+            got = rg.intersect(slots, role)
+        else:  # the first role, or every step already taken (quirk T9)
+            got = role
+            slots = rg.merge(steps.ranges)
+        costs.append(got)
+        slots = rg.subtract(slots, got)
+    costs.append(slots)
+    keys = [f"{r}_us" for r in ROLES] + ["other_us"]
+    rows = []
+    for name, (start, end) in zip(steps.names, steps.ranges, strict=True):
+        one = [(start, end)]
+        row: dict[str, Any] = {"step": name}
+        row.update({k: rg.total(rg.intersect(one, c)) for k, c in zip(keys, costs, strict=True)})
+        row.update(total_us=end - start, start_us=start, end_us=end)
+        rows.append(row)
+    average = {k: sum(r[k] for r in rows) / len(rows) for k in [*keys, "total_us"]}
+    return {
+        "steps": rows,
+        "average": average,
+        "host_steps": steps.host_steps,
+        "kept_steps": len(rows),
+        "has_runtime": bool(roles[4]),
+        "has_kernel": bool(roles[0]),
+        "has_memcpy_or_memset": bool(roles[1] or roles[2]),
+        "has_communication": bool(roles[3]),
+    }
+
+
+def _operators_of(forest: Forest) -> list[Node]:
+    return [n for root in forest.roots.values() for n in post_order(root) if n.is_operator]
+
+
+def _holders(forest: Forest) -> list[tuple[Node, Any]]:
+    """(node holding a runtime, runtime) for every runtime in the trees, in the plugin's order."""
+    return [(n, rt) for root in forest.roots.values() for n in post_order(root) for rt in n.runtimes]
+
+
+def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dict[str, Any]]:
+    kernels = [e for e in forest.gpu_ops if e.type == T.KERNEL and isinstance(e.args.device, int)]
+    if not kernels or steps is None:
+        return []
+    w0, w1 = steps.window
+    span = w1 - w0
+    window = [(w0, w1)]
+    by_device: dict[int, list[Any]] = defaultdict(list)
+    for k in kernels:
+        by_device[k.args.device].append(k)
+    tc: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for node, rt in _holders(forest):
+        if node.is_operator:
+            for k in rt.kernels():
+                if isinstance(k.args.device, int):
+                    tc[k.args.device][0] += k.dur * TC_KERNEL(k.name)
+                    tc[k.args.device][1] += k.dur
+    rows = []
+    for device in sorted(by_device):
+        ks = by_device[device]
+        busy = rg.total(rg.intersect(rg.merge((k.ts, k.end) for k in ks), window))
+        tc_time, all_time = tc.get(device, (0.0, 0.0))
+        rows.append(
+            {
+                "device": device,
+                "gpu_utilization_pct": 100.0 * busy / span if span > 0 else None,
+                "sm_efficiency_pct": _sm_efficiency(ks, w0, w1),
+                "achieved_occupancy_pct": _occupancy(ks, w0, w1),
+                "tensor_core_kernel_pct": (100.0 * tc_time / all_time if all_time > 0 else 0.0)
+                if tc
+                else None,
+                "window_start_us": w0,
+                "window_end_us": w1,
+            }
+        )
+    return rows
+
+
+def _sm_efficiency(kernels: list[Any], w0: float, w1: float) -> float | None:
+    """∫ over W of min(Σ blocks per SM of the running kernels, 1), over |W|."""
+    points: list[tuple[float, int, float]] = []
+    for k in kernels:
+        bps = k.args.blocks_per_sm
+        if isinstance(bps, int | float) and bps > 0:
+            points += [(k.ts, 0, bps), (k.end, 1, bps)]
+    if not points or w1 <= w0:
+        return None
+    points.sort(key=lambda p: (p[0], p[1]))
+    area = covered = 0.0
+    level = 0.0
+    last = points[0][0]
+    for t, kind, v in points:
+        lo, hi = max(last, w0), min(t, w1)
+        if t > last and level > 0 and hi > lo:
+            area += (hi - lo) * min(level, 1.0)
+            covered += hi - lo
+        last = t
+        level += v if kind == 0 else -v
+    return 100.0 * area / (w1 - w0) if covered > 0 else None
+
+
+def _occupancy(kernels: list[Any], w0: float, w1: float) -> float | None:
+    num = den = 0.0
+    for k in kernels:
+        occ = k.args.occupancy
+        if isinstance(occ, int | float) and occ >= 0:
+            inside = max(0.0, min(k.end, w1) - max(k.ts, w0))
+            num += occ * inside
+            den += inside
+    return num / den if den > 0 else None
+
+
+def _op_row(first: Node) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(
+        ("device_self_us", "device_total_us", "host_self_us", "host_total_us"), 0.0
+    )
+    return {"calls": 0, **row, "tc_eligible": first.tc_eligible, "_tc_self": 0.0, "_tc_total": 0.0}
+
+
+def operators(forest: Forest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(by name, by name + input shape), summed over every call."""
+    by_name: dict[Any, dict[str, Any]] = {}
+    by_shape: dict[Any, dict[str, Any]] = {}
+    shapes: dict[bytes, Any] = {}
+    for op in _operators_of(forest):
+        assert op.event is not None
+        raw = op.event.args.dims if len(op.event.args.dims) else op.event.args.dims_lower
+        key = bytes(raw)
+        if key not in shapes:
+            value = raw_value(raw)
+            shapes[key] = [] if value is None else value
+        for table, k in ((by_name, op.name), (by_shape, (op.name, key))):
+            row = table.get(k)
+            if row is None:
+                row = table[k] = _op_row(op)
+            row["calls"] += 1
+            row["device_self_us"] += op.device_self_us
+            row["device_total_us"] += op.device_us
+            row["host_self_us"] += op.host_self_us
+            row["host_total_us"] += op.end - op.ts
+            row["_tc_self"] += op.tc_self_us
+            row["_tc_total"] += op.tc_total_us
+    names = [{"name": n, **_finish(r)} for n, r in by_name.items()]
+    shaped = [{"name": n, "input_shape": shapes[s], **_finish(r)} for (n, s), r in by_shape.items()]
+    order = lambda r: -r["device_self_us"] if r["device_self_us"] else -r["host_self_us"]  # noqa: E731
+    return sorted(names, key=order), sorted(shaped, key=order)
+
+
+def _finish(row: dict[str, Any]) -> dict[str, Any]:
+    tc_self, tc_total = row.pop("_tc_self"), row.pop("_tc_total")
+    row["tc_self_pct"] = 100.0 * tc_self / row["device_self_us"] if row["device_self_us"] > 0 else 0
+    row["tc_total_pct"] = 100.0 * tc_total / row["device_total_us"] if row["device_total_us"] > 0 else 0
+    return row
+
+
+def _column_shown(kernels: list[Any], attr: str, floor: float, strict: bool) -> bool:
+    """The plugin shows a mean column only when some kernel with a device has a usable value (T7)."""
+    for k in kernels:
+        v = getattr(k.args, attr)
+        if (
+            isinstance(k.args.device, int)
+            and isinstance(v, int | float)
+            and (v > floor if strict else v >= floor)
+        ):
+            return True
+    return False
+
+
+class _KernelAgg:
+    __slots__ = ("calls", "max_us", "min_us", "occ", "bps", "total_us")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.total_us = self.bps = self.occ = 0.0
+        self.max_us = 0.0
+        self.min_us = float("inf")
+
+    def add(self, k: Any) -> None:
+        d = k.dur
+        self.calls += 1
+        self.total_us += d
+        self.max_us = max(self.max_us, d)
+        self.min_us = min(self.min_us, d)
+        self.bps += float(_num(k.args.blocks_per_sm)) * d
+        self.occ += float(_num(k.args.occupancy)) * d
+
+    def row(self, show_bps: bool, show_occ: bool) -> dict[str, Any]:
+        t = self.total_us
+        return {
+            "calls": self.calls,
+            "total_us": t,
+            "mean_us": t / self.calls,
+            "max_us": self.max_us,
+            "min_us": self.min_us,
+            "blocks_per_sm": (self.bps / t if t > 0 else 0.0) if show_bps else None,
+            "occupancy_pct": (self.occ / t if t > 0 else 0.0) if show_occ else None,
+        }
+
+
+def _num(v: Any) -> float:
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else 0
+
+
+def kernels(forest: Forest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(by kernel name over every kernel, by kernel + launching node over the trees' kernels)."""
+    every = [e for e in forest.gpu_ops if e.type == T.KERNEL]
+    show_bps = _column_shown(every, "blocks_per_sm", 0, strict=True)
+    show_occ = _column_shown(every, "occupancy", 0, strict=False)
+    by_name: dict[str, _KernelAgg] = {}
+    for k in every:
+        by_name.setdefault(k.name, _KernelAgg()).add(k)
+    rows = [
+        {"name": n, **a.row(show_bps, show_occ), "tensor_cores": TC_KERNEL(n)} for n, a in by_name.items()
+    ]
+    by_op: dict[tuple[Any, ...], tuple[_KernelAgg, dict[str, Any]]] = {}
+    for node, rt in _holders(forest):
+        for k in rt.kernels():
+            a = k.args
+            key = (
+                k.name,
+                node.name,
+                bytes(a.grid),
+                bytes(a.block),
+                str(a.regs or "0"),
+                str(a.shared_memory or "0"),
+            )
+            got = by_op.get(key)
+            if got is None:
+                head = {
+                    "name": k.name,
+                    "operator": node.name,
+                    "grid": raw_value(a.grid),
+                    "block": raw_value(a.block),
+                    "registers_per_thread": a.regs if a.regs is not None else 0,
+                    "shared_memory": a.shared_memory if a.shared_memory is not None else 0,
+                }
+                got = by_op[key] = (_KernelAgg(), head)
+            got[0].add(k)
+    op_rows = [
+        {
+            **head,
+            **agg.row(show_bps, show_occ),
+            "tensor_cores": TC_KERNEL(head["name"]),
+            "op_tc_eligible": head["operator"] in TC_OPERATORS,
+        }
+        for agg, head in by_op.values()
+    ]
+    by_total = lambda r: -r["total_us"]  # noqa: E731
+    return sorted(rows, key=by_total), sorted(op_rows, key=by_total)
+
+
+def memory(trace: TbTrace, forest: Forest) -> list[dict[str, Any]]:
+    """Per (device, operator): the memory records of its calls, self and with its descendants."""
+    records: dict[Any, list[MemoryRecord]] = defaultdict(list)
+    for r in trace.memory:
+        records[r.tid].append(r)
+    visited: set[int] = set()
+    for tid, recs in records.items():
+        _attach(forest.roots.get(tid), recs, visited)
+    totals: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0] * 6))
+    calls: dict[str, int] = defaultdict(int)
+    for root in forest.roots.values():
+        for top in root.children:
+            for node, own in _memory_totals(top, visited):
+                if node.is_operator:
+                    calls[node.name] += 1
+                    for device, figures in own.items():
+                        acc = totals[device][node.name]
+                        for i, v in enumerate(figures):
+                            acc[i] += v
+    fields = ("self_size_increase_bytes", "self_allocation_size_bytes", "self_allocation_count",
+              "size_increase_bytes", "allocation_size_bytes", "allocation_count")  # fmt: skip
+    rows = []
+    for device, by_name in totals.items():
+        for name, figures in by_name.items():
+            if any(figures):
+                row: dict[str, Any] = {"device": device, "name": name, "calls": calls[name]}
+                row.update(
+                    {f: int(v) if float(v).is_integer() else v for f, v in zip(fields, figures, strict=True)}
+                )
+                rows.append(row)
+    return sorted(rows, key=lambda r: (r["device"], -r["size_increase_bytes"]))
+
+
+def _attach(root: Node | None, recs: list[MemoryRecord], visited: set[int]) -> None:
+    """The plugin's walk (``MemoryParser.update_node``): each record to the deepest node holding its
+    ts ([start, end)); every node walked into is *visited*; a record whose node is no operator is dropped."""
+    current = root
+    stack: list[tuple[Node, int]] = []
+    child = 0
+    if current is not None:
+        visited.add(id(current))
+    i = 0
+    while i < len(recs):
+        rec = recs[i]
+        if current is None:
+            i += 1
+            continue
+        if rec.ts < current.ts:
+            i += 1
+            continue
+        if rec.ts >= current.end:
+            if stack:
+                current, child = stack.pop()
+                child += 1
+            else:
+                current = None
+            continue
+        while child < len(current.children):
+            c = current.children[child]
+            if rec.ts < c.ts:
+                break
+            if rec.ts >= c.end:
+                child += 1
+            else:
+                visited.add(id(c))
+                stack.append((current, child))
+                current, child = c, 0
+        if current.is_operator:
+            current.memory.append(rec)
+        i += 1
+
+
+def _memory_totals(top: Node, visited: set[int]) -> list[tuple[Node, dict[str, list[float]]]]:
+    """(node, {device: [3 self figures, 3 totals]}) for every visited node under ``top``."""
+    out: list[tuple[Node, dict[str, list[float]]]] = []
+    figures: dict[int, dict[str, list[float]]] = {}
+    order: list[Node] = []
+    todo = [top]
+    while todo:
+        node = todo.pop()
+        if id(node) not in visited:
+            continue
+        order.append(node)
+        todo.extend(node.children)
+    for node in reversed(order):  # children before parents
+        own: dict[str, list[float]] = defaultdict(lambda: [0.0] * 6)
+        if node.is_operator:
+            for rec in node.memory:
+                if rec.device is None:
+                    continue
+                f = own[rec.device]
+                f[0] += rec.nbytes
+                if rec.nbytes > 0:
+                    f[1] += rec.nbytes
+                    f[2] += 1
+            for f in own.values():
+                f[3], f[4], f[5] = f[0], f[1], f[2]
+        for c in node.children:
+            for device, cf in figures.get(id(c), {}).items():
+                f = own[device]
+                f[3] += cf[3]
+                f[4] += cf[4]
+                f[5] += cf[5]
+        figures[id(node)] = own
+        out.append((node, own))
+    return out
+
+
+__all__ = ["gpu_summary", "kernels", "memory", "operators", "overview"]
