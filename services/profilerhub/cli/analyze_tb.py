@@ -1,0 +1,95 @@
+"""Rich tables of the TensorBoard plugin's views (``tb_*`` keys) for ``profilerhub analyze``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from profilerhub.cli.analyze_table import _pct, _short, _table, _us
+
+TOP = 10
+_ROLES = (
+    ("kernel_us", "Kernel"),
+    ("memcpy_us", "Memcpy"),
+    ("memset_us", "Memset"),
+    ("communication_us", "Communication"),
+    ("runtime_us", "Runtime"),
+    ("dataloader_us", "DataLoader"),
+    ("cpu_exec_us", "CPU Exec"),
+    ("other_us", "Other"),
+)
+
+
+def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
+    """The step-time overview, the top operators and the kernels' launch figures, when present."""
+    overview = r.get("tb_overview")
+    if overview:
+        avg = overview["average"]
+        t = _table(f"Step time by role (mean of {overview['kept_steps']} steps)", "role", "time", "share")
+        for key, label in _ROLES:
+            t.add_row(label, _us(avg[key]), _pct(avg[key], avg["total_us"]))
+        t.add_row("step", _us(avg["total_us"]), "100.0%")
+        console.print(t)
+    for g in r.get("tb_gpu_summary") or []:
+        console.print(
+            f"GPU {g['device']}: utilization {_num(g['gpu_utilization_pct'])}, "
+            f"est. SM efficiency {_num(g['sm_efficiency_pct'])}, "
+            f"est. achieved occupancy {_num(g['achieved_occupancy_pct'])}, "
+            f"tensor cores {_num(g['tensor_core_kernel_pct'])} of kernel time",
+            highlight=False,
+        )
+    ops = r.get("tb_operators") or []
+    if ops:
+        t = _table(
+            "Top operators",
+            "operator",
+            "calls",
+            "device self",
+            "device total",
+            "host self",
+            "host total",
+            "TC eligible",
+            drop=("host total", "device total", "TC eligible"),
+            wide=wide,
+        )
+        for o in ops[:TOP]:
+            t.add_row(
+                _short(o["name"], None if wide else 90),
+                f"{o['calls']:,}",
+                _us(o["device_self_us"]),
+                _us(o["device_total_us"]),
+                _us(o["host_self_us"]),
+                _us(o["host_total_us"]),
+                "yes" if o["tc_eligible"] else "no",
+            )
+        if len(ops) > TOP:
+            t.caption = f"top {TOP} of {len(ops)} operators (--format json has all, and by input shape)"
+        console.print(t)
+    kernels = r.get("tb_kernels") or []
+    if kernels:
+        t = _table(
+            "Kernels: launch figures",
+            "kernel",
+            "calls",
+            "total",
+            "blocks/SM",
+            "occupancy",
+            "tensor cores",
+            drop=("blocks/SM",),
+            wide=wide,
+        )
+        for k in kernels[:TOP]:
+            t.add_row(
+                _short(k["name"], None if wide else 90),
+                f"{k['calls']:,}",
+                _us(k["total_us"]),
+                "-" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}",
+                _num(k["occupancy_pct"]),
+                "yes" if k["tensor_cores"] else "no",
+            )
+        console.print(t)
+
+
+def _num(pct: float | None) -> str:
+    return "-" if pct is None else f"{pct:.1f}%"
