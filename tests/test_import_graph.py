@@ -8,6 +8,11 @@
     profilerhub_worker     core, analysis                  never hub, app
     profilerhub_app        core, analysis                  never hub, worker
 
+Inside the hub and the app the same one-way rule holds between layers (STYLE.md, 11): a route
+module never imports another route module (the hub's ``routes/paths.py``, shared paths and no
+routes, excepted) nor the factory above it (``main``), and nothing of the app below its routes
+(``owned``, ``jobdata``, ``live``, ``services``, ``http``, …) imports a route or ``main``.
+
 Server packages may import exactly one SDK module, ``profilerhub.cli.toolkit`` (what every
 sub-command uses). Every ``import`` counts, inside functions and under TYPE_CHECKING too: a lazy
 import is still a dependency. ``python tests/test_import_graph.py`` prints the graph.
@@ -95,6 +100,82 @@ def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from profilerhub_worker.tasks import apps\n")
     assert (2, "profilerhub_worker.tasks.apps") in imports(module)
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of one of our files (``profilerhub_app/routes/jobs.py``: ``…routes.jobs``)."""
+    for name, folder in PACKAGES.items():
+        if path.is_relative_to(folder):
+            parts = [name, *path.relative_to(folder).with_suffix("").parts]
+            return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    raise ValueError(f"{path} is in none of our packages")
+
+
+def own_imports(path: Path, me: str) -> list[tuple[int, str]]:
+    """Like :func:`imports`, with relative imports resolved against module ``me`` (``path``'s name)."""
+    found = imports(path)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+            package = package[: len(package) - (node.level - 1)]
+            module = ".".join([*package, *([node.module] if node.module else [])])
+            found += [(node.lineno, module)] + [(node.lineno, f"{module}.{a.name}") for a in node.names]
+    return found
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+LAYERED = ("profilerhub_hub", "profilerhub_app")
+#: Modules under ``routes/`` that hold no route (shared paths): any route may import them.
+NOT_ROUTES = ("profilerhub_hub.routes.paths",)
+
+
+def layer_violations(package: str, files: list[tuple[Path, str]]) -> list[str]:
+    """Imports against the layers inside ``package`` (the module docstring); ``files``: (path, name)."""
+    routes, main = f"{package}.routes", f"{package}.main"
+    wrong = []
+    for path, me in files:
+        if me == routes or any(_under(me, m) for m in NOT_ROUTES):
+            continue  # routes/__init__ gathers the routers; paths.py holds no route
+        is_route = _under(me, routes)
+        may_import_routes = me in (main, f"{package}.__main__")
+        seen: set[int] = set()
+        for line, module in own_imports(path, me):
+            up = _under(module, main) or (
+                _under(module, routes) and module != routes and not any(_under(module, m) for m in NOT_ROUTES)
+            )
+            if not up or line in seen:
+                continue
+            where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{line} imports {module}"
+            if is_route:
+                wrong.append(f"a route imports another route or main: {where}")
+            elif package == "profilerhub_app" and not may_import_routes:
+                wrong.append(f"the app below its routes imports a route or main: {where}")
+            seen.add(line)
+    return wrong
+
+
+def _files(package: str) -> list[tuple[Path, str]]:
+    return [(path, module_name(path)) for path in sorted(PACKAGES[package].rglob("*.py"))]
+
+
+def test_routes_never_import_routes_and_the_apps_data_layer_never_imports_routes() -> None:
+    wrong = [w for package in LAYERED for w in layer_violations(package, _files(package))]
+    assert wrong == [], "imports against the layers (this file's docstring):\n" + "\n".join(wrong)
+
+
+def test_the_layer_checker_sees_a_route_importing_a_route_and_the_data_layer_importing_one(
+    tmp_path: Path,
+) -> None:
+    route, data = tmp_path / "route.py", tmp_path / "data.py"
+    route.write_text("from .analysis import answer\n")
+    data.write_text("def f():\n    from profilerhub_app.routes.jobs import routes\n")
+    files = [(route, "profilerhub_app.routes.model"), (data, "profilerhub_app.model")]
+    wrong = layer_violations("profilerhub_app", files)
+    assert len(wrong) == 2 and "a route imports" in wrong[0] and "below its routes" in wrong[1], wrong
+    assert layer_violations("profilerhub_app", [(route, "profilerhub_app.main")]) == []
 
 
 if __name__ == "__main__":

@@ -11,17 +11,12 @@ from __future__ import annotations
 import time
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from profilerhub_app.http import error
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import load_public_key, verify_app_token
 from profilerhub_core.errors import Unauthorized
-
-
-def error_response(status: int, code: str, message: str) -> JSONResponse:
-    """The project's error shape ``{"error": {"code", "message"}}``."""
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
 class RequireAppToken:
@@ -43,10 +38,10 @@ class RequireAppToken:
                 raise Unauthorized("this app is reached through the hub")
             verify_app_token(self.public_key, token.strip(), self.settings.id, self.settings.owner_id)
         except Unauthorized as exc:
-            await error_response(401, "Unauthorized", exc.message)(scope, receive, send)
+            await error(401, "Unauthorized", exc.message)(scope, receive, send)
             return
         scope.setdefault("state", {})["authenticated_at"] = time.time()
         await self.app(scope, receive, send)
 
 
-__all__ = ["RequireAppToken", "error_response"]
+__all__ = ["RequireAppToken"]

@@ -1,9 +1,9 @@
 """What the analysis routes read of a Ready job: its summary, a trace's panels and timeline.
 
 Everything here was computed at ingest (``profilerhub_worker.ingest.views``); the app only reads
-it, through :func:`profilerhub_app.routes.jobs.owned_job` so a job the hub does not list is never
-read. Parsed summaries and open timelines are kept in small LRU caches: a summary per job
-version, a timeline per (job, trace).
+it, for a job :class:`profilerhub_app.owned.OwnedJobs` found the hub lists as the owner's and
+Ready, so a job the hub does not list is never read. Parsed summaries and open timelines are kept
+in small LRU caches: a summary per job version, a timeline per (job, trace).
 
 How a timeline opens (the first drawn timeline waits for it):
 
@@ -23,14 +23,11 @@ import json
 import shutil
 import tempfile
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-from starlette.requests import Request
 
 from profilerhub_analysis.timeline.binary import select_window
 from profilerhub_analysis.timeline.bundle import (
@@ -40,52 +37,16 @@ from profilerhub_analysis.timeline.bundle import (
     OVERVIEW_PX,
     TraceTimeline,
 )
-from profilerhub_app.routes.jobs import OwnedJob, owned_job
-from profilerhub_core.errors import InvalidInput, NotFound, Unavailable
+from profilerhub_app.owned import OwnedJob
+from profilerhub_core.errors import NotFound, Unavailable
 from profilerhub_core.storage import ObjectStore
 from profilerhub_core.storage.layout import SUMMARY
 
 TIMELINE_DONE = "done"
 SUMMARY_CACHE = 16
-#: How long the hub's word that a job is the owner's and Ready is reused (a timeline pan asks
-#: several windows a second; each need not ask the hub again).
-READY_SECONDS = 2.0
 #: Files of one timeline fetched from S3 at once, and how long a query waits for them.
 FETCH_THREADS = 8
 FETCH_WAIT_SECONDS = 300.0
-
-
-class BadParameter(InvalidInput):
-    """A query parameter that is missing or out of range (answered 400)."""
-
-
-def int_param(request: Request, name: str, default: int | None, lo: int, hi: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        if default is None:
-            raise BadParameter(f"'{name}' is required")
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadParameter(f"'{name}' must be an integer, not {raw[:40]!r}") from None
-    if not lo <= value <= hi:
-        raise BadParameter(f"'{name}' must be between {lo} and {hi}")
-    return value
-
-
-def id_list(request: Request, name: str, limit: int = 4096) -> list[int] | None:
-    """Comma-separated ids; None when the parameter is absent (all), [] when empty (none)."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    parts = [p for p in raw.split(",") if p.strip()]
-    if len(parts) > limit:
-        raise BadParameter(f"'{name}' lists more than {limit} ids")
-    try:
-        return [int(p) for p in parts]
-    except ValueError:
-        raise BadParameter(f"'{name}' must be comma-separated integers") from None
 
 
 class _Lru(OrderedDict[Any, Any]):
@@ -114,7 +75,7 @@ class _Lru(OrderedDict[Any, Any]):
 
 
 class JobData:
-    """Readers of Ready jobs for one app (kept on ``app.state``)."""
+    """Readers of Ready jobs for one app (one of its ``AppServices``)."""
 
     def __init__(self, cache_dir: str, open_timelines: int) -> None:
         self.cache_dir = (
@@ -123,22 +84,6 @@ class JobData:
         self._summaries = _Lru(SUMMARY_CACHE)
         self._timelines = _Lru(open_timelines)
         self._fetching = threading.Lock()
-        self._ready: dict[str, tuple[float, OwnedJob]] = {}
-
-    def ready_job(self, request: Request, job_id: str) -> OwnedJob:
-        """The owner's Ready job ``job_id`` (``NotFound`` otherwise), as the hub said at most
-        ``READY_SECONDS`` ago."""
-        now = time.monotonic()
-        seen = self._ready.get(job_id)
-        if seen is not None and now - seen[0] < READY_SECONDS:
-            return seen[1]
-        job = owned_job(request, job_id)
-        if job.record.get("status") != "Ready":
-            raise NotFound(f"Job '{job_id}' is not Ready yet (status {job.record.get('status')})")
-        if len(self._ready) > 1000:
-            self._ready.clear()
-        self._ready[job_id] = (now, job)
-        return job
 
     def summary(self, job: OwnedJob) -> dict[str, Any]:
         version = (job.job_id, job.record.get("updated_at"), job.record.get("status"))
@@ -349,4 +294,4 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-__all__ = ["BadParameter", "JobTimeline", "JobData", "id_list", "int_param"]
+__all__ = ["JobData", "JobTimeline"]

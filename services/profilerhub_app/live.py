@@ -30,7 +30,7 @@ from profilerhub_analysis.sdk_records import (
     system_metrics,
     training_metrics,
 )
-from profilerhub_app.routes.jobs import OwnedJob
+from profilerhub_app.owned import OwnedJob
 from profilerhub_core.errors import NotFound
 
 KINDS = ("annotations", "metrics", "system")

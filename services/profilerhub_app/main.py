@@ -20,20 +20,22 @@ from starlette.routing import Route
 
 from profilerhub_app import pages
 from profilerhub_app.auth import RequireAppToken
-from profilerhub_app.auth import error_response as _error
-from profilerhub_app.jobdata import JobData
-from profilerhub_app.live import LiveView
+from profilerhub_app.http import error as _error
+from profilerhub_app.hub import HubJobs
 from profilerhub_app.routes import analysis as analysis_routes
 from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.routes import rules as rules_routes
 from profilerhub_app.routes import timeline as timeline_routes
+from profilerhub_app.services import AppServices
 from profilerhub_app.settings import AppServiceSettings
 
 
-def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None = None) -> Starlette:
+def create_app(settings: AppServiceSettings, *, hub: HubJobs | None = None) -> Starlette:
     """Build the app for one owner; ``settings`` come from the spawner's environment.
 
     ``hub`` answers which jobs the owner has (default: the hub over HTTP at ``hub_api_url``).
+    The app's parts are built here, once (``services.AppServices``); routes reach them through
+    ``http.services(request)``.
     """
     base = settings.base_path
     state = {"last_activity": time.time()}
@@ -73,8 +75,5 @@ def create_app(settings: AppServiceSettings, *, hub: job_routes.HubJobs | None =
         middleware=[Middleware(pages.SecurityHeaders), Middleware(RequireAppToken, settings=settings)],
         exception_handlers={404: not_found, 405: not_found},
     )
-    app.state.settings = settings
-    app.state.job_data = JobData(settings.cache_dir, settings.open_timelines)
-    app.state.live = LiveView()
-    app.state.hub = hub or job_routes.HttpHub(settings.hub_api_url or settings.hub_url, settings.id)
+    app.state.services = AppServices.build(settings, hub)  # all a route reaches: ``http.services``
     return app

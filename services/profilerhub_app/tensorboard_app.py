@@ -25,7 +25,8 @@ from a2wsgi import WSGIMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from profilerhub_app.auth import RequireAppToken, error_response
+from profilerhub_app.auth import RequireAppToken
+from profilerhub_app.http import error
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.storage import layout
 
@@ -84,7 +85,7 @@ def create_app(settings: AppServiceSettings) -> ASGIApp:
         elif path == prefix or path.startswith(base):
             await board(scope, receive, send)  # type: ignore[arg-type]
         else:
-            await error_response(404, "ResourceNotFound", f"no page at {path}")(scope, receive, send)
+            await error(404, "ResourceNotFound", f"no page at {path}")(scope, receive, send)
 
     return RequireAppToken(app, settings)
 

@@ -12,7 +12,7 @@ from profilerhub_core.errors import Unavailable
 
 
 def test_a_hub_that_stops_answering_is_two_lines_in_the_apps_log(caplog: pytest.LogCaptureFixture) -> None:
-    from profilerhub_app.routes.jobs import HttpHub
+    from profilerhub_app.hub import HttpHub
 
     down = True
 

@@ -6,11 +6,11 @@ the soft isolation; prefix-scoped credentials make it hard)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from profilerhub_app.routes.jobs import _owner_store
+from profilerhub_app.hub import HttpHub
+from profilerhub_app.owned import OwnedJobs
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_app.tensorboard_app import owner_logdir
 from profilerhub_core.errors import InvalidInput, Unauthorized
@@ -36,10 +36,10 @@ def test_the_profiler_apps_store_is_rooted_at_the_owners_folder_and_stays_there(
     (tmp_path / "d-1" / "u-bob" / "jobs" / "j1").mkdir(parents=True)
     (tmp_path / "d-1" / "u-bob" / "jobs" / "j1" / "job.json").write_text("{}")
     (tmp_path / "d-1" / "u-alice" / "jobs").mkdir(parents=True)
-    state = SimpleNamespace(settings=settings(tmp_path.as_uri()))
-    store = _owner_store(state, "d-1", "u-alice")
+    owned = OwnedJobs(settings(tmp_path.as_uri()), HttpHub("", "app-1"))
+    store = owned.store("d-1", "u-alice")
     assert list(store.list("")) == []  # bob's job is not under alice's root
     with pytest.raises(InvalidInput):
         store.get("../u-bob/jobs/j1/job.json")
     with pytest.raises(Unauthorized):
-        _owner_store(SimpleNamespace(settings=state.settings), "d-1", "u-bob")  # the hub listed bob's jobs
+        OwnedJobs(owned.settings, owned.hub).store("d-1", "u-bob")  # the hub listed bob's jobs

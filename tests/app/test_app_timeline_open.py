@@ -13,7 +13,7 @@ import pytest
 from profilerhub_analysis.timeline.binary import decode_window
 from profilerhub_analysis.timeline.bundle import OVERVIEW_PX, TraceTimeline
 from profilerhub_app.jobdata import JobData, JobTimeline
-from profilerhub_app.routes.jobs import OwnedJob
+from profilerhub_app.owned import OwnedJob
 from profilerhub_core.errors import NotFound
 from profilerhub_core.storage import ObjectStore, open_store
 from tests.analysis.tracegen import annotation, kernel, runtime, store_of

@@ -10,8 +10,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from profilerhub_app.hub import HttpHub
 from profilerhub_app.main import create_app
-from profilerhub_app.routes.jobs import HttpHub
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import hub_signing_key, issue_app_token, public_key_pem
 from profilerhub_core.db.models import AppType

@@ -8,39 +8,18 @@ a figure of its own.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from profilerhub_analysis.compare import compare, merge_op_totals, profile
 from profilerhub_analysis.dashboard import DEFAULT_TOP, MAX_TOP, dashboard
 from profilerhub_analysis.ranks import rank_table
-from profilerhub_app.jobdata import BadParameter, JobData, int_param
-from profilerhub_app.live import LiveView
-from profilerhub_app.routes.jobs import OwnedJob, error_response, owned_job
-from profilerhub_core.errors import ProfilerHubError
-
-MAX_TRACES = 100_000
-
-
-def data(request: Request) -> JobData:
-    jd: JobData = request.app.state.job_data
-    return jd
-
-
-async def answer(request: Request, work: Callable[[], Any]) -> Response:
-    """Run ``work`` in a thread; map what it raises to the one error shape."""
-    try:
-        result = await run_in_threadpool(work)
-    except BadParameter as exc:
-        return JSONResponse({"error": {"code": "InvalidInput", "message": exc.message}}, status_code=400)
-    except ProfilerHubError as exc:
-        return error_response(exc)
-    return result if isinstance(result, Response) else JSONResponse(result)
+from profilerhub_app.http import MAX_TRACES, BadParameter, answer, int_param, owned_job, ready_job, services
+from profilerhub_app.owned import OwnedJob
 
 
 def _traces(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -53,8 +32,8 @@ def _traces(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def _dashboard(request: Request, job_id: str) -> dict[str, Any]:
     top = int_param(request, "top", DEFAULT_TOP, 1, MAX_TOP)
     index = int_param(request, "trace", 0, 0, MAX_TRACES)
-    jd = data(request)
-    job = jd.ready_job(request, job_id)
+    jd = services(request).data
+    job = ready_job(request, job_id)
     summary = jd.summary(job)
     traces = _traces(summary)
     if summary.get("traces"):
@@ -77,22 +56,21 @@ def _dashboard(request: Request, job_id: str) -> dict[str, Any]:
 
 async def job_dashboard(request: Request) -> Response:
     job_id: str = request.path_params["job_id"]
-    return await answer(request, lambda: _dashboard(request, job_id))
+    return await answer(lambda: _dashboard(request, job_id))
 
 
 def _ranks(request: Request, job_id: str) -> dict[str, Any]:
-    jd = data(request)
-    summary = jd.summary(jd.ready_job(request, job_id))
+    summary = services(request).data.summary(ready_job(request, job_id))
     return rank_table([t["report"] for t in summary.get("traces", [])])
 
 
 async def job_ranks(request: Request) -> Response:
     job_id: str = request.path_params["job_id"]
-    return await answer(request, lambda: _ranks(request, job_id))
+    return await answer(lambda: _ranks(request, job_id))
 
 
 def _profile(request: Request, job: OwnedJob, index: int | None) -> dict[str, Any]:
-    jd = data(request)
+    jd = services(request).data
     traces = jd.summary(job).get("traces", [])
     chosen = range(len(traces)) if index is None else [index]
     reports, ops = [], []
@@ -111,7 +89,7 @@ def _compare(request: Request) -> dict[str, Any]:
     sides = []
     for job_id, param in ((base_id, "base_trace"), (test_id, "test_trace")):
         index = int_param(request, param, -1, -1, MAX_TRACES)
-        job = data(request).ready_job(request, job_id)
+        job = ready_job(request, job_id)
         sides.append(_profile(request, job, None if index < 0 else index))
     result = compare(sides[0], sides[1])
     result["compare"]["base"]["job_id"], result["compare"]["test"]["job_id"] = base_id, test_id
@@ -119,7 +97,7 @@ def _compare(request: Request) -> dict[str, Any]:
 
 
 async def compare_jobs(request: Request) -> Response:
-    return await answer(request, lambda: _compare(request))
+    return await answer(lambda: _compare(request))
 
 
 def _gzip_chunks(chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -133,8 +111,8 @@ def _gzip_chunks(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
 def _raw(request: Request, job_id: str) -> Response:
     index = int(request.path_params["index"])
-    jd = data(request)
-    job = jd.ready_job(request, job_id)
+    jd = services(request).data
+    job = ready_job(request, job_id)
     rel = str(jd.trace(job, index).get("file") or "")
     key = job.key(f"raw/{rel}")
     job.store.head(key)  # NotFound (404) before the response starts
@@ -150,18 +128,17 @@ def _raw(request: Request, job_id: str) -> Response:
 
 async def raw_trace(request: Request) -> Response:
     job_id: str = request.path_params["job_id"]
-    return await answer(request, lambda: _raw(request, job_id))
+    return await answer(lambda: _raw(request, job_id))
 
 
 def _live(request: Request, job_id: str) -> dict[str, Any]:
-    live: LiveView = request.app.state.live
-    return live.view(owned_job(request, job_id))
+    return services(request).live.view(owned_job(request, job_id))
 
 
 async def job_live(request: Request) -> Response:
     """What the job has streamed so far (any status; meant for jobs still running)."""
     job_id: str = request.path_params["job_id"]
-    return await answer(request, lambda: _live(request, job_id))
+    return await answer(lambda: _live(request, job_id))
 
 
 def routes(api_base: str) -> list[Route]:

@@ -16,8 +16,7 @@ from starlette.routing import Route
 
 from profilerhub_analysis.html_report import render_report
 from profilerhub_analysis.series import SERIES, JobSeries, unpack
-from profilerhub_app.routes.analysis import answer, data
-from profilerhub_app.routes.jobs import owned_job
+from profilerhub_app.http import answer, owned_job, ready_job, services
 from profilerhub_core.errors import NotFound
 
 RULES = "processed/rules.json"
@@ -35,12 +34,12 @@ def _rules(request: Request, job_id: str) -> dict[str, Any]:
 
 async def job_rules(request: Request) -> Response:
     job_id: str = request.path_params["job_id"]
-    return await answer(request, lambda: _rules(request, job_id))
+    return await answer(lambda: _rules(request, job_id))
 
 
 def _report(request: Request, job_id: str) -> Response:
-    jd = data(request)
-    job = jd.ready_job(request, job_id)
+    jd = services(request).data
+    job = ready_job(request, job_id)
     try:
         series = unpack(job.store.get(job.key(f"processed/{SERIES}")))
     except NotFound:
@@ -58,7 +57,7 @@ def _report(request: Request, job_id: str) -> Response:
 
 async def job_report(request: Request) -> Response:
     job_id: str = request.path_params["job_id"]
-    return await answer(request, lambda: _report(request, job_id))
+    return await answer(lambda: _report(request, job_id))
 
 
 def routes(api_base: str) -> list[Route]:

@@ -14,8 +14,8 @@ from starlette.routing import Route
 
 from profilerhub_analysis.timeline.bundle import MAX_SEARCH
 from profilerhub_analysis.timeline.index import MAX_WIDTH_PX
-from profilerhub_app.jobdata import BadParameter, JobTimeline, id_list, int_param
-from profilerhub_app.routes.analysis import MAX_TRACES, answer, data
+from profilerhub_app.http import MAX_TRACES, BadParameter, answer, id_list, int_param, ready_job, services
+from profilerhub_app.jobdata import JobTimeline
 from profilerhub_core.errors import NotFound
 
 WINDOW_TYPE = "application/x-profilerhub-window"
@@ -24,15 +24,14 @@ _NS = 1 << 62
 
 
 def _timeline(request: Request) -> JobTimeline:
-    jd = data(request)
-    job = jd.ready_job(request, request.path_params["job_id"])
-    return jd.timeline(job, int_param(request, "trace", 0, 0, MAX_TRACES))
+    job = ready_job(request, request.path_params["job_id"])
+    return services(request).data.timeline(job, int_param(request, "trace", 0, 0, MAX_TRACES))
 
 
 def _lanes(request: Request) -> dict[str, Any]:
     tl = _timeline(request)
-    jd = data(request)
-    job = jd.ready_job(request, request.path_params["job_id"])
+    jd = services(request).data
+    job = ready_job(request, request.path_params["job_id"])
     index = int_param(request, "trace", 0, 0, MAX_TRACES)
     entry = jd.trace(job, index)
     trace = {"index": index, "file": entry.get("file"), "rank": entry.get("report", {}).get("rank")}
@@ -89,23 +88,23 @@ def _aggregate(request: Request) -> dict[str, Any]:
 
 
 async def lanes(request: Request) -> Response:
-    return await answer(request, lambda: _lanes(request))
+    return await answer(lambda: _lanes(request))
 
 
 async def window(request: Request) -> Response:
-    return await answer(request, lambda: _window(request))
+    return await answer(lambda: _window(request))
 
 
 async def event(request: Request) -> Response:
-    return await answer(request, lambda: _event(request))
+    return await answer(lambda: _event(request))
 
 
 async def search(request: Request) -> Response:
-    return await answer(request, lambda: _search(request))
+    return await answer(lambda: _search(request))
 
 
 async def aggregate(request: Request) -> Response:
-    return await answer(request, lambda: _aggregate(request))
+    return await answer(lambda: _aggregate(request))
 
 
 def routes(api_base: str) -> list[Route]:
