@@ -271,6 +271,9 @@ MAX_RULES = 20
 RULE_NAMES = (
     "LowGPUUtilization", "CPUBottleneck", "IOBottleneck", "StepOutlier", "BatchSize", "Dataloader",
     "GPUMemoryIncrease", "MaxInitializationTime", "OverallSystemUsage", "LoadBalancing", "ProfilerReport",
+    "VanishingGradient", "ExplodingTensor", "Overfit", "Overtraining", "LossNotDecreasing",
+    "WeightUpdateRatio", "SaturatedActivation", "DeadRelu", "PoorWeightInitialization", "TensorVariance",
+    "AllZero", "UnchangedTensor", "ClassImbalance", "StalledTrainingRule",
 )  # fmt: skip
 """The hub's rules (``profilerhub_analysis.rules.RULES``, which the SDK may not import); the hub
 checks parameters, this catches a misspelt name before training starts."""

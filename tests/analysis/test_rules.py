@@ -13,6 +13,7 @@ from profilerhub_analysis.report import analyze_file
 from profilerhub_analysis.rules import RULES, RuleParamError, check_configs, evaluate_rules
 from profilerhub_analysis.rules.base import RuleData, windows
 from profilerhub_analysis.rules.inputs import from_columns
+from profilerhub_analysis.rules.profiler_report import MEMBERS
 from profilerhub_analysis.rules.registry import overall_status
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -223,7 +224,7 @@ def test_load_balancing_compares_gpu_utilisation_distributions() -> None:
 def test_profiler_report_runs_every_rule_and_takes_rule_param_overrides() -> None:
     data = series(cpu_percent=95.0, gpu0=5.0)
     out = run("ProfilerReport", data)
-    assert [r["rule"] for r in out["rules"]] == [n for n in RULES if n != "ProfilerReport"]
+    assert [r["rule"] for r in out["rules"]] == [spec.name for spec in MEMBERS]  # the profiler rules
     assert out["status"] == "IssuesFound" and out["figures"]["CPUBottleneck"] == "IssuesFound"
     relaxed = run("ProfilerReport", data, CPUBottleneck_threshold=100, LowGPUUtilization_threshold_p95=1,
                   BatchSize_gpu_threshold_p95=1)  # fmt: skip

@@ -25,11 +25,15 @@ series changed anywhere but at its end (``live_rules`` does, when a late chunk s
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from profilerhub_analysis.tensors import TensorTable
 
 MAX_FINDINGS = 50
 """Findings kept per rule (the count of all is in ``figures``)."""
@@ -119,6 +123,10 @@ class RuleData:
     hosts: list[str] = field(default_factory=list)
     windows: WindowMemo | None = None
     """Full windows' quantiles from the previous live scan of this series (None: compute all)."""
+    tensors: TensorTable | None = None
+    """The ``ph.watch`` reductions (``profilerhub_analysis.tensors``); None: the job recorded none."""
+    now_ns: int | None = None
+    """When a live evaluation runs (epoch ns); None at the final one (``job_end_ns`` then)."""
 
 
 @dataclass
@@ -131,15 +139,24 @@ class Finding:
     figures: dict[str, Any] = field(default_factory=dict)
     evidence: str | None = None
     """Name of the series (in the result's ``evidence``) that shows it."""
+    steps: tuple[int, int] | None = None
+    """A model rule's step range ``(first, last)`` in ``mode``'s steps (train: the ``ph.step``
+    numbers), with the ``tensors`` it names; ``start_ns``/``end_ns`` then are those steps' times."""
+    mode: str | None = None
+    tensors: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "message": self.message,
             "start_ns": self.start_ns,
             "end_ns": self.end_ns,
             "figures": self.figures,
             "evidence": self.evidence,
         }
+        if self.steps is not None:
+            out |= {"step_start": self.steps[0], "step_end": self.steps[1], "mode": self.mode}
+            out["tensors"] = list(self.tensors or [])
+        return out
 
 
 @dataclass
@@ -177,14 +194,25 @@ class RuleResult:
 
 @dataclass(frozen=True)
 class Param:
-    """One rule parameter: SageMaker's name and default, and its bounds."""
+    """One rule parameter: SageMaker's name and default, and its bounds.
+
+    The default's type is the parameter's: a number (within ``low``/``high``, whole if
+    ``integer``), a string (``choices`` if any; a name ending in ``regex`` must compile; at most
+    ``MAX_TEXT`` characters), a flag (``True``/``False``, or the strings SageMaker's
+    ``RuleParameters`` carry: ``"true"``/``"false"``), or ``None``: an optional number, unset."""
 
     name: str
-    default: float
+    default: float | str | bool | None
     low: float = 0
     high: float = 1e12
     integer: bool = False
     description: str = ""
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+    """A number that may be set to None (``null``): that check is off."""
+
+
+MAX_TEXT = 500
 
 
 class RuleParamError(ValueError):
@@ -202,14 +230,58 @@ def resolve(rule: str, specs: Sequence[Param], given: dict[str, Any] | None) -> 
     out: dict[str, Any] = {}
     for p in specs:
         value = given.get(p.name, p.default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
-            raise RuleParamError(f"{rule}.{p.name} must be a number, not {value!r}")
-        if p.integer and int(value) != value:
-            raise RuleParamError(f"{rule}.{p.name} must be a whole number, not {value!r}")
-        if not p.low <= value <= p.high:
-            raise RuleParamError(f"{rule}.{p.name} must be between {p.low:g} and {p.high:g}, not {value!r}")
-        out[p.name] = int(value) if p.integer else float(value)
+        if isinstance(p.default, bool):
+            out[p.name] = _flag(rule, p, value)
+        elif isinstance(p.default, str):
+            out[p.name] = _text(rule, p, value)
+        elif value is None and (p.default is None or p.optional):
+            out[p.name] = None
+        else:
+            out[p.name] = _number(rule, p, value)
     return out
+
+
+def _number(rule: str, p: Param, value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        raise RuleParamError(f"{rule}.{p.name} must be a number, not {value!r}")
+    if p.integer and int(value) != value:
+        raise RuleParamError(f"{rule}.{p.name} must be a whole number, not {value!r}")
+    if not p.low <= value <= p.high:
+        raise RuleParamError(f"{rule}.{p.name} must be between {p.low:g} and {p.high:g}, not {value!r}")
+    return int(value) if p.integer else float(value)
+
+
+def _flag(rule: str, p: Param, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise RuleParamError(f"{rule}.{p.name} must be true or false, not {value!r}")
+
+
+def _text(rule: str, p: Param, value: Any) -> str:
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise RuleParamError(
+            f"{rule}.{p.name} must be a string of at most {MAX_TEXT} characters, not {value!r}"
+        )
+    if p.choices and value not in p.choices:
+        raise RuleParamError(
+            f"{rule}.{p.name} must be one of {', '.join(map(repr, p.choices))}, not {value!r}"
+        )
+    if p.name.endswith("regex"):
+        for pattern in split_list(value):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RuleParamError(
+                    f"{rule}.{p.name}: {pattern!r} is not a regular expression ({exc})"
+                ) from None
+    return value
+
+
+def split_list(text: str) -> list[str]:
+    """SageMaker's "list of strings or a comma-separated string": ``"a, b"`` -> ``["a", "b"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def evidence(series: Series, limit: int = EVIDENCE_POINTS) -> list[list[float]]:
@@ -351,6 +423,7 @@ __all__ = [
     "pct",
     "resolve",
     "runs",
+    "split_list",
     "window_quantiles",
     "windows",
 ]
