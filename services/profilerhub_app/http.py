@@ -15,8 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from profilerhub_app.hub import HubRejected
-from profilerhub_core.errors import InvalidInput, NotFound, ProfilerHubError, Unauthorized
+from profilerhub_core.errors import InvalidInput, ProfilerHubError, http_answer
 
 if TYPE_CHECKING:
     from profilerhub_app.owned import OwnedJob
@@ -37,14 +36,10 @@ def error(status: int, code: str, message: str) -> JSONResponse:
 
 
 def error_for(exc: ProfilerHubError) -> JSONResponse:
-    """The answer to a domain error raised below a route (the app's one error table)."""
-    if isinstance(exc, BadParameter | HubRejected):
-        return error(400, "InvalidInput", exc.message)
-    if isinstance(exc, Unauthorized):
-        return error(401, "Unauthorized", exc.message)
-    if isinstance(exc, NotFound | InvalidInput):
-        return error(404, "ResourceNotFound", exc.message)
-    return error(503, "ServiceUnavailable", exc.message)
+    """The answer to a domain error raised below a route: the hub's answer to it, from the one
+    table both use (``profilerhub_core.errors.HTTP_STATUS``, ``http_answer``)."""
+    status, body, headers = http_answer(exc)
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 async def answer(work: Callable[[], Any]) -> Response:

@@ -19,7 +19,7 @@ HUB = tracker("hub")
 
 
 class HubRejected(InvalidInput):
-    """The hub answered 400 or 422 to list parameters the app passed on (answered 400 with its message)."""
+    """The hub answered 400 or 422 to list parameters the app passed on (answered 400, as the hub did)."""
 
 
 class HubJobs(Protocol):

@@ -1,19 +1,21 @@
 """Domain exceptions shared by every server-side package.
 
-They carry no HTTP status: the hub and the app map them in one place
+They carry no HTTP status; :data:`HTTP_STATUS` below is the one table that maps them, and
+:func:`http_answer` the one answer made of them, used by the hub (``profilerhub_hub.errors``) and the
+profiler app (``profilerhub_app.http``) alike, so both answer a domain error the same way
 (``code`` is the public error code in ``{"error": {"code", "message"}}``).
 
-    ProfilerHubError
-    ├── InvalidInput          ValidationError      bad names, bad fields, unsafe storage keys
-    ├── Unauthorized          Unauthorized         no, unknown, revoked or expired credentials
-    ├── AccessDenied          AccessDenied         known caller, action not allowed
-    ├── NotFound              ResourceNotFound     missing (or hidden, where existence would leak)
-    ├── Conflict              ResourceInUse        state forbids it (has users, live apps, duplicate)
-    ├── LimitExceeded         ResourceLimitExceeded  quota reached
-    │   └── Throttled         ThrottlingException    too many attempts; ``retry_after`` seconds
-    ├── PayloadTooLarge       PayloadTooLarge      upload over a configured limit
-    │   └── QuotaExceeded     StorageQuotaExceeded the user's stored bytes would pass their quota
-    └── Unavailable           ServiceUnavailable   a dependency (database, Redis, storage) is down; retry
+    ProfilerHubError                               HTTP
+    ├── InvalidInput          ValidationError      400  bad names, bad fields, unsafe storage keys
+    ├── Unauthorized          Unauthorized         401  no, unknown, revoked or expired credentials
+    ├── AccessDenied          AccessDenied         403  known caller, action not allowed
+    ├── NotFound              ResourceNotFound     404  missing (or hidden, where existence would leak)
+    ├── Conflict              ResourceInUse        409  state forbids it (has users, live apps, duplicate)
+    ├── LimitExceeded         ResourceLimitExceeded  429  quota reached
+    │   └── Throttled         ThrottlingException    429  too many attempts; ``retry_after`` seconds
+    ├── PayloadTooLarge       PayloadTooLarge      413  upload over a configured limit
+    │   └── QuotaExceeded     StorageQuotaExceeded 413  the user's stored bytes would pass their quota
+    └── Unavailable           ServiceUnavailable   503  a dependency (database, Redis, storage) is down; retry
 """
 
 from __future__ import annotations
@@ -75,7 +77,39 @@ class Unavailable(ProfilerHubError):
     code = "ServiceUnavailable"
 
 
+HTTP_STATUS: dict[type[ProfilerHubError], int] = {
+    InvalidInput: 400,
+    Unauthorized: 401,
+    AccessDenied: 403,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    LimitExceeded: 429,
+    Unavailable: 503,
+}
+"""The HTTP status of each domain error (a subclass answers as its nearest listed base)."""
+
+
+def http_status(exc: ProfilerHubError) -> int:
+    """``exc``'s status from :data:`HTTP_STATUS`; 500 for an error the table does not cover (a bug)."""
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return 500
+
+
+def http_answer(exc: ProfilerHubError) -> tuple[int, dict[str, dict[str, str]], dict[str, str]]:
+    """``(status, body, headers)`` of the answer to ``exc``: the error shape, with
+    ``WWW-Authenticate`` on a 401 and ``Retry-After`` when throttled."""
+    status = http_status(exc)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if isinstance(exc, Throttled):
+        headers = {"Retry-After": str(exc.retry_after)}
+    return status, {"error": {"code": exc.code, "message": exc.message}}, headers
+
+
 __all__ = [
+    "HTTP_STATUS",
     "AccessDenied",
     "Conflict",
     "InvalidInput",
@@ -87,4 +121,6 @@ __all__ = [
     "Throttled",
     "Unauthorized",
     "Unavailable",
+    "http_answer",
+    "http_status",
 ]

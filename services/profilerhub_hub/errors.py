@@ -1,6 +1,7 @@
 """The one place errors become HTTP responses, all in the shape ``{"error": {"code", "message"}}``.
 
-Domain exceptions (``profilerhub_core.errors``) carry no status; ``STATUS`` maps them. Framework
+Domain exceptions (``profilerhub_core.errors``) carry no status; ``STATUS`` (the core's
+``HTTP_STATUS``, the table the profiler app answers by too) maps them. Framework
 errors are mapped too: request validation (422, malformed JSON 400), unknown routes (404), wrong
 methods (405), oversized bodies (413, from ``BodyLimitMiddleware``), database conflicts (409),
 values the database refuses (400) and an unreachable database (503). Anything else is a bug:
@@ -26,16 +27,8 @@ from profilerhub_core.outage import is_outage
 
 log = logging.getLogger("profilerhub.hub")
 
-STATUS: dict[type[errors.ProfilerHubError], int] = {
-    errors.InvalidInput: 400,
-    errors.Unauthorized: 401,
-    errors.AccessDenied: 403,
-    errors.NotFound: 404,
-    errors.Conflict: 409,
-    errors.PayloadTooLarge: 413,
-    errors.LimitExceeded: 429,
-    errors.Unavailable: 503,
-}
+STATUS = errors.HTTP_STATUS
+status_of = errors.http_status
 
 HTTP_CODES = {
     400: "ValidationError",
@@ -62,22 +55,12 @@ def error_response(
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
-def status_of(exc: errors.ProfilerHubError) -> int:
-    for cls in type(exc).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    return 500
-
-
 async def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.ProfilerHubError)
-    status = status_of(exc)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    if isinstance(exc, errors.Throttled):
-        headers = {"Retry-After": str(exc.retry_after)}
+    status, body, headers = errors.http_answer(exc)
     if status >= 500 and not getattr(exc, "counted_outage", False):  # an outage logs its own two lines
         log.warning("%s: %s", exc.code, exc.message)
-    return error_response(status, exc.code, exc.message, headers)
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 def _describe_validation(errs: list[Any]) -> str:

@@ -137,7 +137,7 @@ def test_bad_list_parameters_answer_400_with_the_reason(
 ) -> None:
     answer = app_client.get("api/jobs", params=params)
     assert answer.status_code == 400, answer.text
-    assert answer.json()["error"]["code"] == "InvalidInput"
+    assert answer.json()["error"]["code"] == "ValidationError"
     assert says in answer.json()["error"]["message"]
 
 

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from profilerhub_app import http
-from profilerhub_core.errors import InvalidInput, NotFound
+from profilerhub_core.errors import NotFound
 
 
 async def jobs(request: Request) -> Response:
@@ -40,7 +40,7 @@ async def job_summary(request: Request) -> Response:
     def summary() -> Response:
         try:
             data = owned.summary_bytes(token, job_id)
-        except (NotFound, InvalidInput):
+        except NotFound:
             raise NotFound(f"Job '{job_id}' has no summary (not found, or not Ready yet)") from None
         return Response(content=data, media_type="application/json")
 
