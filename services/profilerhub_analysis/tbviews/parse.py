@@ -17,14 +17,16 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import msgspec
+import numpy as np
 
 _RAW_NONE = msgspec.Raw(b"")
 
 
-class _Args(msgspec.Struct, gc=False):
+class _Args(msgspec.Struct, frozen=True, gc=False):
     ext_lower: Any = msgspec.field(name="external id", default=None)
     ext: Any = msgspec.field(name="External id", default=None)
     correlation: Any = None
@@ -47,7 +49,10 @@ class _Args(msgspec.Struct, gc=False):
 _NO_ARGS = _Args()
 
 
-class _Event(msgspec.Struct, gc=False):
+class Event(msgspec.Struct, gc=False):
+    """One event as decoded; ``_typed`` fills the last four fields of those the plugin uses
+    (``ts``/``end`` in µs as written, int or float)."""
+
     ph: Any = None
     cat: Any = None
     name: Any = None
@@ -55,11 +60,17 @@ class _Event(msgspec.Struct, gc=False):
     tid: Any = None
     ts: Any = None
     dur: Any = None
-    args: _Args | None = None
+    args: _Args = _NO_ARGS
+    # Not in the JSON (keys no trace writes): what the plugin makes of the event.
+    type: int = msgspec.field(default=0, name="~ph~type")
+    end: Any = msgspec.field(default=0.0, name="~ph~end")
+    ext: Any = msgspec.field(default=None, name="~ph~ext")
+    step: int = msgspec.field(default=-1, name="~ph~step")
+    correlation: Any = msgspec.field(default=None, name="~ph~correlation")
 
 
 class _Doc(msgspec.Struct):
-    traceEvents: list[_Event] = []  # noqa: N815 - the format's own key
+    traceEvents: list[Event] = []  # noqa: N815 - the format's own key
 
 
 class _LooseDoc(msgspec.Struct):
@@ -115,26 +126,6 @@ def is_dataloader(name: str) -> bool:
 
 
 @dataclass(slots=True, eq=False)
-class Event:
-    """One complete event the plugin uses. ``ts``/``end`` in µs as written (int or float)."""
-
-    type: T
-    name: str
-    tid: Any
-    pid: Any
-    ts: float
-    end: float
-    ext: Any
-    correlation: Any
-    args: _Args
-    step: int = -1
-
-    @property
-    def dur(self) -> float:
-        return self.end - self.ts
-
-
-@dataclass(slots=True, eq=False)
 class MemoryRecord:
     ts: float
     tid: Any
@@ -150,11 +141,27 @@ class TbTrace:
     memory: list[MemoryRecord] = field(default_factory=list)
     skipped: int = 0
 
+    @cached_property
+    def types(self) -> np.ndarray:
+        return np.fromiter((e.type for e in self.events), dtype=np.int8, count=len(self.events))
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    @cached_property
+    def ts(self) -> np.ndarray:
+        return np.fromiter((e.ts for e in self.events), dtype=np.float64, count=len(self.events))
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return np.fromiter((e.end for e in self.events), dtype=np.float64, count=len(self.events))
+
+
+_NUMBER = (int, float)
+
+
+def _number(value: Any) -> Any:
+    """``value`` if it is a finite int or float (not a bool), else ``None``."""
+    if type(value) in _NUMBER and value == value and value not in (math.inf, -math.inf):
+        return value
+    return None
 
 
 def raw_value(raw: msgspec.Raw) -> Any:
@@ -170,38 +177,42 @@ def _device_name(args: _Args) -> str | None:
     return None
 
 
-def _typed(ev: _Event, out: TbTrace) -> None:
-    ts = _number(ev.ts)
-    if ts is None or not isinstance(ev.name, str):
+def _typed(ev: Event, out: TbTrace) -> None:
+    ts = ev.ts
+    if type(ts) not in _NUMBER or type(ev.name) is not str or _number(ts) is None:
         out.skipped += 1
         return
-    args = ev.args or _NO_ARGS
-    if ev.ph == "i":
+    args = ev.args
+    ph = ev.ph
+    if ph == "i":
         if ev.name == "[memory]":
             nbytes = _number(args.nbytes)
             out.memory.append(MemoryRecord(ts, ev.tid, _device_name(args), nbytes or 0))
         return
-    if ev.ph != "X" or not isinstance(ev.cat, str):
+    cat = ev.cat
+    if ph != "X" or type(cat) is not str:
         return
-    kind = _CATEGORY.get(ev.cat.lower())
+    kind = _CATEGORY.get(cat) or _CATEGORY.get(cat.lower())
     if kind is None:
-        if ev.cat.lower() != "python_function" or args.module_id is None:
+        if cat.lower() != "python_function" or args.module_id is None:
             return
         kind = T.MODULE
     dur = _number(ev.dur)
     if dur is None:
         out.skipped += 1
         return
-    step = -1
-    if kind in (T.OPERATOR, T.ANNOTATION) and ev.name.startswith("ProfilerStep#"):
+    if (kind == T.OPERATOR or kind == T.ANNOTATION) and ev.name.startswith("ProfilerStep#"):
         try:
-            step = int(ev.name.split("#")[1])
+            ev.step = int(ev.name.split("#")[1])
         except ValueError:
             out.skipped += 1
             return
         kind = T.STEP
-    ext = args.ext_lower if args.ext_lower is not None else args.ext
-    out.events.append(Event(kind, ev.name, ev.tid, ev.pid, ts, ts + dur, ext, args.correlation, args, step))
+    ev.type = kind
+    ev.end = ts + dur
+    ev.ext = args.ext_lower if args.ext_lower is not None else args.ext
+    ev.correlation = args.correlation
+    out.events.append(ev)
 
 
 def parse(data: bytes | bytearray) -> TbTrace:
@@ -215,7 +226,7 @@ def parse(data: bytes | bytearray) -> TbTrace:
         events = []
         for raw in loose.traceEvents:
             try:
-                events.append(msgspec.convert(raw, _Event))
+                events.append(msgspec.convert(raw, Event))
             except msgspec.ValidationError:
                 out.skipped += 1
     for ev in events:

@@ -1,63 +1,70 @@
-"""Sets of time ranges as sorted, disjoint ``(start, end)`` lists (the plugin's ``range_utils``)."""
+"""Sets of time ranges (the plugin's ``range_utils``), as numpy: ``Ranges`` is an ``(n, 2)`` float64
+array of sorted, disjoint ``[start, end)`` rows. Every operation is vectorised: the union by a
+running maximum of ends, the intersection of two sets by the pairs ``searchsorted`` finds (each
+range of one set meets a contiguous run of the other), the difference as the intersection with the
+other set's gaps.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import numpy as np
 
-Ranges = list[tuple[float, float]]
+Ranges = np.ndarray
+EMPTY: Ranges = np.empty((0, 2), dtype=np.float64)
 
 
-def merge(ranges: Iterable[tuple[float, float]]) -> Ranges:
-    """The union, sorted; touching ranges join."""
-    out: Ranges = []
-    for start, end in sorted(ranges, key=lambda r: r[0]):
-        if not out:
-            out.append((start, end))
-        elif end > out[-1][1]:
-            if start <= out[-1][1]:
-                out[-1] = (out[-1][0], end)
-            else:
-                out.append((start, end))
-    return out
+def merge(starts: np.ndarray, ends: np.ndarray) -> Ranges:
+    """The union of ``[starts[i], ends[i])``, sorted; touching ranges join (as the plugin's)."""
+    if len(starts) == 0:
+        return EMPTY
+    order = np.argsort(starts, kind="stable")
+    s = np.asarray(starts, dtype=np.float64)[order]
+    e = np.maximum.accumulate(np.asarray(ends, dtype=np.float64)[order])
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    return np.column_stack((s[first], e[last]))
+
+
+def of(pairs: list[tuple[float, float]]) -> Ranges:
+    if not pairs:
+        return EMPTY
+    a = np.asarray(pairs, dtype=np.float64)
+    return merge(a[:, 0], a[:, 1])
 
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:
-    out: Ranges = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo = max(a[i][0], b[j][0])
-        hi = min(a[i][1], b[j][1])
-        if lo < hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
+    if len(a) == 0 or len(b) == 0:
+        return EMPTY
+    lo_idx = np.searchsorted(b[:, 1], a[:, 0], side="right")  # first b ending after a starts
+    hi_idx = np.searchsorted(b[:, 0], a[:, 1], side="left")  # b starting before a ends
+    counts = np.maximum(hi_idx - lo_idx, 0)
+    ai = np.repeat(np.arange(len(a)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    bi = np.repeat(lo_idx, counts) + offsets
+    lo = np.maximum(a[ai, 0], b[bi, 0])
+    hi = np.minimum(a[ai, 1], b[bi, 1])
+    keep = lo < hi
+    return np.column_stack((lo[keep], hi[keep]))
 
 
 def subtract(a: Ranges, b: Ranges) -> Ranges:
-    out: Ranges = []
-    j = 0
-    for start, end in a:
-        cur = start
-        while j < len(b) and b[j][1] <= cur:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < end:
-            if b[k][0] > cur:
-                out.append((cur, b[k][0]))
-            cur = max(cur, b[k][1])
-            if cur >= end:
-                break
-            k += 1
-        if cur < end:
-            out.append((cur, end))
-    return out
+    if len(a) == 0 or len(b) == 0:
+        return a
+    gaps = np.column_stack((np.append(-np.inf, b[:, 1]), np.append(b[:, 0], np.inf)))
+    return intersect(a, gaps[gaps[:, 0] < gaps[:, 1]])
 
 
-def total(ranges: Ranges) -> float:
-    return sum(end - start for start, end in ranges)
+def total(r: Ranges) -> float:
+    return float((r[:, 1] - r[:, 0]).sum()) if len(r) else 0.0
 
 
-__all__ = ["Ranges", "intersect", "merge", "subtract", "total"]
+def within(r: Ranges, start: float, end: float) -> float:
+    """|r ∩ [start, end)|."""
+    if len(r) == 0:
+        return 0.0
+    return float(np.maximum(np.minimum(r[:, 1], end) - np.maximum(r[:, 0], start), 0).sum())
+
+
+__all__ = ["EMPTY", "Ranges", "intersect", "merge", "of", "subtract", "total", "within"]

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from profilerhub_analysis.tbviews.parse import T, TbTrace
 from profilerhub_analysis.tbviews.tree import Forest
 
@@ -34,20 +36,18 @@ class Steps:
 
 def find_steps(trace: TbTrace, forest: Forest) -> Steps | None:
     """The kept steps, or ``None`` where the window is undefined (no step, op or python event: T13)."""
-    names: list[str] = []
-    ranges: list[tuple[float, float]] = []
-    cpu_min, cpu_max = _BIG, -_BIG
-    for ev in trace.events:
-        if ev.type == T.STEP:
-            names.append(str(ev.step))
-            ranges.append((ev.ts, ev.end))
-        if ev.type in (T.OPERATOR, T.PYTHON, T.STEP):
-            cpu_min = min(cpu_min, ev.ts)
-            cpu_max = max(cpu_max, ev.end)
+    t = trace.types
+    steps = np.flatnonzero(t == T.STEP)
+    names = [str(trace.events[i].step) for i in steps]
+    ranges = list(zip(trace.ts[steps].tolist(), trace.end[steps].tolist(), strict=True))
     if not ranges:
-        if cpu_min == _BIG:
+        cpu = (t == T.OPERATOR) | (t == T.PYTHON)
+        if not cpu.any():
             return None
-        names, ranges = ["0"], [(cpu_min, cpu_max)]
+        # the events' own numbers (int µs stay int), as the plugin's min/max keeps them
+        starts = [trace.events[i].ts for i in np.flatnonzero(cpu)]
+        ends = [trace.events[i].end for i in np.flatnonzero(cpu)]
+        names, ranges = ["0"], [(min(starts), max(ends))]
     host_steps = len(ranges)
     ranges, names = _on_device(forest, ranges, names)
     return Steps(names, ranges, host_steps)

@@ -37,7 +37,7 @@ class Runtime:
 
     @property
     def host_us(self) -> float:
-        return self.event.dur if self.event is not None else 0.0
+        return self.event.end - self.event.ts if self.event is not None else 0.0
 
     def kernels(self) -> list[Event]:
         return [g for g in self.gpu_ops if g.type == T.KERNEL]
@@ -90,8 +90,9 @@ class Forest:
     gpu_ops: list[Event]
     """Every GPU op, in event order."""
     collective_ext_ids: set[Any]
-    kernel_of: dict[int, Runtime]
-    """id(GPU op) -> its runtime."""
+    nodes: list[Node]
+    """Every node of every tree, children before parent in time order, trees in order (the
+    plugin's ``get_operator_and_kernels``)."""
 
 
 def build(trace: TbTrace) -> Forest:
@@ -121,7 +122,7 @@ def build(trace: TbTrace) -> Forest:
         elif _is_node(ev):
             if ev.name in COLLECTIVES:
                 collective_ext.add(ev.ext)
-            node = Node(ev.type, ev.name, ev.ts, ev.end, ev, tc_eligible=ev.name in TC_OPERATORS)
+            node = Node(T(ev.type), ev.name, ev.ts, ev.end, ev, tc_eligible=ev.name in TC_OPERATORS)
             nodes_by_tid.setdefault(ev.tid, []).append(node)
     for nodes in nodes_by_tid.values():
         for node in nodes:
@@ -135,11 +136,8 @@ def build(trace: TbTrace) -> Forest:
         has_step = any(n.type == T.STEP for n in nodes)
         extra = [Runtime(None, staled)] if staled and has_step else []
         roots[tid] = _tree(tid, nodes, zero_rt.get(tid, []) + extra)
-    kernel_of: dict[int, Runtime] = {}
-    for rt in runtimes:
-        for g in rt.gpu_ops:
-            kernel_of[id(g)] = rt
-    return Forest(roots, runtimes, gpu_ops, collective_ext, kernel_of)
+    nodes = [n for root in roots.values() for n in post_order(root)]
+    return Forest(roots, runtimes, gpu_ops, collective_ext, nodes)
 
 
 def _tree(tid: Any, nodes: list[Node], root_runtimes: list[Runtime]) -> Node:
@@ -188,9 +186,10 @@ def _fill_stats(root: Node) -> None:
             # Accumulates on every visit, as the plugin's RuntimeNode.fill_stats does (a runtime
             # on two nodes, the dummy of staled kernels on several roots).
             for g in rt.gpu_ops:
-                rt.device_us += g.dur
+                d = g.end - g.ts
+                rt.device_us += d
                 if TC_KERNEL(g.name):
-                    rt.tc_us += g.dur
+                    rt.tc_us += d
         host_self = node.end - node.ts if node.event is not None else 0.0
         operator = node.type == T.OPERATOR
         for child in node.children:

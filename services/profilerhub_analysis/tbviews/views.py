@@ -9,56 +9,62 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
 from profilerhub_analysis.tbviews import ranges as rg
 from profilerhub_analysis.tbviews.parse import COLLECTIVES, MemoryRecord, T, TbTrace, is_dataloader, raw_value
 from profilerhub_analysis.tbviews.steps import Steps
 from profilerhub_analysis.tbviews.tensor_cores import TC_KERNEL, TC_OPERATORS
-from profilerhub_analysis.tbviews.tree import Forest, Node, post_order
+from profilerhub_analysis.tbviews.tree import Forest, Node
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 
 
 def _role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
-    spans: list[list[tuple[float, float]]] = [[] for _ in ROLES]
-    comm = forest.collective_ext_ids
-    for ev in trace.events:
-        r = (ev.ts, ev.end)
-        t = ev.type
-        if t == T.KERNEL:
-            spans[3 if ev.ext in comm else 0].append(r)
-        elif t == T.MEMCPY:
-            spans[1].append(r)
-        elif t == T.MEMSET:
-            spans[2].append(r)
-        elif t == T.RUNTIME:
-            spans[4].append(r)
-        elif t in (T.OPERATOR, T.ANNOTATION) and is_dataloader(ev.name):
-            spans[5].append(r)
-        elif t in (T.PYTHON, T.OPERATOR, T.ANNOTATION):
-            spans[3 if ev.name in COLLECTIVES else 6].append(r)
-    return [rg.merge(s) for s in spans]
+    """Each role's ranges (the plugin's ``StepParser._parse_step``), merged."""
+    ev = trace.events
+    t, ts, end = trace.types, trace.ts, trace.end
+    comm_ext = forest.collective_ext_ids
+    comm_kernel = np.fromiter((e.ext in comm_ext for e in ev), dtype=bool, count=len(ev))
+    names = [e.name for e in ev]
+    flags = {n: (is_dataloader(n), n in COLLECTIVES) for n in set(names)}
+    loader = np.fromiter((flags[n][0] for n in names), dtype=bool, count=len(ev))
+    collective = np.fromiter((flags[n][1] for n in names), dtype=bool, count=len(ev))
+    kernel = t == T.KERNEL
+    host = (t == T.OPERATOR) | (t == T.ANNOTATION)
+    is_loader = host & loader
+    cpu = ((t == T.PYTHON) | host) & ~is_loader
+    masks = (
+        kernel & ~comm_kernel,
+        t == T.MEMCPY,
+        t == T.MEMSET,
+        (kernel & comm_kernel) | (cpu & collective),
+        t == T.RUNTIME,
+        is_loader,
+        cpu & ~collective,
+    )
+    return [rg.merge(ts[m], end[m]) for m in masks]
 
 
 def overview(trace: TbTrace, forest: Forest, steps: Steps) -> dict[str, Any]:
     """Step time by role: each role takes what earlier roles left of the steps (Kernel first)."""
     roles = _role_ranges(trace, forest)
     costs: list[rg.Ranges] = []
-    slots: rg.Ranges = []
+    slots: rg.Ranges = rg.EMPTY
     for role in roles:
-        if slots:
+        if len(slots):
             got = rg.intersect(slots, role)
         else:  # the first role, or every step already taken (quirk T9)
             got = role
-            slots = rg.merge(steps.ranges)
+            slots = rg.of(steps.ranges)
         costs.append(got)
         slots = rg.subtract(slots, got)
     costs.append(slots)
     keys = [f"{r}_us" for r in ROLES] + ["other_us"]
     rows = []
     for name, (start, end) in zip(steps.names, steps.ranges, strict=True):
-        one = [(start, end)]
         row: dict[str, Any] = {"step": name}
-        row.update({k: rg.total(rg.intersect(one, c)) for k, c in zip(keys, costs, strict=True)})
+        row.update({k: rg.within(c, start, end) for k, c in zip(keys, costs, strict=True)})
         row.update(total_us=end - start, start_us=start, end_us=end)
         rows.append(row)
     average = {k: sum(r[k] for r in rows) / len(rows) for k in [*keys, "total_us"]}
@@ -67,20 +73,20 @@ def overview(trace: TbTrace, forest: Forest, steps: Steps) -> dict[str, Any]:
         "average": average,
         "host_steps": steps.host_steps,
         "kept_steps": len(rows),
-        "has_runtime": bool(roles[4]),
-        "has_kernel": bool(roles[0]),
-        "has_memcpy_or_memset": bool(roles[1] or roles[2]),
-        "has_communication": bool(roles[3]),
+        "has_runtime": bool(len(roles[4])),
+        "has_kernel": bool(len(roles[0])),
+        "has_memcpy_or_memset": bool(len(roles[1]) or len(roles[2])),
+        "has_communication": bool(len(roles[3])),
     }
 
 
 def _operators_of(forest: Forest) -> list[Node]:
-    return [n for root in forest.roots.values() for n in post_order(root) if n.is_operator]
+    return [n for n in forest.nodes if n.is_operator]
 
 
 def _holders(forest: Forest) -> list[tuple[Node, Any]]:
     """(node holding a runtime, runtime) for every runtime in the trees, in the plugin's order."""
-    return [(n, rt) for root in forest.roots.values() for n in post_order(root) for rt in n.runtimes]
+    return [(n, rt) for n in forest.nodes for rt in n.runtimes]
 
 
 def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dict[str, Any]]:
@@ -89,7 +95,6 @@ def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dic
         return []
     w0, w1 = steps.window
     span = w1 - w0
-    window = [(w0, w1)]
     by_device: dict[int, list[Any]] = defaultdict(list)
     for k in kernels:
         by_device[k.args.device].append(k)
@@ -98,12 +103,15 @@ def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dic
         if node.is_operator:
             for k in rt.kernels():
                 if isinstance(k.args.device, int):
-                    tc[k.args.device][0] += k.dur * TC_KERNEL(k.name)
-                    tc[k.args.device][1] += k.dur
+                    d = k.end - k.ts
+                    tc[k.args.device][0] += d * TC_KERNEL(k.name)
+                    tc[k.args.device][1] += d
     rows = []
     for device in sorted(by_device):
         ks = by_device[device]
-        busy = rg.total(rg.intersect(rg.merge((k.ts, k.end) for k in ks), window))
+        starts = np.fromiter((k.ts for k in ks), dtype=np.float64, count=len(ks))
+        ends = np.fromiter((k.end for k in ks), dtype=np.float64, count=len(ks))
+        busy = rg.within(rg.merge(starts, ends), w0, w1)
         tc_time, all_time = tc.get(device, (0.0, 0.0))
         rows.append(
             {
@@ -122,26 +130,23 @@ def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dic
 
 
 def _sm_efficiency(kernels: list[Any], w0: float, w1: float) -> float | None:
-    """∫ over W of min(Σ blocks per SM of the running kernels, 1), over |W|."""
-    points: list[tuple[float, int, float]] = []
-    for k in kernels:
-        bps = k.args.blocks_per_sm
-        if isinstance(bps, int | float) and bps > 0:
-            points += [(k.ts, 0, bps), (k.end, 1, bps)]
-    if not points or w1 <= w0:
+    """∫ over W of min(Σ blocks per SM of the running kernels, 1), over |W| (kernels with a
+    ``blocks per SM`` > 0; ``None`` when none runs inside W)."""
+    used = [k for k in kernels if type(k.args.blocks_per_sm) in (int, float) and k.args.blocks_per_sm > 0]
+    if not used or w1 <= w0:
         return None
-    points.sort(key=lambda p: (p[0], p[1]))
-    area = covered = 0.0
-    level = 0.0
-    last = points[0][0]
-    for t, kind, v in points:
-        lo, hi = max(last, w0), min(t, w1)
-        if t > last and level > 0 and hi > lo:
-            area += (hi - lo) * min(level, 1.0)
-            covered += hi - lo
-        last = t
-        level += v if kind == 0 else -v
-    return 100.0 * area / (w1 - w0) if covered > 0 else None
+    bps = np.array([k.args.blocks_per_sm for k in used], dtype=np.float64)
+    times = np.concatenate([[k.ts for k in used], [k.end for k in used]])
+    kinds = np.concatenate([np.zeros(len(used)), np.ones(len(used))])  # starts before ends at a tie
+    order = np.lexsort((kinds, times))
+    delta = np.concatenate([bps, -bps])[order]
+    t = times[order]
+    level = np.cumsum(delta)[:-1]  # the level between point i and i + 1
+    lo, hi = np.maximum(t[:-1], w0), np.minimum(t[1:], w1)
+    inside = (hi > lo) & (level > 0)
+    if not inside.any():
+        return None
+    return 100.0 * float(((hi - lo)[inside] * np.minimum(level[inside], 1.0)).sum()) / (w1 - w0)
 
 
 def _occupancy(kernels: list[Any], w0: float, w1: float) -> float | None:
@@ -221,7 +226,7 @@ class _KernelAgg:
         self.min_us = float("inf")
 
     def add(self, k: Any) -> None:
-        d = k.dur
+        d = k.end - k.ts
         self.calls += 1
         self.total_us += d
         self.max_us = max(self.max_us, d)
