@@ -239,6 +239,19 @@ class Settings(BaseSettings):
         default=60, ge=0, le=600, description="Clock skew allowed on an ID token's exp/iat/nbf."
     )
 
+    # -- local accounts (docs/console.md#local-accounts) --
+    local_accounts: bool | None = Field(
+        default=None,
+        description="Local accounts: administrators invite users, who sign in with a name and "
+        "password. Unset: on, unless an OpenID provider is configured (oidc_issuer).",
+    )
+    invitation_days: float = Field(
+        default=7.0, gt=0, le=90, description="Days an invitation link stays usable (once)."
+    )
+    password_min_length: int = Field(
+        default=12, ge=8, le=128, description="Fewest characters a local account's password may have."
+    )
+
     # -- rate limits (docs/operations.md#rate-limits) --
     rate_limit_window_seconds: int = Field(
         default=60, ge=1, le=3600, description="Length of the window each rate limit counts in."
@@ -253,6 +266,19 @@ class Settings(BaseSettings):
         default=30,
         ge=0,
         description="Presigned-link redemptions per client address per window; 0 = unlimited.",
+    )
+    rate_limit_password_failures_account: int = Field(
+        default=10,
+        ge=0,
+        description="Wrong passwords for one account per window before password sign-ins to that "
+        "account are refused with 429 until the window ends (other accounts, tokens and sessions "
+        "are not affected); 0 = unlimited.",
+    )
+    rate_limit_password_failures_address: int = Field(
+        default=50,
+        ge=0,
+        description="Wrong passwords from one client address per window before password sign-ins "
+        "from it are refused with 429 until the window ends; 0 = unlimited.",
     )
     rate_limit_token_failures: int = Field(
         default=30,
@@ -488,6 +514,11 @@ class Settings(BaseSettings):
                     f"PROFILERHUB_{name.upper()} is a placeholder or shorter than {MIN_SECRET_LENGTH} "
                     "characters; set a random value (e.g. `openssl rand -hex 32`)"
                 )
+
+    @property
+    def local_accounts_enabled(self) -> bool:
+        """``local_accounts``, or when unset: on unless an OpenID provider is configured."""
+        return self.local_accounts if self.local_accounts is not None else not self.oidc_issuer
 
     @property
     def is_sqlite(self) -> bool:

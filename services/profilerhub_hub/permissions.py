@@ -12,6 +12,9 @@ Roles:
     user             their own resources only (``RULES`` says which); apps only when their
                      domain's ``users_manage_own_apps`` is true
 
+``Rule.OWN_CREDENTIAL`` (changing one's password) is the user's alone, and never through a
+credential an administrator made for them, whatever the domain allows.
+
 One rule overrides the roles: ``Rule.SELF`` actions (opening an app, which shows the user's
 traces) are for the owner alone. An administrator can create and delete a user's app but never
 open it; they get ``AccessDenied``, since they may already see that the app exists. Nor through a
@@ -52,6 +55,10 @@ class Action(enum.StrEnum):
     ListTokens = "ListTokens"
     DeleteToken = "DeleteToken"
     CreatePresignedSignInUrl = "CreatePresignedSignInUrl"
+    CreateInvitation = "CreateInvitation"
+    ListInvitations = "ListInvitations"
+    DeleteInvitation = "DeleteInvitation"
+    UpdatePassword = "UpdatePassword"
     ReadAudit = "ReadAudit"
     CreateApp = "CreateApp"
     ListApps = "ListApps"
@@ -82,6 +89,7 @@ class Rule(enum.Enum):
     OWNER = "the owner of the target, or an admin of its domain"
     OWNER_IF_SELF_SERVICE = "like OWNER, but users only where the domain lets users manage their own apps"
     SELF = "the owner of the target alone: no administrator, not even a platform admin"
+    OWN_CREDENTIAL = "the user alone, with a credential of their own: never an administrator or impersonation"
 
 
 RULES: dict[Action, Rule] = {
@@ -100,6 +108,11 @@ RULES: dict[Action, Rule] = {
     Action.ListTokens: Rule.OWNER,
     Action.DeleteToken: Rule.OWNER,
     Action.CreatePresignedSignInUrl: Rule.OWNER,
+    # Local accounts: administrators invite (and so reset); only the user changes their password.
+    Action.CreateInvitation: Rule.DOMAIN_ADMIN,
+    Action.ListInvitations: Rule.DOMAIN_ADMIN,
+    Action.DeleteInvitation: Rule.DOMAIN_ADMIN,
+    Action.UpdatePassword: Rule.OWN_CREDENTIAL,
     Action.ReadAudit: Rule.DOMAIN_ADMIN,
     Action.CreateApp: Rule.OWNER_IF_SELF_SERVICE,
     Action.ListApps: Rule.OWNER,
@@ -228,6 +241,9 @@ def authorize(caller: Caller, action: Action, target: Target) -> None:
     if rule is Rule.SELF:
         _authorize_self(caller, action, target)
         return
+    if rule is Rule.OWN_CREDENTIAL:
+        _authorize_own_credential(caller, action, target)
+        return
     if caller.is_platform_admin:
         return
     if target.domain_id is not None:
@@ -265,6 +281,20 @@ def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
         f"{action.value} is for the owner alone: administrators can create and delete "
         "a user's app but not open it"
     )
+
+
+def _authorize_own_credential(caller: Caller, action: Action, target: Target) -> None:
+    if target.owner_id is None or target.owner_id != caller.user_id:
+        if caller.is_platform_admin or (caller.is_domain_admin and target.domain_id == caller.domain_id):
+            raise AccessDenied(
+                f"{action.value} is for the user alone: an administrator resets it with an invitation"
+            )
+        raise _hidden(target)
+    if caller.impersonated_by:
+        raise AccessDenied(
+            f"{action.value}: this credential was made for you by {caller.impersonated_by}; "
+            "sign in yourself to do this"
+        )
 
 
 def impersonator(caller: Caller, user_id: str) -> str | None:

@@ -51,7 +51,19 @@ PRESIGNED = Bucket(
 TOKEN_FAILURES = Bucket(
     "token-failures", lambda s: s.rate_limit_token_failures, "Too many failed token checks from your address"
 )
-BUCKETS = (SIGNIN, PRESIGNED, TOKEN_FAILURES)
+# Wrong passwords, counted per account and per address: past a limit only password sign-ins (to
+# that account, from that address) are refused; tokens, sessions and other accounts are not.
+PASSWORD_ACCOUNT = Bucket(
+    "password-account",
+    lambda s: s.rate_limit_password_failures_account,
+    "Too many wrong passwords for this account",
+)
+PASSWORD_ADDRESS = Bucket(
+    "password-address",
+    lambda s: s.rate_limit_password_failures_address,
+    "Too many wrong passwords from your address",
+)
+BUCKETS = (SIGNIN, PRESIGNED, TOKEN_FAILURES, PASSWORD_ACCOUNT, PASSWORD_ADDRESS)
 
 
 def client_address(connection: HTTPConnection) -> str:
@@ -143,4 +155,14 @@ class RateLimits:
             session.commit()
 
 
-__all__ = ["BUCKETS", "PRESIGNED", "SIGNIN", "TOKEN_FAILURES", "Bucket", "RateLimits", "client_address"]
+__all__ = [
+    "BUCKETS",
+    "PASSWORD_ACCOUNT",
+    "PASSWORD_ADDRESS",
+    "PRESIGNED",
+    "SIGNIN",
+    "TOKEN_FAILURES",
+    "Bucket",
+    "RateLimits",
+    "client_address",
+]

@@ -129,6 +129,11 @@ class TokenCreated(BaseModel):
     scopes: list[str]
     note: str
 
+    @classmethod
+    def of(cls, token: ApiToken, secret: str) -> TokenCreated:
+        return cls(token=secret, token_id=token.id, prefix=token.prefix, expires_at=token.expires_at,
+                   scopes=list(token.scopes), note=token.note)  # fmt: skip
+
 
 class TokenRead(BaseModel):
     token_id: str

@@ -200,6 +200,8 @@ def hub_settings(hub_db_url: str, _hubs: dict[str, _Hub], tmp_path_factory: pyte
             rate_limit_signin=0,
             rate_limit_presigned=0,
             rate_limit_token_failures=0,
+            rate_limit_password_failures_account=0,
+            rate_limit_password_failures_address=0,
         )
         _hubs[hub_db_url] = _Hub(settings, None)
     return _hubs[hub_db_url].settings

@@ -48,7 +48,7 @@ def path(*parts: str) -> str:
 class Hub:
     """One hub and one token; ``request`` raises ``CliFailure``, never an HTTP library's error."""
 
-    def __init__(self, config: HubConfig, http: Any = None) -> None:
+    def __init__(self, config: HubConfig, http: Any = None, *, anonymous: bool = False) -> None:
         self.config = config
         self.url = config.url or ""
         self._me: dict[str, Any] | None = None
@@ -62,7 +62,7 @@ class Hub:
                     "write it as http://host:port or https://host",
                     exit_code=2,
                 )
-            if not config.token:
+            if not config.token and not anonymous:
                 raise CliFailure(f"no API token for {config.url}", LOGIN_HINT, exit_code=2)
             http = _http_client(config)
         self._http = http

@@ -1,14 +1,18 @@
 """``profilerhub login``, ``config`` and ``whoami``: which hub the terminal commands talk to.
 
 ``login`` checks the token against the hub (``GET /me``) before it writes anything, so the file
-never holds a URL or token that does not work. See :mod:`profilerhub.cli.hubconfig` for the file.
+never holds a URL or token that does not work. With ``--user DOMAIN/NAME`` it signs in with that
+local account's password instead (``POST /sign-in/password``) and saves the new token of the
+user's own that the hub answers with. See :mod:`profilerhub.cli.hubconfig` for the file.
 """
 
 from __future__ import annotations
 
 import os
+import platform
+import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -43,20 +47,41 @@ def login(
             help="An API token (the console's Tokens page, or `profilerhub tokens create`).",
         ),
     ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            "-u",
+            metavar="DOMAIN/NAME",
+            help="Sign in with this local account's password instead of a token (a new token of "
+            "yours is made and saved).",
+        ),
+    ] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input (scripts).")
+    ] = False,
 ) -> None:
-    """Check a hub URL and token, then save them (mode 0600) for the other commands."""
+    """Sign a terminal in: check a hub URL and a token (or a name and password), then save them
+    (mode 0600) for the other commands."""
+    http = (ctx.obj or {}).get("http") if isinstance(ctx.obj, dict) else None
     try:
         saved = read_file()
         url = (url or HubConfig.load().url or "").rstrip("/")
         if not url:
             url = typer.prompt("Hub URL", default="http://127.0.0.1:8080").rstrip("/")
+        if user is None and token is None and not password_stdin:
+            user = typer.prompt("Domain/user name (leave empty to paste an API token)", default="") or None
+        if user is not None or password_stdin:
+            token = _password_token(url, user or "", password_stdin, http)
         token = token or typer.prompt("API token", hide_input=True)
     except ConfigError as exc:
         fail(CliFailure(str(exc), exit_code=2))
+    except CliFailure as failure:
+        fail(failure)
     checked = HubConfig(url=url, token=token, url_from="the command line", token_from="the command line")
     hub = None
     try:
-        hub = Hub(checked, http=(ctx.obj or {}).get("http") if isinstance(ctx.obj, dict) else None)
+        hub = Hub(checked, http=http)
         me = hub.me()
         where_to = write_file({**saved, "url": url, "token": token})
     except CliFailure as failure:
@@ -70,6 +95,30 @@ def login(
     for key, env in ENV.items():
         if os.environ.get(env):
             typer.echo(f"note: {env} is set; it wins over the saved {key}")
+
+
+def _password_token(url: str, user: str, from_stdin: bool, http: Any) -> str:
+    """A new token of the user's own, for their name and password (asked for, or read from stdin)."""
+    domain, _, name = user.partition("/")
+    if not domain or not name:
+        raise CliFailure(f"--user {user!r}: write it DOMAIN/NAME, e.g. research/alice", exit_code=2)
+    password = sys.stdin.readline().rstrip("\n") if from_stdin else typer.prompt("Password", hide_input=True)
+    hub = Hub(HubConfig(url, None, "the command line", "a password"), http=http, anonymous=True)
+    body = {
+        "domain": domain,
+        "user": name,
+        "password": password,
+        "note": f"profilerhub login on {platform.node()}",
+    }
+    try:
+        return str(hub.request("POST", path("sign-in", "password"), json=body)["token"])
+    except CliFailure as failure:
+        if failure.status == 401:
+            raise CliFailure(failure.message, "no password yet? ask your administrator for an invitation "
+                             "(`profilerhub users invite`)", status=401) from None  # fmt: skip
+        raise
+    finally:
+        hub.close()
 
 
 @config_app.command("show")

@@ -299,11 +299,38 @@ def create_user(
     role: Role = typer.Option(Role.user, help="user, or admin (a domain administrator)."),
     output: OutputOption = Output.table,
 ) -> None:
-    """Create a user profile (administrators). Give them a token with `profilerhub tokens create`."""
+    """Create a user profile (administrators). Then invite them: `profilerhub users invite`."""
 
     def work(hub: Hub) -> None:
         body = {"name": name, "role": role.value}
         _show_user(hub.request("POST", path("domains", domain_of(hub, domain), "users"), json=body), output)
+
+    run(ctx, work)
+
+
+@users_app.command("invite")
+def invite_user(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="USER"),
+    domain: DomainOption = None,
+    days: float = typer.Option(7, "--days", min=0.01, max=90, help="How long the link may be used (once)."),
+    output: OutputOption = Output.table,
+) -> None:
+    """A one-time link for the user to choose a password (administrators). Inviting a user who
+    has a password resets it: the old one stops working and their browser sessions end."""
+
+    def work(hub: Hub) -> None:
+        body = {"expires_in_seconds": max(300, int(days * 86400))}
+        made = hub.request(
+            "POST", path("domains", domain_of(hub, domain), "users", name, "invitations"), json=body
+        )
+        fields = [
+            ("link", "url"),
+            ("expires", "expires_at"),
+            ("reset", "reset"),
+            ("invitation id", "invitation_id"),
+        ]
+        emit(made, output, lambda: details(made, fields, title=f"Invitation for {name}: give them the link"))
 
     run(ctx, work)
 

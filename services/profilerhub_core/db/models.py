@@ -189,6 +189,36 @@ class BrowserSession(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class LocalPassword(Base):
+    """A user's local-account password (one per user at most): only its argon2 hash. ``id`` is new
+    every time the password is set, so what started from one password can tell it from the next.
+    A reset (a new invitation) deletes the row."""
+
+    __tablename__ = "local_passwords"
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), unique=True)
+    password_hash: Mapped[str] = mapped_column(sa.String(200))
+    set_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Invitation(Base):
+    """A one-time link that lets a user choose their local-account password. Only ``secret_hash``
+    is stored; ``used_at`` is set once (compare-and-set), ``revoked_at`` by a revocation or a newer
+    invitation of the same user. ``created_by`` is the administrator who made it."""
+
+    __tablename__ = "invitations"
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    created_by: Mapped[str] = mapped_column(sa.String(130))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    used_at: Mapped[datetime | None] = mapped_column(default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
 class AuditEvent(Base):
     """Who did what to which resource, with the outcome. Names, not foreign keys: the trail outlives
     the resources it mentions."""

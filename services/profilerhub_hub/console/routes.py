@@ -5,7 +5,9 @@
     GET  /console/sign-in        the sign-in page: paste an API token, or "Sign in with <provider>"
     GET  /console/oidc/sign-in   OpenID Connect: off to the provider (console/oidc.py)
     GET  /console/oidc/callback  OpenID Connect: back from the provider, into a session
-    POST /console/sign-in        start a console session from a token (form; login-CSRF checked)
+    POST /console/sign-in        start a console session from a token, or a name and password
+                                 (form; login-CSRF checked)
+    GET  /console/invitation     an invitation: choose a password (console/invitations.py)
     POST /console/sign-out       end this browser's session (form; CSRF checked)
     GET  /console/presigned      redeem a presigned sign-in link (once), land on the console or app
     GET  /console/static/...     the console's CSS and ES modules, vendored Swagger UI
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import html
-import secrets
 from pathlib import Path
 from urllib.parse import parse_qs, quote
 
@@ -31,10 +32,11 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Role, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
-from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized
+from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Throttled, Unauthorized
 from profilerhub_core.records import audit, domains, sessions, tokens, users
 from profilerhub_core.settings import Settings
 from profilerhub_core.web import SHARED_WEB
+from profilerhub_hub import accounts
 from profilerhub_hub.browser import (
     APP_COOKIE,
     CONSOLE_COOKIE,
@@ -45,6 +47,8 @@ from profilerhub_hub.browser import (
     csrf_token,
     signin_token,
 )
+from profilerhub_hub.console import invitations
+from profilerhub_hub.console.forms import error_note, keep_signin, signed_in, signin_form_ok, signin_value
 from profilerhub_hub.console.links import REDEEM_PATH, SignInLink, read_link
 from profilerhub_hub.console.oidc import (
     CALLBACK_PATH,
@@ -78,6 +82,7 @@ def _template(name: str) -> str:
 
 
 _SHELL, _SIGNIN, _DOCS = _template("shell"), _template("sign-in"), _template("docs")
+_PASSWORD_FORM = _template("password-form")
 
 
 def _page(text: str, status: int = 200) -> HTMLResponse:
@@ -142,21 +147,33 @@ async def console(request: Request) -> Response:
     return _page(_SHELL.format(**{k: html.escape(v) for k, v in values.items()}))
 
 
-def _signin_page(request: Request, message: str = "", status: int = 200) -> Response:
+def _signin_page(
+    request: Request, message: str = "", status: int = 200, form: dict[str, str] | None = None
+) -> Response:
     settings: Settings = request.app.state.settings
-    value = request.cookies.get(SIGNIN_COOKIE) or secrets.token_urlsafe(24)
+    value = signin_value(request)
     if request.query_params.get("ended") and not message:
         message = "Your session has ended. Sign in again."
-    note = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
-    oidc = ""
+    oidc = password = ""
     if request.app.state.oidc is not None:
         oidc = (
             f'<p><a class="button primary" id="sign-in-oidc" href="{START_PATH}">Sign in with '
             f'{html.escape(provider_name(settings))}</a></p><p class="help">or</p>'
         )
-    text = _SIGNIN.format(signin=html.escape(signin_token(settings, value)), message=note, oidc=oidc)
+    signin = html.escape(signin_token(settings, value))
+    if settings.local_accounts_enabled:
+        typed = form or {}
+        password = _PASSWORD_FORM.format(
+            signin=signin,
+            domain=html.escape(typed.get("domain", "")[:63]),
+            user=html.escape(typed.get("user", "")[:63]),
+        )
+    text = _SIGNIN.format(
+        signin=signin, message=error_note(message), oidc=oidc, password=password,
+        token_button="" if password or oidc else "primary",
+    )  # fmt: skip
     response = _page(text, status)
-    response.set_cookie(SIGNIN_COOKIE, value, max_age=3600, path="/console/", **cookie_options(settings))  # type: ignore[arg-type]
+    keep_signin(response, settings, value)
     return response
 
 
@@ -178,9 +195,10 @@ async def sign_in(request: Request) -> Response:
     check_same_origin(request.headers, settings)
     await run_in_threadpool(request.app.state.rate_limits.hit, SIGNIN, client_address(request))
     form = await _form(request)
-    value = request.cookies.get(SIGNIN_COOKIE, "")
-    if not value or not secrets.compare_digest(form.get("signin", ""), signin_token(settings, value)):
+    if not signin_form_ok(request, settings, form):
         return _signin_page(request, "The sign-in form expired; try again.", 403)
+    if form.get("method") == "password":
+        return await _password_sign_in(request, form)
     secret = form.get("token", "").strip()
     if not secret:
         return _signin_page(request, "Paste an API token to sign in.", 400)
@@ -211,6 +229,32 @@ async def sign_in(request: Request) -> Response:
     response.set_cookie(CONSOLE_COOKIE, cookie, max_age=lifetime, path="/", **cookie_options(settings))  # type: ignore[arg-type]
     response.delete_cookie(SIGNIN_COOKIE, path="/console/")
     return response
+
+
+async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
+    """The sign-in form's name and password: a console session of the user's own."""
+    settings: Settings = request.app.state.settings
+    domain, user, password = (
+        form.get("domain", "").strip(),
+        form.get("user", "").strip(),
+        form.get("password", ""),
+    )
+    if not (domain and user and password):
+        return _signin_page(request, "Enter your domain, user name and password.", 400, form)
+    address = client_address(request)
+
+    def start() -> str:
+        with request.app.state.sessions() as session:
+            return accounts.password_sign_in(
+                session, settings, request.app.state.rate_limits, domain, user, password, address
+            )
+
+    try:
+        cookie = await run_in_threadpool(start)
+    except (Unauthorized, AccessDenied, Throttled) as exc:
+        status = 429 if isinstance(exc, Throttled) else 403 if isinstance(exc, AccessDenied) else 401
+        return _signin_page(request, str(exc), status, form)
+    return signed_in(settings, cookie, int(settings.console_session_hours * 3600))
 
 
 @router.post("/console/sign-out")
@@ -435,6 +479,7 @@ def install_console(app: object) -> None:
     settings: Settings = app.state.settings
     app.state.oidc = OpenIDClient(settings) if settings.oidc_issuer else None
     app.include_router(router)
+    app.include_router(invitations.router)
     app.mount("/console/static/base", StaticFiles(directory=SHARED_WEB), name="console-static-base")
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
 

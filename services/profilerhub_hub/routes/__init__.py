@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from profilerhub_hub.routes import (
     access_keys,
+    accounts,
     app_owner,
     apps,
     audit,
@@ -23,7 +24,20 @@ from profilerhub_hub.routes import (
 
 api_routers: list[APIRouter] = [
     module.router
-    for module in (domains, users, tokens, access_keys, signin, me, audit, apps, jobs, app_owner, webhooks)
+    for module in (
+        domains,
+        users,
+        tokens,
+        access_keys,
+        accounts,
+        signin,
+        me,
+        audit,
+        apps,
+        jobs,
+        app_owner,
+        webhooks,
+    )
 ]
 
 __all__ = ["api_routers"]

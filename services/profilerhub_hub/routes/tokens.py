@@ -46,14 +46,7 @@ def create_token(
             **({"impersonated_by": token.created_by} if token.created_by else {}),
         },
     )
-    return TokenCreated(
-        token=secret,
-        token_id=token.id,
-        prefix=token.prefix,
-        expires_at=token.expires_at,
-        scopes=list(token.scopes),
-        note=token.note,
-    )
+    return TokenCreated.of(token, secret)
 
 
 @router.get("", openapi_extra=OF_USER)

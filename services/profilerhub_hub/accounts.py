@@ -1,0 +1,237 @@
+"""Local accounts' operations, for every door (REST, the console's forms, ``profilerhub``):
+
+    invite_user          an administrator's one-time link; a reset when the user had a password
+    revoke_invitation    an open invitation no longer usable
+    accept_invitation    the invited user chooses a password and is signed in (a console session)
+    password_sign_in     name + password -> the user's own console session, or their own token
+    change_password      the user alone, with their current password
+
+Each checks, changes the records, writes the operation's one audit row and commits. Password
+sessions are the user's own (no impersonation): they open the user's apps. Their source is the
+password: a reset (a new invitation) ends every session of the user and deletes the password;
+a change ends the user's other password sessions; deleting the user takes them all.
+
+Wrong passwords are counted per account and per client address (``ratelimit``'s password
+buckets); past either limit only password sign-ins (to that account, or from that address) are
+refused with 429: tokens, sessions and other accounts keep working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from profilerhub_core.db.models import ApiToken, BrowserSession, Invitation, UserProfile, utcnow
+from profilerhub_core.errors import AccessDenied, Unauthorized
+from profilerhub_core.records import accounts, audit, sessions, tokens
+from profilerhub_core.settings import Settings
+from profilerhub_hub.audit import commit_audited
+from profilerhub_hub.deps.targets import Resolved
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.ratelimit import PASSWORD_ACCOUNT, PASSWORD_ADDRESS, RateLimits
+
+INVITATION_PATH = "/console/invitation"
+PASSWORD = "password"  # how a password session says where it came from (``via``)
+
+
+def require_local_accounts(settings: Settings) -> None:
+    if not settings.local_accounts_enabled:
+        raise AccessDenied(
+            "Local accounts are off on this hub (an OpenID provider signs users in); an operator turns "
+            "them on with PROFILERHUB_LOCAL_ACCOUNTS=true"
+        )
+
+
+def invitation_url(settings: Settings, secret: str) -> str:
+    return f"{settings.public_url}{INVITATION_PATH}?token={quote(secret)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Invited:
+    invitation: Invitation
+    url: str
+    reset: bool  # the user had a password, now deleted
+    sessions_ended: int
+
+
+def invite_user(
+    session: Session, settings: Settings, target: Resolved, seconds: int | None = None
+) -> Invited:
+    """A one-time link for the target user to choose a password. Older open invitations are
+    revoked; a password the user had is deleted and every session of theirs ended (a reset)."""
+    require_local_accounts(settings)
+    assert target.user is not None
+    had_password = accounts.password_of(session, target.user.id) is not None
+    seconds = seconds or int(settings.invitation_days * 86400)
+    row, secret = accounts.invite(session, target.user, created_by=target.caller.actor, seconds=seconds)
+    ended = sessions.end_user_sessions(session, target.user.id)
+    detail = {
+        "invitation_id": row.id,
+        "expires_at": row.expires_at.isoformat(),
+        "reset": had_password,
+        "sessions_ended": ended,
+    }
+    commit_audited(session, target, Action.CreateInvitation, f"{target.name}/{row.id}", detail=detail)
+    return Invited(row, invitation_url(settings, secret), had_password, ended)
+
+
+def revoke_invitation(session: Session, target: Resolved, invitation_id: str) -> Invitation:
+    assert target.user is not None
+    row = accounts.get_invitation(session, target.user, invitation_id)
+    revoked = accounts.revoke_invitation(session, row)
+    detail = {"invitation_id": row.id, "was_open": revoked}
+    commit_audited(session, target, Action.DeleteInvitation, f"{target.name}/{row.id}", detail=detail)
+    return row
+
+
+def _commit_as(
+    session: Session,
+    user: UserProfile,
+    action: str,
+    target_type: str,
+    *,
+    suffix: str = "",
+    detail: dict[str, Any],
+) -> None:
+    """Audit what ``user`` did signing in (the actor and, with ``suffix``, the target); commit."""
+    actor = f"{user.domain.name}/{user.name}"
+    audit.record_audit(session, actor=actor, action=action, target_type=target_type, target=actor + suffix,
+                       domain=user.domain.name, detail=detail)  # fmt: skip
+    session.commit()
+
+
+def _signed_in(session: Session, settings: Settings, user: UserProfile) -> str:
+    """A console session of ``user``'s own, from their password; its cookie secret."""
+    _, cookie = sessions.start_session(
+        session,
+        user.id,
+        kind=sessions.CONSOLE,
+        via=PASSWORD,
+        seconds=int(settings.console_session_hours * 3600),
+    )
+    return cookie
+
+
+def accept_invitation(session: Session, settings: Settings, secret: str, password: str) -> str:
+    """Spend the invitation, set the password, sign the browser in; the console cookie's secret.
+    A refused password (``InvalidInput``) leaves the invitation open."""
+    require_local_accounts(settings)
+    try:
+        user = accounts.accept_invitation(session, secret, password, min_length=settings.password_min_length)
+    except accounts.InvitationNotUsable as exc:
+        session.rollback()
+        audit.record_audit(
+            session,
+            actor="anonymous",
+            action="AcceptInvitation",
+            target_type="Invitation",
+            target="invitation",
+            outcome=audit.DENIED,
+            detail={"reason": exc.message},
+        )
+        session.commit()
+        raise
+    cookie = _signed_in(session, settings, user)
+    _commit_as(session, user, "AcceptInvitation", "Invitation", detail={"signed_in": True, "via": PASSWORD})
+    return cookie
+
+
+def _check_password(
+    session: Session, limits: RateLimits, domain: str, name: str, password: str, address: str
+) -> UserProfile:
+    """The user whose password this is; ``Throttled`` past a limit, ``Unauthorized`` when wrong
+    (unknown user, no password, wrong password alike; each attempt audited)."""
+    account = f"{domain[:63]}/{name[:63]}"
+    limits.check(PASSWORD_ACCOUNT, account)
+    limits.check(PASSWORD_ADDRESS, address)
+    user = accounts.check_sign_in(session, domain, name, password)
+    if user is None:
+        audit.record_audit(
+            session,
+            actor="anonymous",
+            action="SignIn",
+            target_type="UserProfile",
+            target=account,
+            outcome=audit.DENIED,
+            detail={"via": PASSWORD, "reason": "wrong name or password"},
+        )
+        session.commit()
+        limits.hit(PASSWORD_ACCOUNT, account)
+        limits.hit(PASSWORD_ADDRESS, address)
+        raise Unauthorized("Wrong domain, user name or password")
+    return user
+
+
+def password_sign_in(
+    session: Session,
+    settings: Settings,
+    limits: RateLimits,
+    domain: str,
+    name: str,
+    password: str,
+    address: str,
+) -> str:
+    """A console session for the user whose password this is; its cookie secret."""
+    require_local_accounts(settings)
+    user = _check_password(session, limits, domain, name, password, address)
+    cookie = _signed_in(session, settings, user)
+    _commit_as(session, user, "SignIn", "BrowserSession", detail={"via": PASSWORD})
+    return cookie
+
+
+def password_token(
+    session: Session,
+    settings: Settings,
+    limits: RateLimits,
+    domain: str,
+    name: str,
+    password: str,
+    address: str,
+    *,
+    note: str,
+    expires_in_seconds: int | None,
+) -> tuple[ApiToken, str]:
+    """A new API token of the user's own, for the user whose password this is (``profilerhub login``)."""
+    require_local_accounts(settings)
+    user = _check_password(session, limits, domain, name, password, address)
+    token, secret = tokens.issue_token(session, user, note=note, expires_in_seconds=expires_in_seconds)
+    detail = {"via": PASSWORD, "token_id": token.id}
+    _commit_as(session, user, "CreateToken", "ApiToken", suffix=f"/{token.id}", detail=detail)
+    return token, secret
+
+
+def change_password(session: Session, settings: Settings, target: Resolved, current: str, new: str) -> int:
+    """Set the caller's new password; the user's other password sessions end. How many ended."""
+    require_local_accounts(settings)
+    assert target.user is not None
+    accounts.change_password(session, target.user, current, new, min_length=settings.password_min_length)
+    others = [BrowserSession.user_id == target.user.id, BrowserSession.via == PASSWORD]
+    if target.caller.session_id:
+        others.append(BrowserSession.id != target.caller.session_id)
+    result = session.execute(
+        sa.update(BrowserSession)
+        .where(*others, BrowserSession.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    ended = int(getattr(result, "rowcount", 0))
+    commit_audited(session, target, Action.UpdatePassword, target.name, detail={"sessions_ended": ended})
+    return ended
+
+
+__all__ = [
+    "INVITATION_PATH",
+    "PASSWORD",
+    "Invited",
+    "accept_invitation",
+    "change_password",
+    "invitation_url",
+    "invite_user",
+    "password_sign_in",
+    "password_token",
+    "require_local_accounts",
+    "revoke_invitation",
+]

@@ -1,0 +1,150 @@
+"""Local accounts: invitations (``/domains/{domain}/users/{user}/invitations``), the user's
+password (``…/password``) and a token for a name and password (``/sign-in/password``).
+
+The operations are ``profilerhub_hub.accounts``'s; the console's invitation and sign-in forms
+call the same ones.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, Field, StrictInt
+
+from profilerhub_core.db.models import Invitation
+from profilerhub_core.names import ResourceName
+from profilerhub_core.passwords import MAX_LENGTH
+from profilerhub_core.records import accounts as account_records
+from profilerhub_hub import accounts
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.permissions import Action
+from profilerhub_hub.ratelimit import client_address
+from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.schemas import Page, RequestModel, TokenCreated
+
+router = APIRouter(tags=["accounts"])
+INVITATIONS = "/domains/{domain}/users/{user}/invitations"
+
+
+class InvitationCreate(RequestModel):
+    expires_in_seconds: StrictInt | None = Field(
+        None, ge=300, le=90 * 86400, description="How long the link may be used (once); default 7 days."
+    )
+
+
+class InvitationRead(BaseModel):
+    invitation_id: str
+    status: Literal["open", "used", "revoked", "expired"]
+    created_by: str = Field(description="The administrator who made it.")
+    created_at: datetime
+    expires_at: datetime
+    used_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Invitation) -> InvitationRead:
+        return cls(
+            invitation_id=row.id,
+            status=account_records.invitation_status(row),  # type: ignore[arg-type]
+            created_by=row.created_by,
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            used_at=row.used_at,
+        )
+
+
+class InvitationCreated(InvitationRead):
+    url: str = Field(description="Give it to the user: opened once, it lets them choose a password.")
+    reset: bool = Field(description="The user had a password: it is deleted and their sessions ended.")
+    sessions_ended: int
+
+
+class PasswordUpdate(RequestModel):
+    current_password: str = Field(max_length=MAX_LENGTH)
+    new_password: str = Field(max_length=MAX_LENGTH)
+
+
+class PasswordSignIn(RequestModel):
+    domain: ResourceName
+    user: ResourceName
+    password: str = Field(max_length=MAX_LENGTH)
+    note: str = Field("", max_length=200, description="What the token is for.")
+    expires_in_seconds: StrictInt | None = Field(
+        None, ge=60, le=10 * 366 * 24 * 3600, description="Lifetime; omit for a token that does not expire."
+    )
+
+
+@router.post(INVITATIONS, status_code=201, openapi_extra=OF_USER)
+def create_invitation(
+    session: SessionDep,
+    settings: SettingsDep,
+    target: Annotated[Resolved, allow(Action.CreateInvitation)],
+    body: InvitationCreate | None = None,
+) -> InvitationCreated:
+    """A one-time link for the user to choose a password (a reset when they had one)."""
+    invited = accounts.invite_user(session, settings, target, body.expires_in_seconds if body else None)
+    read = InvitationRead.of(invited.invitation)
+    return InvitationCreated(
+        **read.model_dump(), url=invited.url, reset=invited.reset, sessions_ended=invited.sessions_ended
+    )
+
+
+@router.get(INVITATIONS, openapi_extra=OF_USER)
+def list_invitations(
+    session: SessionDep, page: PageDep, target: Annotated[Resolved, allow(Action.ListInvitations)]
+) -> Page[InvitationRead]:
+    assert target.user is not None
+    stmt = account_records.invitations_query(target.user)
+    order = [Invitation.created_at, Invitation.id]
+    return page.fetch(session, stmt, order, InvitationRead.of, scope=f"invitations:{target.user.id}")
+
+
+@router.delete(INVITATIONS + "/{invitation_id}", status_code=204, openapi_extra=OF_USER)
+def delete_invitation(
+    invitation_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteInvitation)]
+) -> Response:
+    accounts.revoke_invitation(session, target, invitation_id)
+    return Response(status_code=204)
+
+
+@router.put("/domains/{domain}/users/{user}/password", status_code=204, openapi_extra=OF_USER)
+def update_password(
+    body: PasswordUpdate,
+    session: SessionDep,
+    settings: SettingsDep,
+    target: Annotated[Resolved, allow(Action.UpdatePassword)],
+) -> Response:
+    """Change your own password (your other password sessions end)."""
+    accounts.change_password(session, settings, target, body.current_password, body.new_password)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/sign-in/password",
+    status_code=201,
+    responses={401: {"description": "Wrong domain, user name or password"}},
+)
+async def password_sign_in(body: PasswordSignIn, request: Request) -> TokenCreated:
+    """A new API token of your own for your name and password (``profilerhub login``): no other
+    credential needed. Wrong passwords are rate limited per account and per address."""
+    state = request.app.state
+    address = client_address(request)
+
+    def issue() -> TokenCreated:
+        with state.sessions() as session:
+            token, secret = accounts.password_token(
+                session,
+                state.settings,
+                state.rate_limits,
+                body.domain,
+                body.user,
+                body.password,
+                address,
+                note=body.note,
+                expires_in_seconds=body.expires_in_seconds,
+            )
+            return TokenCreated.of(token, secret)
+
+    return await run_in_threadpool(issue)
