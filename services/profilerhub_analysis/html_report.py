@@ -1,9 +1,12 @@
 """A job's profiling report as one self-contained HTML page (SageMaker Debugger's sections).
 
-``render_report(summary, rules, series)`` is pure: the job's summary (``processed/summary.json``),
-its rule results (``processed/rules.json``) and full-resolution series (``processed/series.npz``)
-in, a string out. Plots are inline SVG; there is no script, no external resource, one
-``<style>`` element: the file reads the same offline, saved from the API or the app.
+``render_report(summary, rules, series, tensors)`` is pure: the job's summary
+(``processed/summary.json``), its rule results (``processed/rules.json``), full-resolution series
+(``processed/series.npz``) and ``ph.watch`` reductions (``processed/tensors.npz``, for the
+"Model" section: the model rules' findings with their step ranges, the losses by mode and the
+gradient norms per layer over steps) in, a string out. Plots are inline SVG; there is no script,
+no external resource, one ``<style>`` element: the file reads the same offline, saved from the
+API or the app.
 Every figure comes from the summary, the rules or the series; nothing is recomputed here but
 quantiles of the series shown.
 """
@@ -17,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis.rules.model import MEMBERS as MODEL_RULES
 from profilerhub_analysis.series import JobSeries
+from profilerhub_analysis.tensors import TensorTable
 
 SECTIONS = (
     ("summary", "Training job summary"),
@@ -31,6 +36,7 @@ SECTIONS = (
     ("io", "I/O bottlenecks"),
     ("balance", "Load balancing"),
     ("memory", "GPU memory"),
+    ("model", "Model"),
 )
 RULE_OF_SECTION = {
     "steps": "StepOutlier",
@@ -95,8 +101,11 @@ def _badge(status: str, missing_data: bool = False) -> Markup:
     return Markup(f'<span class="{escape(status)}">{escape(status)}</span>')
 
 
-def line_plot(title: str, lines: Mapping[Any, tuple[Any, Any]], unit: str = "", t0: float = 0) -> str:
-    """An inline SVG of ``{label: (t_seconds, values)}``, at most ``PLOT_POINTS`` per line."""
+def line_plot(
+    title: str, lines: Mapping[Any, tuple[Any, Any]], unit: str = "", t0: float = 0, x_unit: str = "s"
+) -> str:
+    """An inline SVG of ``{label: (t_seconds, values)}``, at most ``PLOT_POINTS`` per line
+    (``x_unit``: what x counts, ``"step"`` for the model section)."""
     plotted = {str(k): (np.asarray(t, float), np.asarray(v, float)) for k, (t, v) in lines.items() if len(t)}
     if not plotted:
         return f'<p class="note">{escape(title)}: no data.</p>'
@@ -123,8 +132,9 @@ def line_plot(title: str, lines: Mapping[Any, tuple[Any, Any]], unit: str = "", 
         )
     parts.append(f'<text x="4" y="14" font-size="11">{_num(y1)} {escape(unit)}</text>')
     parts.append(f'<text x="4" y="{H - PAD + 10}" font-size="11">{_num(y0)}</text>')
-    parts.append(f'<text x="{PAD}" y="{H - 6}" font-size="11">{_num(x0 - t0)} s</text>')
-    parts.append(f'<text x="{W - PAD - 40}" y="{H - 6}" font-size="11">{_num(x1 - t0)} s</text>')
+    xu = escape(x_unit)
+    parts.append(f'<text x="{PAD}" y="{H - 6}" font-size="11">{_num(x0 - t0)} {xu}</text>')
+    parts.append(f'<text x="{W - PAD - 60}" y="{H - 6}" font-size="11">{_num(x1 - t0)} {xu}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -172,7 +182,59 @@ def _when(ns: Any) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def render_report(summary: dict[str, Any], rules: dict[str, Any] | None, series: JobSeries | None) -> str:
+def _steps(f: dict[str, Any]) -> str:
+    if f.get("step_start") is None:
+        return "–"
+    a, b = f["step_start"], f["step_end"]
+    return f"{a}" if a == b else f"{a}–{b}"
+
+
+def model_section(results: Sequence[dict[str, Any]], tensors: TensorTable | None) -> str:
+    """The "Model" section: each model rule's status, findings (step range, mode, tensors) and
+    recommendation; with the tensors, the losses by mode and the gradient norms per layer."""
+    names = [spec.name for spec in MODEL_RULES]
+    ran = [r for r in _flat(results) if r.get("rule") in names]
+    if not ran and tensors is None:
+        return (
+            '<p class="note">No model rule ran and no tensors were recorded '
+            "(ph.watch; docs/debugging.md).</p>"
+        )
+    out = []
+    for rule in ran:
+        badge = _badge(rule["status"], rule.get("missing_data", False))
+        out.append(f"<h3>{escape(rule['rule'])}</h3><p>{badge}. {escape(rule.get('reason') or '')}</p>")
+        rows = [
+            [_steps(f), f.get("mode") or "–", ", ".join(f.get("tensors") or []), f.get("message", "")]
+            for f in rule.get("findings") or []
+        ][:20]
+        if rows:
+            out.append(_table(["steps", "mode", "tensors", "finding"], rows))
+        if rule.get("recommendation") and rule.get("findings"):
+            out.append(f"<p><b>Recommendation:</b> {escape(rule['recommendation'])}</p>")
+    if tensors is not None and len(tensors):
+        losses = {}
+        for name in tensors.names(collection="losses"):
+            for mode in tensors.modes():
+                steps, v = tensors.series(name, "mean", mode)
+                if len(steps):
+                    x = tensors.global_steps(name, mode) if mode != "train" else steps
+                    losses[f"{name.split('/', 1)[1]} ({mode})"] = (x, v)
+        out.append(line_plot("Losses by mode (eval at the train step it ran)", losses, "", 0, "step"))
+        grads = {}
+        for n in tensors.names(collection="gradients")[: len(COLOURS)]:
+            steps, l2 = tensors.series(n, "l2", "train")
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grads[n.split("/", 1)[1]] = (steps, np.log10(l2))
+        out.append(line_plot("Gradient L2 norm per layer (log10)", grads, "log10", 0, "step"))
+    return "".join(out)
+
+
+def render_report(
+    summary: dict[str, Any],
+    rules: dict[str, Any] | None,
+    series: JobSeries | None,
+    tensors: TensorTable | None = None,
+) -> str:
     """The report as an HTML document (see the module docstring)."""
     series = series or JobSeries()
     results = list((rules or {}).get("rules") or [])
@@ -273,6 +335,7 @@ def render_report(summary: dict[str, Any], rules: dict[str, Any] | None, series:
     body["io"] = line_plot("I/O wait", io, "%", sec) + line_plot("Disk", disk, "MB/s", sec)
     body["balance"] = line_plot("GPU utilisation per GPU", gpu_util, "%", sec) if len(gpu_util) > 1 else ""
     body["memory"] = line_plot("GPU memory", gpu_mem, "%", sec)
+    body["model"] = model_section(results, tensors)
     html = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>Profiling report: {escape(str(job.get('name', '')))}</title>",
@@ -291,4 +354,4 @@ def render_report(summary: dict[str, Any], rules: dict[str, Any] | None, series:
     return "\n".join(html)
 
 
-__all__ = ["SECTIONS", "line_plot", "render_report"]
+__all__ = ["SECTIONS", "line_plot", "model_section", "render_report"]

@@ -320,3 +320,17 @@ def test_the_sdk_knows_every_rule_the_hub_runs() -> None:
     from profilerhub._config import RULE_NAMES
 
     assert list(RULE_NAMES) == list(RULES)
+
+
+def test_the_reports_model_section_lists_findings_with_their_steps_and_plots_the_losses() -> None:
+    from profilerhub_analysis.html_report import render_report
+
+    data = Run(grad_scale=(40, 1e-7)).data()
+    results = {"status": "IssuesFound", "rules": evaluate_rules(["VanishingGradient", "Overfit"], data)}
+    html = render_report({"job": {"name": "vanish"}}, results, None, data.tensors)
+    model = html[html.index('<section id="model">') :]
+    assert "<h3>VanishingGradient</h3>" in model and "40–99" in model and "gradients/fc1.weight" in model
+    assert "Recommendation:" in model and "Losses by mode" in model and "loss (eval)" in model
+    assert "<script" not in html
+    bare = render_report({"job": {"name": "no-watch"}}, {"status": "NoIssuesFound", "rules": []}, None)
+    assert "No model rule ran and no tensors were recorded" in bare
