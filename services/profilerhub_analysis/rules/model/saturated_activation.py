@@ -3,12 +3,12 @@
 Per tanh layer and saved step: the share of outputs with ``|y| >= threshold_tanh``; per sigmoid
 layer: the share with ``y >= threshold_sigmoid`` or ``y <= 1 - threshold_sigmoid`` (near 0 or 1).
 More than ``ratio_threshold`` of them saturated is a finding. The shares are read from the
-tensors' log-magnitude histograms (``tensors.hist_fraction``): exact at 0.9, 0.97 and 0.99 (bin
-edges), else the whole bins inside the range (a lower bound). SageMaker's version compares the
-layers' *inputs* with (-9.4999, 9.4999) / (-23, 16.99999); ProfilerHub records module outputs, so
-the thresholds are on the outputs, where 0.97 marks a nearly flat slope. Layers are the
-activations whose module is a Tanh or Sigmoid (or, for a table that does not record module
-types, whose name says tanh/sigmoid); ``tensor_regex`` narrows them."""
+tensors' log-magnitude histograms (``tensors.hist_fraction``, a threshold taken at a bin edge:
+0.97 is one). SageMaker's version compares the layers' *inputs* with (-9.4999, 9.4999) /
+(-23, 16.99999); ProfilerHub records module outputs, so the thresholds are on the outputs, where
+0.97 marks a nearly flat slope. Layers are the activations whose module is a Tanh or Sigmoid (or,
+for a table that does not record module types, whose name says tanh/sigmoid); ``tensor_regex``
+narrows them."""
 
 from __future__ import annotations
 
