@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
@@ -48,6 +49,50 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def hub_env(name: str, port: int, redis_url: str = "") -> dict[str, str]:
+    """The settings of a fresh SQLite hub home for benchmark ``name`` serving on ``port``."""
+    home = Path(tempfile.mkdtemp(prefix=f"profilerhub-bench-{name}-"))
+    return {
+        "PROFILERHUB_HOME": str(home),
+        "PROFILERHUB_DATABASE_URL": f"sqlite:///{home}/hub.db",
+        "PROFILERHUB_SECRET_KEY": "bench-" + "k" * 40,
+        "PROFILERHUB_ENVIRONMENT": "development",
+        "PROFILERHUB_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "PROFILERHUB_REDIS_URL": redis_url,
+    }
+
+
+def start_hub(env: dict[str, str], port: int) -> tuple[list[str], subprocess.Popen[bytes], str]:
+    """``profilerhub hub --workers 1`` on ``port`` with ``env``, once it answers: (command, process, URL)."""
+    profilerhub = str(Path(sys.executable).with_name("profilerhub"))
+    hub_cmd = [profilerhub, "hub", "--port", str(port), "--workers", "1"]
+    hub = subprocess.Popen(hub_cmd, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                return hub_cmd, hub, base
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or hub.poll() is not None:
+            hub.kill()
+            raise SystemExit("the hub did not start")
+        time.sleep(0.1)
+
+
+def aws_client(service: str, base: str, key_id: str, secret: str) -> Any:
+    """boto3's ``service`` client against the hub's door of that name, without retries."""
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=f"{base}/{service}",
+        region_name="us-east-1",
+        aws_access_key_id=key_id,
+        aws_secret_access_key=secret,
+        config=Config(retries={"max_attempts": 1}),
+    )
 
 
 def _prepare(env: dict[str, str], other_apps: int = 0) -> tuple[str, str, str]:
@@ -175,44 +220,16 @@ def main() -> None:
         "--redis-url", default="", metavar="URL", help="a Redis for the token cache's shared epoch"
     )
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="profilerhub-bench-sagemaker-"))
     port = _free_port()
-    env = {
-        "PROFILERHUB_HOME": str(home),
-        "PROFILERHUB_DATABASE_URL": f"sqlite:///{home}/hub.db",
-        "PROFILERHUB_SECRET_KEY": "bench-" + "k" * 40,
-        "PROFILERHUB_ENVIRONMENT": "development",
-        "PROFILERHUB_PUBLIC_URL": f"http://127.0.0.1:{port}",
-        "PROFILERHUB_REDIS_URL": args.redis_url,
-    }
+    env = hub_env("sagemaker", port, args.redis_url)
     bearer, key_id, secret = _prepare(env, args.other_apps)
     if args.profile:
         _profile(key_id, secret, args.profile)
         return
-    profilerhub = str(Path(sys.executable).with_name("profilerhub"))
-    hub_cmd = [profilerhub, "hub", "--port", str(port), "--workers", "1"]
-    hub = subprocess.Popen(hub_cmd, env=os.environ | env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
+    hub_cmd, hub, base = start_hub(env, port)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or hub.poll() is not None:
-                raise SystemExit("the hub did not start")
-            time.sleep(0.1)
         process = psutil.Process(hub.pid)
-        sm = boto3.client(
-            "sagemaker",
-            endpoint_url=f"{base}/sagemaker",
-            region_name="us-east-1",
-            aws_access_key_id=key_id,
-            aws_secret_access_key=secret,
-            config=Config(retries={"max_attempts": 1}),
-        )
+        sm = aws_client("sagemaker", base, key_id, secret)
         domain_id = next(d["DomainId"] for d in sm.list_domains()["Domains"] if d["DomainName"] == "bench")
         rest = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bearer}"})
         path = "/api/v1/domains/bench/users/alice/apps/DetailedProfiler/default"

@@ -27,6 +27,10 @@ class MetricQueryError(ValueError):
     """A query the metrics API refuses (unknown metric or statistic, bad period or range)."""
 
 
+class ResolutionNotKept(MetricQueryError):
+    """A period (or percentile) finer than what the series retention kept of the series."""
+
+
 def metric_names(series: JobSeries) -> list[dict[str, Any]]:
     """Each metric with its kind (``system`` or ``training``) and sample count."""
     tier = series.rollups.get(series.resolution_ns, {})
@@ -82,7 +86,7 @@ def datapoints(
     t, v = samples(series, name)
     period = int(round(period_s * 1e9))
     if series.rollups:
-        return _rolled_datapoints(series, name, stat, period, start_ns, end_ns)
+        return rolled_datapoints(series, name, stat, period, start_ns, end_ns)
     ok = np.isfinite(v)
     t, v = t[ok], v[ok]
     if not len(t):
@@ -106,7 +110,7 @@ def _check_range(start: int, end: int, period: int) -> None:
         raise MetricQueryError(f"more than {MAX_DATAPOINTS} periods; use a longer period or a shorter range")
 
 
-def _rolled_datapoints(
+def rolled_datapoints(
     series: JobSeries, name: str, stat: str, period: int, start_ns: int | None, end_ns: int | None
 ) -> list[dict[str, Any]]:
     """The datapoints of a rolled-up series: whole periods of the finest kept resolution that
@@ -116,7 +120,7 @@ def _rolled_datapoints(
     if not fits:
         spelled = " or ".join(f"{r / 1e9:g} s" for r in kept)
         want = f"equal to {spelled}" if stat.startswith("p") else f"a multiple of {spelled}"
-        raise MetricQueryError(
+        raise ResolutionNotKept(
             f"this job's series are kept at {spelled} resolution (the hub's series retention "
             f"setting); {stat} needs a period {want}"
         )
@@ -190,4 +194,13 @@ def _percentiles(sorted_v: np.ndarray, firsts: np.ndarray, counts: np.ndarray, q
     return np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
 
 
-__all__ = ["STATS", "MetricQueryError", "datapoints", "final_values", "metric_names"]
+__all__ = [
+    "STATS",
+    "MetricQueryError",
+    "ResolutionNotKept",
+    "bucket_stats",
+    "datapoints",
+    "final_values",
+    "metric_names",
+    "rolled_datapoints",
+]

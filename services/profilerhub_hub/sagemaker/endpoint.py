@@ -1,21 +1,25 @@
-"""The ``/sagemaker`` endpoint: SageMaker's JSON 1.1 protocol over one ``POST``.
+"""The AWS doors: ``/sagemaker``, ``/cloudwatch`` and ``/logs``, each AWS's JSON protocol over one ``POST``.
 
     POST /sagemaker/            X-Amz-Target: SageMaker.<Operation>
                                 Content-Type: application/x-amz-json-1.1
                                 Authorization: AWS4-HMAC-SHA256 Credential=<key id>/…, Signature=…
+    POST /cloudwatch/           X-Amz-Target: GraniteServiceVersion20100801.<Operation>  (JSON 1.0,
+                                what botocore sends CloudWatch since its model lists ``json``;
+                                signed for ``monitoring``)
+    POST /logs/                 X-Amz-Target: Logs_20140328.<Operation>                  (JSON 1.1)
 
-``SageMakerDoor`` serves it: an ASGI middleware inside the hub's own (security headers, body
-limit, session closing: ``main.create_app``) that answers ``/sagemaker`` and ``/sagemaker/``
-itself and passes every other path on to FastAPI. One path, one method and an answer that is
+``SageMakerDoor`` serves them (``SERVICES``: one ``Service`` per door): an ASGI middleware inside
+the hub's own (security headers, body limit, session closing: ``main.create_app``) that answers
+those paths itself and passes every other path on to FastAPI. One path, one method and an answer that is
 always SageMaker's JSON need nothing of FastAPI's routing, dependency solving and response
 models, which were a third of a ``describe_app``'s CPU; the operations are the same service
 functions either way.
 
-A request is answered in four steps, each refusing in SageMaker's error shape
-(``{"__type", "message"}``, see ``errors``):
+A request is answered in four steps, each refusing in AWS's JSON error shape
+(``{"__type", "message"}``, see ``errors``; a door may rename codes, ``Service.codes``):
 
-1. the operation: one of SageMaker's model (``UnknownOperationException``), supported here
-   (``operations.OPERATIONS``), its body valid for the model's input shape (``ValidationException``);
+1. the operation: one of the service's model (``UnknownOperationException``), supported here
+   (``Service.operations``), its body valid for the model's input shape (``ValidationException``);
 2. the signature: the ``Authorization`` header parsed, ``X-Amz-Date`` within the clock-skew window,
    the key looked up (``UnrecognizedClientException``) and the signature recomputed with botocore's
    signer (``InvalidSignatureException``);
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,45 +50,92 @@ from profilerhub_hub.deps.auth import caller_of
 from profilerhub_hub.deps.session import request_session, request_step, run_step
 from profilerhub_hub.errors import error_response
 from profilerhub_hub.permissions import Caller
-from profilerhub_hub.sagemaker import model, sigv4
+from profilerhub_hub.sagemaker import cloudwatch, model, sigv4
 from profilerhub_hub.sagemaker.errors import AwsError, aws_error_of_exception
 from profilerhub_hub.sagemaker.operations import OPERATIONS, Call
 
 PREFIX = "/sagemaker"
 PATHS = frozenset({PREFIX, PREFIX + "/"})
 CONTENT_TYPE = "application/x-amz-json-1.1"
-_TARGET_PREFIX = "SageMaker."
-_CONTENT_TYPE_HEADER = (b"content-type", CONTENT_TYPE.encode())
 
 log = logging.getLogger(__name__)
 
+Operation = Callable[[Call], dict[str, Any]]
 
-async def _send(send: Send, body: dict[str, Any], status: int = 200, error_type: str | None = None) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """One AWS service a door speaks: where, botocore's model and signing names, the protocol's
+    target prefix and content type, the operations supported, and the codes it renames."""
+
+    prefix: str
+    model: str
+    signing_name: str
+    target_prefix: str
+    content_type: str
+    operations: Mapping[str, Operation]
+    codes: Mapping[str, str] = field(default_factory=dict)
+
+    def reads_only(self, name: str) -> bool:
+        """Operations that change nothing (they may run inline where reads are local, like REST
+        reads). ``CreatePresignedDomainUrl`` is not one: an opening by impersonation is audited."""
+        return name.startswith(("Describe", "List", "Get", "Filter"))
+
+
+SERVICES: dict[str, Service] = {
+    service.prefix: service
+    for service in (
+        Service(PREFIX, "sagemaker", "sagemaker", "SageMaker.", CONTENT_TYPE, OPERATIONS),
+        Service(
+            cloudwatch.PREFIX,
+            "cloudwatch",
+            "monitoring",
+            "GraniteServiceVersion20100801.",
+            "application/x-amz-json-1.0",
+            cloudwatch.OPERATIONS,
+            {"ValidationException": "InvalidParameterValue", "ResourceNotFound": "ResourceNotFound"},
+        ),
+    )
+}
+_PATHS = {path: service for prefix, service in SERVICES.items() for path in (prefix, prefix + "/")}
+
+
+async def _send(
+    send: Send, service: Service, body: dict[str, Any], status: int = 200, error_type: str | None = None
+) -> None:
     payload = orjson.dumps(body)
-    headers = [_CONTENT_TYPE_HEADER, (b"content-length", str(len(payload)).encode())]
+    headers = [
+        (b"content-type", service.content_type.encode()),
+        (b"content-length", str(len(payload)).encode()),
+    ]
     if error_type is not None:
         headers.append((b"x-amzn-errortype", error_type.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
 
 
-def _operation_name(request: Request) -> str:
+def _operation_name(service: Service, request: Request) -> str:
     target = request.headers.get("x-amz-target", "")
-    if not target.startswith(_TARGET_PREFIX):
-        raise AwsError("UnknownOperationException", "X-Amz-Target must be SageMaker.<Operation>")
-    name = target[len(_TARGET_PREFIX) :]
-    model.operation(name)  # one of SageMaker's operations at all
-    if name not in OPERATIONS:
-        raise AwsError("UnknownOperationException", f"SageMaker.{name} is not supported by ProfilerHub")
+    if not target.startswith(service.target_prefix):
+        raise AwsError(
+            "UnknownOperationException", f"X-Amz-Target must be {service.target_prefix}<Operation>"
+        )
+    name = target[len(service.target_prefix) :]
+    model.operation(name, service.model)  # one of the service's operations at all
+    if name not in service.operations:
+        raise AwsError(
+            "UnknownOperationException", f"{service.target_prefix}{name} is not supported by ProfilerHub"
+        )
     return name
 
 
-def _parse(name: str, body: bytes) -> dict[str, Any]:
+def _parse(name: str, body: bytes, service: Service | None = None) -> dict[str, Any]:
     """The request's params: a dict of its own (the caller may change it), validated."""
-    if _reads_only(name) and len(body) <= _CACHED_BODY_BYTES:
-        _validated_read(name, body)
+    service = service or SERVICES[PREFIX]
+    if service.reads_only(name) and len(body) <= _CACHED_BODY_BYTES:
+        _validated_read(service.model, name, body)
         return orjson.loads(body or b"{}")
-    return _parsed(name, body)
+    return _parsed(service.model, name, body)
 
 
 # A poller sends the same body again and again (describe_app until InService): a read's body is
@@ -92,16 +145,16 @@ _CACHED_BODY_BYTES = 4096
 
 
 @functools.lru_cache(maxsize=1024)
-def _validated_read(name: str, body: bytes) -> None:
-    _parsed(name, body)
+def _validated_read(service: str, name: str, body: bytes) -> None:
+    _parsed(service, name, body)
 
 
-def _parsed(name: str, body: bytes) -> dict[str, Any]:
+def _parsed(service: str, name: str, body: bytes) -> dict[str, Any]:
     try:
         params = orjson.loads(body or b"{}")
     except orjson.JSONDecodeError:
         raise AwsError("SerializationException", "The request body is not valid JSON") from None
-    return model.validate_input(model.operation(name), params)
+    return model.validate_input(model.operation(name, service), params)
 
 
 def _authenticated(
@@ -139,30 +192,25 @@ def _authenticated(
     return caller
 
 
-def _reads_only(name: str) -> bool:
-    """Operations that change nothing (they may run inline where reads are local, like REST reads).
-    ``CreatePresignedDomainUrl`` is not one: an opening by impersonation writes an audit row."""
-    return name.startswith(("Describe", "List"))
-
-
-async def answer(request: Request) -> tuple[dict[str, Any], int, str | None]:
-    """Every SageMaker operation ProfilerHub supports (see ``docs/sagemaker-api.md``): the answer's
-    body, status and ``x-amzn-ErrorType``."""
+async def answer(request: Request, service: Service | None = None) -> tuple[dict[str, Any], int, str | None]:
+    """Every operation ProfilerHub supports of ``service`` (SageMaker's by default; see
+    ``docs/sagemaker-api.md``): the answer's body, status and ``x-amzn-ErrorType``."""
+    service = service or SERVICES[PREFIX]
     settings: Settings = request.app.state.settings
     try:
-        name = _operation_name(request)
+        name = _operation_name(service, request)
         body = await request.body()
         signed = sigv4.parse_authorization(
-            request.headers.get("authorization"), request.headers.get("x-amz-date")
+            request.headers.get("authorization"), request.headers.get("x-amz-date"), service.signing_name
         )
         sigv4.check_clock(signed, utcnow(), settings.sagemaker_clock_skew_seconds)
 
         def step(session: Session, read_only: bool) -> dict[str, Any]:
             caller = _authenticated(request, session, signed, body, read_only)
-            params = _parse(name, body)
-            return OPERATIONS[name](Call(request, session, caller, settings, params))
+            params = _parse(name, body, service)
+            return service.operations[name](Call(request, session, caller, settings, params))
 
-        if _reads_only(name):
+        if service.reads_only(name):
             return await run_step(request, step), 200, None
 
         def in_thread() -> dict[str, Any]:
@@ -174,20 +222,22 @@ async def answer(request: Request) -> tuple[dict[str, Any], int, str | None]:
     except Exception as exc:
         error = aws_error_of_exception(exc)
         if error is None:
-            log.exception("unhandled error in SageMaker.%s", request.headers.get("x-amz-target", "?"))
+            log.exception("unhandled error in %s", request.headers.get("x-amz-target", "?"))
             error = AwsError("InternalFailure", "Internal error; the hub log has details", 500)
-        return error.body(), error.status, error.code
+        code = service.codes.get(error.code, error.code)
+        return {"__type": code, "message": error.message}, error.status, code
 
 
 class SageMakerDoor:
-    """ASGI middleware answering ``POST /sagemaker[/]`` (see the module's docstring); any other
-    method there is 405, any other path goes on to ``app``."""
+    """ASGI middleware answering ``POST`` on each door's path, with or without a final ``/`` (see
+    the module's docstring); any other method there is 405, any other path goes on to ``app``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in PATHS:
+        service = _PATHS.get(scope["path"]) if scope["type"] == "http" else None
+        if service is None:
             await self.app(scope, receive, send)
             return
         if scope["method"] != "POST":
@@ -196,8 +246,8 @@ class SageMakerDoor:
             )
             await response(scope, receive, send)
             return
-        body, status, error_type = await answer(Request(scope, receive))
-        await _send(send, body, status, error_type)
+        body, status, error_type = await answer(Request(scope, receive), service)
+        await _send(send, service, body, status, error_type)
 
 
-__all__ = ["CONTENT_TYPE", "PATHS", "PREFIX", "SageMakerDoor", "answer"]
+__all__ = ["CONTENT_TYPE", "PATHS", "PREFIX", "SERVICES", "SageMakerDoor", "Service", "answer"]

@@ -1,7 +1,7 @@
-"""SageMaker's own service model (botocore's ``sagemaker`` ``service-2.json``) and the mapping
-between SageMaker's identifiers and ProfilerHub's.
+"""SageMaker's own service model (botocore's ``sagemaker`` ``service-2.json``; CloudWatch's and
+CloudWatch Logs' for their doors) and the mapping between SageMaker's identifiers and ProfilerHub's.
 
-    operation(name)          the botocore ``OperationModel`` (UnknownOperationException if none)
+    operation(name, service) the botocore ``OperationModel`` (UnknownOperationException if none)
     validate_input(op, body) botocore's ``ParamValidator`` over the request (required members,
                              types, minima, unknown members), then what it leaves to the
                              service: enums, maxima, patterns (ValidationException)
@@ -35,8 +35,9 @@ _DOMAIN_ID = re.compile(r"d-([0-9a-f]{32})")
 
 
 @functools.cache
-def service_model() -> ServiceModel:
-    return botocore.session.get_session().get_service_model("sagemaker")
+def service_model(service: str = "sagemaker") -> ServiceModel:
+    """botocore's model of ``service`` (``sagemaker``, ``cloudwatch``, ``logs``), once per process."""
+    return botocore.session.get_session().get_service_model(service)
 
 
 @functools.cache
@@ -45,14 +46,14 @@ def _validator() -> ParamValidator:
 
 
 @functools.cache
-def _operation_names() -> frozenset[str]:
-    return frozenset(service_model().operation_names)  # a list of ~400 in the model
+def _operation_names(service: str) -> frozenset[str]:
+    return frozenset(service_model(service).operation_names)  # a list of ~400 in SageMaker's
 
 
-def operation(name: str) -> OperationModel:
-    if name not in _operation_names():
-        raise AwsError("UnknownOperationException", f"Unknown operation SageMaker.{name}")
-    return service_model().operation_model(name)
+def operation(name: str, service: str = "sagemaker") -> OperationModel:
+    if name not in _operation_names(service):
+        raise AwsError("UnknownOperationException", f"Unknown operation {name} of {service}")
+    return service_model(service).operation_model(name)
 
 
 def validate_input(op: OperationModel, body: Any) -> dict[str, Any]:

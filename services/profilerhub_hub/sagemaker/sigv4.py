@@ -7,7 +7,8 @@ botocore's own signer over the canonical request, compare in constant time.
 
 Only the headers the client lists in ``SignedHeaders`` take part, exactly as the client's signer
 chose them (botocore leaves out ``User-Agent`` and ``Expect``). The region and service come from
-the credential scope; the service must be ``sagemaker``, any region is accepted.
+the credential scope; the service must be the door's (``sagemaker``, ``monitoring`` for CloudWatch,
+``logs``), any region is accepted.
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ class Signed:
     region: str
     signed_headers: tuple[str, ...]
     signature: str
+    service: str = SERVICE
 
 
-def parse_authorization(authorization: str | None, amz_date: str | None) -> Signed:
+def parse_authorization(authorization: str | None, amz_date: str | None, service: str = SERVICE) -> Signed:
     if not authorization:
         raise AwsError("MissingAuthenticationTokenException", "Missing Authentication Token", 403)
     match = _AUTH.fullmatch(authorization.strip())
@@ -59,9 +61,9 @@ def parse_authorization(authorization: str | None, amz_date: str | None) -> Sign
             "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' "
             f"parameters of the {ALGORITHM} algorithm.",
         )
-    if match["service"] != SERVICE:
+    if match["service"] != service:
         raise AwsError(
-            "InvalidSignatureException", f"Credential should be scoped to correct service: '{SERVICE}'."
+            "InvalidSignatureException", f"Credential should be scoped to correct service: '{service}'."
         )
     headers = tuple(match["headers"].split(";"))
     if not amz_date or "x-amz-date" not in headers:
@@ -72,7 +74,7 @@ def parse_authorization(authorization: str | None, amz_date: str | None) -> Sign
         raise AwsError(
             "InvalidSignatureException", "Credential should be scoped to a valid date matching X-Amz-Date."
         )
-    return Signed(match["key"], amz_date, match["region"], headers, match["signature"])
+    return Signed(match["key"], amz_date, match["region"], headers, match["signature"], service)
 
 
 def check_clock(signed: Signed, now: datetime, skew_seconds: int) -> None:
@@ -119,23 +121,23 @@ def expected_signature(
     for name, value in headers:
         if name.lower() in wanted:
             request.headers[name.lower()] = value  # adds: a repeated header keeps every value
-    signer = _signer(signed.access_key_id, secret, signed.region)
+    signer = _signer(signed.access_key_id, secret, signed.region, signed.service)
     string_to_sign = signer.string_to_sign(request, signer.canonical_request(request))
-    key = signing_key(secret, signed.amz_date[:8], signed.region)
+    key = signing_key(secret, signed.amz_date[:8], signed.region, signed.service)
     return hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 @functools.lru_cache(maxsize=1024)
-def _signer(access_key_id: str, secret: str, region: str) -> SigV4Auth:
-    return SigV4Auth(Credentials(access_key_id, secret), SERVICE, region)
+def _signer(access_key_id: str, secret: str, region: str, service: str = SERVICE) -> SigV4Auth:
+    return SigV4Auth(Credentials(access_key_id, secret), service, region)
 
 
 @functools.lru_cache(maxsize=1024)
-def signing_key(secret: str, day: str, region: str) -> bytes:
+def signing_key(secret: str, day: str, region: str, service: str = SERVICE) -> bytes:
     """SigV4's derived key (four HMACs, as botocore's ``SigV4Auth.signature`` chains them), once
     per key, day and region rather than on every request."""
     key = ("AWS4" + secret).encode("utf-8")
-    for part in (day, region, SERVICE, "aws4_request"):
+    for part in (day, region, service, "aws4_request"):
         key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
     return key
 
