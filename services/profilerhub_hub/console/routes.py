@@ -143,6 +143,7 @@ async def console(request: Request) -> Response:
         "platform": "true" if caller.is_platform_admin else "false",
         "public_url": settings.public_url,
         "impersonated_by": caller.impersonated_by or "",
+        "local_accounts": "true" if settings.local_accounts_enabled else "false",
     }
     return _page(_SHELL.format(**{k: html.escape(v) for k, v in values.items()}))
 

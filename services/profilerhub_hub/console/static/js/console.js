@@ -242,6 +242,8 @@ async function userSections(d, u, own) {
     ]), "No jobs yet. Run a training script with the SDK and PROFILERHUB_TOKEN set (see Tokens).")));
   box.append(tokensSection(d, u, own));
   box.append(accessKeysSection(d, u, own));
+  if (me.localAccounts === "true" && own && !me.impersonatedBy) box.append(passwordSection(d, u));
+  if (me.localAccounts === "true" && !own && isAdmin) box.append(invitationSection(d, u));
   if (!own && isAdmin) box.append(signInLinkSection(d, u));
   return box;
 }
@@ -324,6 +326,44 @@ function accessKeysSection(d, u, own) {
   return el("section", { id: "access-keys-section" }, el("h2", { class: "section" }, own ? "My access keys" : "Access keys"),
     el("p", { class: "muted" }, "Access keys sign boto3 and AWS CLI requests to this hub's SageMaker API as ", own ? "you." : "this user."),
     form, created, list);
+}
+
+// Local accounts (docs/console.md#local-accounts): an administrator's invitation (also a reset)...
+function invitationSection(d, u) {
+  const path = `${userPath(d, u)}/invitations`;
+  const out = el("div", { id: "invitation-made", "aria-live": "polite" });
+  const list = el("div", { id: "invitations" });
+  const load = () => fill(list, paged((t) => api(withToken(path, t)), (items) =>
+    table(["Invitation", "Status", "Made by", "Expires", ""], items.map((i) => [
+      el("code", {}, i.invitation_id.slice(0, 8)), statusBadge(i.status), i.created_by, when(i.expires_at),
+      i.status === "open" ? confirmButton("Revoke", "Revoke this invitation? Its link stops working.", async () => {
+        await api(`${path}/${enc(i.invitation_id)}`, { method: "DELETE" });
+        load();
+      }) : "",
+    ]), "No invitations yet.")));
+  load();
+  return el("section", { id: "invitations-section" }, el("h2", { class: "section" }, "Password"),
+    el("p", { class: "muted" }, "Invite this user to choose a password: a one-time link for you to send them. ",
+      "Inviting a user who has a password resets it: it stops working and their sessions end. You never see their password."),
+    actionForm([], "Invite", async () => {
+      const made = await api(path, { method: "POST", body: {} });
+      fill(out, shownOnce(`send this link to ${u}; it works once, until ${new Date(made.expires_at).toLocaleString()}.`, "invitation-url", made.url));
+      load();
+    }), out, list);
+}
+
+// ... and the user's own password change.
+function passwordSection(d, u) {
+  const done = el("div", { "aria-live": "polite" });
+  const field = (name, label, autocomplete) => el("label", {}, label, " ",
+    el("input", { type: "password", name, id: name.replaceAll("_", "-"), autocomplete, required: true }));
+  return el("section", { id: "password-section" }, el("h2", { class: "section" }, "My password"),
+    actionForm([field("current_password", "Current", "current-password"), field("new_password", "New", "new-password")],
+      "Change password", async (body, form) => {
+        await api(`${userPath(d, u)}/password`, { method: "PUT", body });
+        form.reset();
+        fill(done, el("p", { class: "notice" }, "Password changed. Your other browsers signed in with it are signed out."));
+      }), done);
 }
 
 function signInLinkSection(d, u) {
