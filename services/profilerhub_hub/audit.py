@@ -2,6 +2,7 @@
 
     commit_audited(session, target, Action.CreateJob, job.id, detail={...})
     commit_refused(session, target, Action.CreateJob, reason)      # deps.allow, on AccessDenied
+    record_impersonated_opening(session, by, as_actor, app_id, via)  # OpenApp by impersonation
 
 The audit record's ``target_type`` follows from the action (``TARGET_TYPES``), its ``domain`` from
 the request's target; the request's own transaction steps (``deps.session.request_step``) are the
@@ -89,4 +90,14 @@ def commit_refused(session: Session, target: Resolved, action: Action, reason: s
     session.commit()
 
 
-__all__ = ["TARGET_TYPES", "commit_audited", "commit_refused"]
+def record_impersonated_opening(session: Session, by: str, as_actor: str, app_id: str, via: str) -> None:
+    """The audit row of an app opened by someone with a credential they made for its owner, through
+    any door (a presigned URL, a console sign-in link, the proxy with such a token). Flushed; the
+    caller commits. (Opening is no change: only an opening by impersonation is audited.)"""
+    audit.record_audit(
+        session, actor=by, action=Action.OpenApp.value, target_type="App", target=app_id,
+        domain=as_actor.partition("/")[0], detail={"impersonation": True, "as": as_actor, "via": via},
+    )  # fmt: skip
+
+
+__all__ = ["TARGET_TYPES", "commit_audited", "commit_refused", "record_impersonated_opening"]

@@ -16,7 +16,7 @@ Over it the answer is 413 ``StorageQuotaExceeded`` saying the quota, the usage a
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from profilerhub_core.records import jobs
 from profilerhub_core.settings import Settings
 from profilerhub_core.storage import ObjectStore
 from profilerhub_core.storage.observed import observed
-from profilerhub_hub.deps import Resolved
+from profilerhub_hub.deps.targets import Resolved
 from profilerhub_hub.job_schemas import UploadGrant, UploadInfo
 
 PRESIGN_SECONDS = 3600
@@ -191,7 +191,7 @@ def grant_upload(
     return UploadGrant(url=url, expires_in=PRESIGN_SECONDS), used + (size or 0)
 
 
-def delete_owned(state: Any, prefix: str, owner: str) -> int | None:
+def delete_owned(open_store: Callable[[], ObjectStore], prefix: str, owner: str) -> int | None:
     """Remove everything under a deleted job's, user's or domain's folder, after its row is gone.
 
     Best effort: the row's delete is already committed, so a storage failure here is logged and
@@ -199,7 +199,7 @@ def delete_owned(state: Any, prefix: str, owner: str) -> int | None:
     how many objects went, or None when the store failed.
     """
     try:
-        return job_store(state).delete_prefix(prefix)
+        return open_store().delete_prefix(prefix)
     except ProfilerHubError as exc:
         log.warning("objects of deleted %s stay until the next sweep: %s", owner, exc.message)
         return None

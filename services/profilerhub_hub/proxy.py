@@ -37,10 +37,11 @@ from profilerhub_core.db.models import App, AppStatus, utcnow
 from profilerhub_core.errors import InvalidInput, NotFound, Unauthorized, Unavailable
 from profilerhub_core.outage import is_outage
 from profilerhub_core.pagination import decode_page_token, encode_page_token
-from profilerhub_core.records import audit, sessions
+from profilerhub_core.records import sessions
 from profilerhub_core.records.apps import record_activity
 from profilerhub_core.settings import Settings
 from profilerhub_hub.app_hosts import app_base_url, app_origin
+from profilerhub_hub.audit import record_impersonated_opening
 from profilerhub_hub.browser import (
     APP_COOKIE,
     CONSOLE_COOKIE,
@@ -119,17 +120,11 @@ def app_login_url(
     return f"{app_base_url(settings, app_id)}{LOGIN_PATH}?token={quote(token)}"
 
 
-def presigned_app_url(session: Session, settings: Settings, caller: Caller, app: App, ttl: int) -> str:
-    """The one-time URL that opens ``app`` for ``caller`` (``OpenApp`` already authorized), for the
-    REST API and SageMaker's ``CreatePresignedDomainUrl`` alike. The app session it starts keeps
-    the caller's token (revoking it ends the session; a console session's: the token it began
-    with) and impersonator, and ends no later than the caller's credential. An opening by
-    impersonation (allowed by the domain) is audited here; the caller commits."""
-    if caller.impersonated_by:
-        audit.record_audit(
-            session, actor=caller.impersonated_by, action=Action.OpenApp.value, target_type="App",
-            target=app.id, domain=caller.domain_name, detail={"impersonation": True, "as": caller.actor},
-        )  # fmt: skip
+def presigned_app_url(settings: Settings, caller: Caller, app: App, ttl: int) -> str:
+    """The one-time URL that opens ``app`` for ``caller`` (``OpenApp`` already authorized; the use
+    case ``usecases.apps.open_app`` audits an opening by impersonation). The app session it starts
+    keeps the caller's token (revoking it ends the session; a console session's: the token it
+    began with) and impersonator, and ends no later than the caller's credential."""
     seconds = int(settings.app_session_hours * 3600)
     if caller.expires_at is not None:
         seconds = max(1, min(seconds, int((caller.expires_at - utcnow()).total_seconds())))
@@ -209,8 +204,7 @@ class AppProxy:
             if now - self._impersonations.get(key, float("-inf")) < 60:
                 return
             self._impersonations[key] = now
-        audit.record_audit(session, actor=by, action="OpenApp", target_type="App", target=app.id,
-                           detail={"impersonation": True, "as": as_user})  # fmt: skip
+        record_impersonated_opening(session, by, as_user, app.id, "proxy")
         session.commit()
 
     def login(self, app_id: str, token: str) -> tuple[str, int]:

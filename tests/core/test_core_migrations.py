@@ -197,7 +197,7 @@ def test_an_app_is_found_by_user_type_and_name_through_an_index_from_0012(db_url
         with Session(engine, expire_on_commit=False) as session:
             domain = domains.create_domain(session, "d1")
             alice = users.create_user(session, domain, "alice", Role.user)
-            apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default", actor="tests")
+            apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default")
             session.commit()
         plans = _plans_of_app_lookups(engine, alice)
         assert len(plans) == 2 and not any(index in plan for plan in plans), plans

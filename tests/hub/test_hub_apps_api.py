@@ -61,16 +61,23 @@ def test_app_goes_in_service_opens_for_its_owner_and_is_deleted_with_its_process
     assert again.status_code == 202 and again.json()["app_id"] != running
 
 
-def test_every_state_change_is_in_the_audit_log(
+def test_every_state_change_is_in_the_audit_log_once(
     apps_client: Any, seed: Any, alice: str, running: str, worker_ctx: Any
 ) -> None:
+    """The user's operations (CreateApp, DeleteApp: their moves to Pending and Deleting) and the
+    worker's moves (AppInService, AppDeleted), one row each."""
     delete(apps_client, alice)
     lifecycle.delete(worker_ctx, running)
     with seed.session() as session:
-        actions = session.scalars(
-            sa.select(AuditEvent.action).where(AuditEvent.target == running).order_by(AuditEvent.id)
-        ).all()
-    assert actions == ["AppPending", "AppInService", "AppDeleting", "AppDeleted"]
+        events = session.scalars(sa.select(AuditEvent).order_by(AuditEvent.id)).all()
+    mine = [e for e in events if running in (e.target, (e.detail or {}).get("app_id"))]
+    assert [(e.action, e.actor) for e in mine] == [
+        ("CreateApp", "d1/alice"),
+        ("AppInService", "worker"),
+        ("DeleteApp", "d1/alice"),
+        ("AppDeleted", "worker"),
+    ]
+    assert mine[2].detail == {"app_id": running, "from": "InService", "to": "Deleting", "via": "api"}
 
 
 def test_second_live_app_of_the_same_name_is_409_resource_in_use(apps_client: Any, alice: str) -> None:

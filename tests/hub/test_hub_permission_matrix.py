@@ -148,7 +148,7 @@ def _alices_app_and_job(seed: Any) -> None:
     with seed.session() as session:
         domain = domains.require_domain(session, "d1")
         alice = users.get_user(session, domain, "alice")
-        apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default", actor="test")
+        apps.create_user_app(session, domain, alice, AppType.DetailedProfiler, "default")
         jobs.create_job(session, domain, alice, "first", [])
         for owner, note in ((alice, "alice's"), (None, "the domain's")):
             webhooks.create_webhook(

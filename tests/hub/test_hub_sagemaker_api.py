@@ -266,7 +266,8 @@ def test_a_key_an_administrator_made_for_a_user_opens_their_app_only_where_imper
     assert "token=" in link["AuthorizedUrl"]
     audit = apps_client.get("/api/v1/audit?action=OpenApp", headers=auth(seed.admin_token)).json()["items"]
     assert [(e["actor"], e["detail"]) for e in audit] == [
-        ("system/admin", {"impersonation": True, "as": "imp-on/carol"})  # the seed's platform admin
+        # the seed's platform admin
+        ("system/admin", {"impersonation": True, "as": "imp-on/carol", "via": "sagemaker"})
     ]
     carol.delete_app(DomainId=opened, UserProfileName="carol", **APP)
     wait_for(lambda: _status(carol, opened, "carol") == "Deleted", "carol's app Deleted", 180)

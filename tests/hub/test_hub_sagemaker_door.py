@@ -32,7 +32,7 @@ def alice(client: Any, seed: Any) -> dict[str, str]:
         domain = domains.require_domain(session, "d1")
         user = users.get_user(session, domain, "alice")
         assert user is not None
-        apps.create_user_app(session, domain, user, AppType.DetailedProfiler, "default", actor="tests")
+        apps.create_user_app(session, domain, user, AppType.DetailedProfiler, "default")
         key, secret = access_keys.issue_access_key(session, user, settings.signing_key())
         session.commit()
         return {"key": key.prefix, "secret": secret, "domain_id": domain_id(domain)}
@@ -47,8 +47,12 @@ def _signed(keys: dict[str, str], operation: str, body: bytes) -> dict[str, str]
 
 def _describe(keys: dict[str, str], app_name: str = "default") -> bytes:
     return json.dumps(
-        {"DomainId": keys["domain_id"], "UserProfileName": "alice", "AppType": "DetailedProfiler",
-         "AppName": app_name}  # fmt: skip
+        {
+            "DomainId": keys["domain_id"],
+            "UserProfileName": "alice",
+            "AppType": "DetailedProfiler",
+            "AppName": app_name,
+        }  # fmt: skip
     ).encode()
 
 

@@ -177,9 +177,7 @@ def open_app(
         domain_row = domains.require_domain(session, domain)
         owner = users.get_user(session, domain_row, user)
         assert owner is not None
-        app_id = apps.create_user_app(
-            session, domain_row, owner, AppType.DetailedProfiler, "default", actor="t"
-        ).id
+        app_id = apps.create_user_app(session, domain_row, owner, AppType.DetailedProfiler, "default").id
         owner_id = owner.id
         session.commit()
     key = hub_signing_key(jobs_hub.state.settings)

@@ -50,14 +50,16 @@ def transition(
     to: AppStatus,
     *,
     actor: str = "worker",
+    audited: bool = True,
     **fields: Any,
 ) -> bool:
     """Move app ``app_id`` from ``from_`` to ``to`` if it is still in ``from_``; True if it moved.
 
     ``fields`` may set ``failure_reason``, ``endpoint``, ``spawner_state`` and
-    ``last_activity_at`` in the same update.  Flushes; the caller commits.
+    ``last_activity_at`` in the same update. ``audited=False``: the caller audits the operation
+    that moved it (``StateMachine.move``). Flushes; the caller commits.
     """
-    return APP_STATES.move(session, app_id, from_, to, actor=actor, **fields)
+    return APP_STATES.move(session, app_id, from_, to, actor=actor, audited=audited, **fields)
 
 
 __all__ = ["APP_STATES", "DELETABLE", "TRANSITIONS", "IllegalTransition", "can_transition", "transition"]

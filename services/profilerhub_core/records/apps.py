@@ -20,7 +20,6 @@ from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Conflict, InvalidInput, LimitExceeded, NotFound
 from profilerhub_core.records import tags
 from profilerhub_core.records.app_states import DELETABLE, transition
-from profilerhub_core.records.audit import record_audit
 from profilerhub_core.records.states import rows_changed
 
 LIVE = sa.and_(App.status != AppStatus.Deleted)
@@ -130,10 +129,11 @@ outside it is refused with a 400 rather than started as some other app."""
 
 
 def create_user_app(
-    session: Session, domain: Domain, user: UserProfile, app_type: AppType, app_name: str, *, actor: str
+    session: Session, domain: Domain, user: UserProfile, app_type: AppType, app_name: str
 ) -> App:
     """Add a Pending app (flushed).  ``InvalidInput`` for an app type this hub cannot run,
-    ``Conflict`` if a live one of that name exists, ``LimitExceeded`` past the domain's ``max_live_apps``."""
+    ``Conflict`` if a live one of that name exists, ``LimitExceeded`` past the domain's ``max_live_apps``.
+    Not audited: the operation's row (``CreateApp``) is the hub's use case's."""
     if app_type not in AVAILABLE_APP_TYPES:
         available = ", ".join(sorted(t.value for t in AVAILABLE_APP_TYPES))
         raise InvalidInput(
@@ -161,22 +161,15 @@ def create_user_app(
             session.flush()
     except IntegrityError:
         raise Conflict(f"App '{app_type}/{app_name}' of user '{user.name}' already exists") from None
-    record_audit(
-        session,
-        actor=actor,
-        action="AppPending",
-        target_type="App",
-        target=app.id,
-        domain=domain.name,
-        detail={"user": user.name, "app_type": app_type.value, "app_name": app_name},
-    )
     return app
 
 
-def request_delete(session: Session, app: App, *, actor: str) -> App:
-    """Move an InService or Failed app to Deleting (flushed); ``Conflict`` from any other state."""
+def request_delete(session: Session, app: App) -> App:
+    """Move an InService or Failed app to Deleting (flushed); ``Conflict`` from any other state.
+    Not audited: the operation's row (``DeleteApp``) is the hub's use case's."""
     current = AppStatus(app.status)
-    if current not in DELETABLE or not transition(session, app.id, current, AppStatus.Deleting, actor=actor):
+    moved = current in DELETABLE and transition(session, app.id, current, AppStatus.Deleting, audited=False)
+    if not moved:
         session.refresh(app)
         raise Conflict(f"App is {app.status}; only InService or Failed apps can be deleted")
     tags.clear_tags(session, app)  # the app row stays readable as Deleted; its tags go now

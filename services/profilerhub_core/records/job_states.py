@@ -80,6 +80,7 @@ def transition(
     now: datetime | None = None,
     attempt: bool = True,
     takeover: bool = False,
+    audited: bool = True,
     **fields: Any,
 ) -> bool:
     """Move job ``job_id`` from ``from_`` to ``to`` if it is still there; True if it moved.
@@ -92,14 +93,16 @@ def transition(
     cleared when a job is ingested again). A move into Processing (a claim) counts one more
     ``ingest_attempts`` unless ``attempt`` is False (a worker taking back its own claim to retry
     a storage failure, or taking over from a worker that died: not a new attempt). ``takeover``
-    counts one more ``ingest_takeovers`` instead. Flushes; the caller commits.
+    counts one more ``ingest_takeovers`` instead. ``audited=False``: the caller audits the operation
+    that moved it (``StateMachine.move``). Flushes; the caller commits.
     """
     guards = [Job.updated_at == claimed_at] if claimed_at is not None else []
     if to is JobStatus.Processing and attempt:
         fields["ingest_attempts"] = Job.ingest_attempts + 1
     if to is JobStatus.Processing and takeover:
         fields["ingest_takeovers"] = Job.ingest_takeovers + 1
-    return JOB_STATES.move(session, job_id, from_, to, actor=actor, guards=guards, now=now, **fields)
+    return JOB_STATES.move(session, job_id, from_, to, actor=actor, guards=guards, now=now, audited=audited,
+                           **fields)  # fmt: skip
 
 
 __all__ = ["FINAL", "JOB_STATES", "TRANSITIONS", "IllegalTransition", "can_transition", "transition"]

@@ -157,13 +157,15 @@ def mark_complete(
 
 def redeliver(session: Session, job: Job, undelivered: dict[str, Any] | None, now: datetime) -> bool:
     """Ready/Failed -> InProgress (completed now): the job's missing files arrived; ingest it again
-    (which writes the list's figures anew: until then the job has none, like any job not Ready)."""
+    (which writes the list's figures anew: until then the job has none, like any job not Ready).
+    Not audited: the operation's row (``CompleteJob``) is the hub's use case's."""
     moved = transition(
         session,
         job.id,
         job.status,
         JobStatus.InProgress,
         actor="hub",
+        audited=False,
         claimed_at=job.updated_at,
         now=now,
         completed_at=now,

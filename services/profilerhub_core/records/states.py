@@ -9,7 +9,9 @@ code that changes a row's ``status`` after it is created:
 so of two workers racing on one row exactly one wins, and a duplicated or late task finds the state
 moved on and does nothing. Once a row has moved, the audit event (``App<To>`` / ``Job<To>``) is
 written in the same transaction and the session's loaded copy is expired, so nothing shows the old
-status. Flushes; the caller commits.
+status. A move a person asked for (``audited=False``) leaves its row to the hub's use case, which
+audits the operation once (``DeleteApp``, not ``DeleteApp`` and ``AppDeleting``); the moves workers
+make are audited here. Flushes; the caller commits.
 """
 
 from __future__ import annotations
@@ -76,10 +78,11 @@ class StateMachine(Generic[S]):
         actor: str,
         guards: Sequence[sa.ColumnElement[bool]] = (),
         now: datetime | None = None,
+        audited: bool = True,
         **fields: Any,
     ) -> bool:
         """Move row ``row_id`` from ``from_`` to ``to`` if it is still in ``from_`` (and every
-        ``guard`` holds); True if it moved."""
+        ``guard`` holds); True if it moved. ``audited=False``: the caller writes the audit row."""
         if not self.can(from_, to):
             raise IllegalTransition(f"{self.noun} cannot go from {from_} to {to}")
         unknown = set(fields) - self.fields
@@ -92,10 +95,26 @@ class StateMachine(Generic[S]):
         result = session.execute(stmt.values(**values).execution_options(synchronize_session=False))
         moved = bool(rows_changed(result))
         if moved:
-            self._after_move(session, row_id, from_, to, actor, fields.get("failure_reason"))
+            self._after_move(session, row_id, from_, to, actor, fields.get("failure_reason"), audited)
         return moved
 
     def _after_move(
+        self,
+        session: Session,
+        row_id: str,
+        from_: S,
+        to: S,
+        actor: str,
+        failure_reason: str | None,
+        audited: bool,
+    ) -> None:
+        if audited:
+            self._audit_move(session, row_id, from_, to, actor, failure_reason)
+        loaded = session.identity_map.get(identity_key(self.model, row_id))
+        if loaded is not None:
+            session.expire(loaded)
+
+    def _audit_move(
         self, session: Session, row_id: str, from_: S, to: S, actor: str, failure_reason: str | None
     ) -> None:
         model = self.model
@@ -116,9 +135,6 @@ class StateMachine(Generic[S]):
             outcome=self.outcome(to),
             detail=detail,
         )
-        loaded = session.identity_map.get(identity_key(model, row_id))
-        if loaded is not None:
-            session.expire(loaded)
 
 
 __all__ = ["IllegalTransition", "StateMachine", "rows_changed"]

@@ -30,13 +30,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import App, AppStatus, AppType, Role, UserProfile, utcnow
+from profilerhub_core.db.models import App, AppStatus, AppType, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Throttled, Unauthorized
 from profilerhub_core.records import audit, domains, sessions, tokens, users
 from profilerhub_core.settings import Settings
 from profilerhub_core.web import SHARED_WEB
 from profilerhub_hub import accounts
+from profilerhub_hub.audit import record_impersonated_opening
 from profilerhub_hub.browser import (
     APP_COOKIE,
     CONSOLE_COOKIE,
@@ -67,6 +68,8 @@ from profilerhub_hub.console.oidc import (
 from profilerhub_hub.deps.auth import caller_of_session
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.ratelimit import PRESIGNED, SIGNIN, client_address
+from profilerhub_hub.usecases import door_of
+from profilerhub_hub.usecases import users as user_cases
 
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -331,7 +334,7 @@ async def oidc_callback(request: Request) -> Response:
             raise refuse(exc) from None
         with request.app.state.sessions() as session:
             actor = f"{who.domain_name}/{who.user_name}"
-            user = _oidc_user(session, who)
+            user = _oidc_user(request, session, who)
             if user is None:
                 raise refuse(SignInRefused(
                     f"There is no user {who.user_name!r} in domain {who.domain_name!r} here; ask an "
@@ -361,18 +364,15 @@ async def oidc_callback(request: Request) -> Response:
 _OIDC_QUERY = frozenset({"code", "state", "error", "error_description", "iss", "session_state"})
 
 
-def _oidc_user(session: Session, who: Identity) -> UserProfile | None:
+def _oidc_user(request: Request, session: Session, who: Identity) -> UserProfile | None:
     """The profile ``who`` signs in as; made now if their domain creates users on first sign-in."""
     domain = domains.get_domain(session, who.domain_name)
     if domain is None:
         return None
     user = users.get_user(session, domain, who.user_name)
     if user is None and DomainSettings.of(domain.settings).create_users_on_sign_in:
-        user = users.create_user(session, domain, who.user_name, Role.user)
-        actor = f"{domain.name}/{who.user_name}"
-        detail: dict[str, object] = {"via": "oidc", "first_sign_in": True}
-        audit.record_audit(session, actor=actor, action="CreateUserProfile", target_type="UserProfile",
-                           target=actor, domain=domain.name, detail=detail)  # fmt: skip
+        door = door_of(request.app.state, session, "console")
+        user = user_cases.create_on_first_sign_in(door, domain, who.user_name, "oidc")
     return user
 
 
@@ -455,9 +455,7 @@ def _open_app(
     seconds = max(1, int((owner.expires_at - utcnow()).total_seconds()))
     detail["app_id"] = app.id
     if by:
-        actor = f"{owner.domain_name}/{owner.user_name}"
-        _audit(session, by, "OpenApp", actor, owner.domain_name, audit.SUCCESS,
-               {"impersonation": True, "app_id": app.id})  # fmt: skip
+        record_impersonated_opening(session, by, f"{owner.domain_name}/{owner.user_name}", app.id, "console")
     if settings.app_subdomain_host:
         url = app_login_url(
             settings, app.id, owner.user_id, APP_HANDOFF_SECONDS, session_seconds=seconds,

@@ -1,6 +1,7 @@
 """Apps: ``/domains/{domain}/users/{user}/apps[/{app_type}/{app_name}]`` and ``/apps`` (admins).
 
-Each route writes and commits, then enqueues the worker task with the app id only.
+The changing routes call the use cases (``usecases.apps``): they write, audit and commit, then
+enqueue the worker task with the app id only.
 """
 
 from __future__ import annotations
@@ -9,12 +10,11 @@ from datetime import timedelta
 from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
 from profilerhub_core.records import apps
-from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub.app_schemas import (
     DEFAULT_PRESIGNED_SECONDS,
     AppCreate,
@@ -22,27 +22,16 @@ from profilerhub_hub.app_schemas import (
     PresignedUrlCreate,
     PresignedUrlRead,
 )
-from profilerhub_hub.audit import commit_audited
-from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action, visible_domain
-from profilerhub_hub.proxy import presigned_app_url
 from profilerhub_hub.routes.paths import OF_USER, ONE_APP, USER_APPS
 from profilerhub_hub.schemas import Page
+from profilerhub_hub.usecases import apps as app_cases
 
 router = APIRouter(tags=["apps"])
 
 StatusFilter = Annotated[AppStatus | None, Query(description="Only apps in this status.")]
-
-
-def _commit_and_enqueue(
-    request: Request, session: Session, target: Resolved, action: Action, app: App, task_name: str
-) -> AppRead:
-    """Commit the change with its audit event, THEN send the task (with the id only)."""
-    assert target.domain is not None
-    name = f"{target.name}/{app.app_type.value}/{app.app_name}"
-    commit_audited(session, target, action, name, detail={"app_id": app.id})
-    request.app.state.app_tasks.send(task_name, app.id)
-    return _read(target, app)
 
 
 def _read(target: Resolved, app: App) -> AppRead:
@@ -59,16 +48,9 @@ def _the_app(session: Session, target: Resolved, app_type: AppType, app_name: st
 # from the ASGI factories (`create_app(settings)` in profilerhub_hub.main and profilerhub_app.main).
 @router.post(USER_APPS, status_code=202, openapi_extra=OF_USER, name="create_app")
 def create_user_app(
-    body: AppCreate,
-    request: Request,
-    session: SessionDep,
-    target: Annotated[Resolved, allow(Action.CreateApp)],
+    body: AppCreate, door: DoorDep, target: Annotated[Resolved, allow(Action.CreateApp)]
 ) -> AppRead:
-    assert target.domain is not None and target.user is not None
-    app = apps.create_user_app(
-        session, target.domain, target.user, body.app_type, body.app_name, actor=target.caller.actor
-    )
-    return _commit_and_enqueue(request, session, target, Action.CreateApp, app, SPAWN_APP)
+    return _read(target, app_cases.create_app(door, target, body.app_type, body.app_name))
 
 
 @router.get(USER_APPS, openapi_extra=OF_USER)
@@ -96,32 +78,24 @@ def describe_app(
 
 @router.delete(ONE_APP, status_code=202, openapi_extra=OF_USER)
 def delete_app(
-    app_type: AppType,
-    app_name: str,
-    request: Request,
-    session: SessionDep,
-    target: Annotated[Resolved, allow(Action.DeleteApp)],
+    app_type: AppType, app_name: str, door: DoorDep, target: Annotated[Resolved, allow(Action.DeleteApp)]
 ) -> AppRead:
-    app = apps.request_delete(
-        session, _the_app(session, target, app_type, app_name), actor=target.caller.actor
-    )
-    return _commit_and_enqueue(request, session, target, Action.DeleteApp, app, DELETE_APP)
+    app = _the_app(door.session, target, app_type, app_name)
+    return _read(target, app_cases.delete_app(door, target, app))
 
 
 @router.post(ONE_APP + "/presigned-url", openapi_extra=OF_USER)
 def create_presigned_url(
     app_type: AppType,
     app_name: str,
-    session: SessionDep,
-    settings: SettingsDep,
+    door: DoorDep,
     target: Annotated[Resolved, allow(Action.OpenApp)],
     body: PresignedUrlCreate | None = None,
 ) -> PresignedUrlRead:
     """A one-time URL that opens the app in a browser (sets its session cookie), for its owner only."""
-    app = _the_app(session, target, app_type, app_name)
+    app = _the_app(door.session, target, app_type, app_name)
     ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
-    url = presigned_app_url(session, settings, target.caller, app, ttl)
-    session.commit()  # the impersonation audit, if any
+    url = app_cases.open_app(door, target.caller, app, ttl)
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
 
 

@@ -17,10 +17,9 @@ from starlette.concurrency import run_in_threadpool
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
-from profilerhub_core.tasks import INGEST_JOB
-from profilerhub_hub import job_control, job_outputs, job_uploads
-from profilerhub_hub.audit import commit_audited
+from profilerhub_hub import job_outputs, job_uploads
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.job_schemas import (
     FileStored,
     JobComplete,
@@ -33,6 +32,7 @@ from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
 from profilerhub_hub.rule_schemas import RulesRead, configured_rules, rules_read
 from profilerhub_hub.schemas import Page
+from profilerhub_hub.usecases import jobs as job_cases
 
 log = logging.getLogger("profilerhub.hub")
 
@@ -64,17 +64,11 @@ def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False
 
 @router.post(USER_JOBS, status_code=201, openapi_extra=OF_USER)
 def create_job(
-    body: JobCreate,
-    request: Request,
-    session: SessionDep,
-    target: Annotated[Resolved, allow(Action.CreateJob)],
+    body: JobCreate, request: Request, door: DoorDep, target: Annotated[Resolved, allow(Action.CreateJob)]
 ) -> JobRead:
-    assert target.domain is not None and target.user is not None
     definitions = [d.model_dump() for d in body.metric_definitions]
     rules = [r for r in body.rules or [] if isinstance(r, dict)] or None  # normalised: dicts only
-    job = jobs.create_job(session, target.domain, target.user, body.name, definitions, rules, body.stop_on)
-    detail = {"user": target.user.name, "name": job.name}
-    commit_audited(session, target, Action.CreateJob, job.id, detail=detail)
+    job = job_cases.create_job(door, target, body.name, definitions, rules, body.stop_on)
     return _read(request, target, job)
 
 
@@ -155,14 +149,11 @@ def job_metrics(
 
 @router.post(ONE_JOB + "/stop", status_code=202, openapi_extra=OF_USER)
 def stop_job(
-    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.StopJob)]
+    job_id: str, request: Request, door: DoorDep, target: Annotated[Resolved, allow(Action.StopJob)]
 ) -> JobRead:
     """Ask the running job's run to stop: the SDK raises ``ph.StopTraining`` at its next step
     (409 once the run is over). Asking again changes nothing."""
-    job = _job(session, target, job_id)
-    if job_control.request_stop(session, target, job):
-        commit_audited(session, target, Action.StopJob, job.id)
-    return _read(request, target, job)
+    return _read(request, target, job_cases.stop_job(door, target, _job(door.session, target, job_id)))
 
 
 @router.put(ONE_JOB + "/files/{path:path}", status_code=201, openapi_extra=OF_USER)
@@ -223,7 +214,7 @@ def grant_upload(
 def complete_job(
     job_id: str,
     request: Request,
-    session: SessionDep,
+    door: DoorDep,
     target: Annotated[Resolved, allow(Action.CompleteJob)],
     body: JobComplete | None = None,
 ) -> JobRead:
@@ -232,36 +223,13 @@ def complete_job(
     The body, when the run could not deliver everything, says how many files are missing and
     where they wait; the job is ingested with what it has and shows a warning. A later
     ``complete`` reporting fewer missing (they arrived) ingests a Ready or Failed job anew."""
-    assert target.domain is not None
-    job = _job(session, target, job_id)
+    job = _job(door.session, target, job_id)
     undelivered = body.undelivered() if body is not None else None
-    if jobs.mark_complete(session, job, undelivered):
-        detail = {"missing_files": undelivered["missing_files"]} if undelivered else None
-        commit_audited(session, target, Action.CompleteJob, job.id, detail=detail)
-    if job.status is JobStatus.InProgress:
-        _enqueue(request, INGEST_JOB, job.id)
-    return _read(request, target, job)
+    return _read(request, target, job_cases.complete_job(door, target, job, undelivered))
 
 
 @router.delete(ONE_JOB, status_code=204, openapi_extra=OF_USER)
-def delete_job(
-    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteJob)]
-) -> Response:
+def delete_job(job_id: str, door: DoorDep, target: Annotated[Resolved, allow(Action.DeleteJob)]) -> Response:
     """Delete the job and every object it has in storage (refused while Processing)."""
-    assert target.domain is not None
-    job = _job(session, target, job_id)
-    prefix = _place(target, job_id).prefix
-    jobs.delete_job(session, job)
-    commit_audited(session, target, Action.DeleteJob, job_id)
-    # After the commit: a failed commit must not leave a row whose files are gone. A storage
-    # failure now leaves objects no row owns, which the sweeper removes.
-    job_uploads.delete_owned(request.app.state, prefix, f"job {job_id}")
+    job_cases.delete_job(door, target, _job(door.session, target, job_id))
     return Response(status_code=204)
-
-
-def _enqueue(request: Request, task_name: str, job_id: str) -> None:
-    sender = getattr(request.app.state, "app_tasks", None)
-    if sender is None:
-        log.warning("no task sender: %s for job %s waits for the reconciler", task_name, job_id)
-        return
-    sender.send(task_name, job_id)

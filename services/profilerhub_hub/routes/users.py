@@ -4,30 +4,25 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
 from profilerhub_core.db.models import UserProfile
 from profilerhub_core.records import users
-from profilerhub_core.storage import layout
-from profilerhub_hub import job_uploads
-from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import IN_DOMAIN, OF_USER
 from profilerhub_hub.schemas import Page, UserCreate, UserRead
+from profilerhub_hub.usecases import users as user_cases
 
 router = APIRouter(prefix="/domains/{domain}/users", tags=["users"])
 
 
 @router.post("", status_code=201, openapi_extra=IN_DOMAIN)
 def create_user(
-    body: UserCreate, session: SessionDep, target: Annotated[Resolved, allow(Action.CreateUserProfile)]
+    body: UserCreate, door: DoorDep, target: Annotated[Resolved, allow(Action.CreateUserProfile)]
 ) -> UserRead:
-    assert target.domain is not None
-    user = users.create_user(session, target.domain, body.name, body.role)
-    name = f"{target.domain.name}/{user.name}"
-    commit_audited(session, target, Action.CreateUserProfile, name, detail={"role": user.role.value})
-    return UserRead.of(user)
+    return UserRead.of(user_cases.create_user(door, target, body.name, body.role))
 
 
 @router.get("", openapi_extra=IN_DOMAIN)
@@ -46,12 +41,6 @@ async def describe_user(target: Annotated[Resolved, allow(Action.DescribeUserPro
 
 
 @router.delete("/{user}", status_code=204, openapi_extra=OF_USER)
-def delete_user(
-    request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteUserProfile)]
-) -> Response:
-    assert target.user is not None and target.domain is not None
-    name, prefix = target.name, layout.user_prefix(target.domain.id, target.user.id)
-    users.delete_user(session, target.user)
-    commit_audited(session, target, Action.DeleteUserProfile, name)
-    job_uploads.delete_owned(request.app.state, prefix, f"user {name}")  # the user's jobs, by id
+def delete_user(door: DoorDep, target: Annotated[Resolved, allow(Action.DeleteUserProfile)]) -> Response:
+    user_cases.delete_user(door, target)  # and the user's jobs' storage, by id
     return Response(status_code=204)

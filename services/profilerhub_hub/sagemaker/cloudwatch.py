@@ -30,7 +30,7 @@ from profilerhub_analysis.metrics_api import MetricQueryError, ResolutionNotKept
 from profilerhub_analysis.series import JobSeries
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import NotFound
-from profilerhub_hub import job_control, job_uploads
+from profilerhub_hub import job_control
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.sagemaker.errors import AwsError
 
@@ -68,7 +68,7 @@ class _Series:
 
     def __init__(self, call: Call) -> None:
         self.call = call
-        self.store = job_uploads.job_store(call.request.app.state)
+        self.store = call.door.open_store()
         self._jobs: dict[str, Job | None] = {}
         self._series: dict[str, JobSeries] = {}
 

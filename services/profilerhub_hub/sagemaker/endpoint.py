@@ -53,6 +53,7 @@ from profilerhub_hub.permissions import Caller
 from profilerhub_hub.sagemaker import cloudwatch, model, sigv4
 from profilerhub_hub.sagemaker.errors import AwsError, aws_error_of_exception
 from profilerhub_hub.sagemaker.operations import OPERATIONS, Call
+from profilerhub_hub.usecases import door_of
 
 PREFIX = "/sagemaker"
 PATHS = frozenset({PREFIX, PREFIX + "/"})
@@ -208,7 +209,8 @@ async def answer(request: Request, service: Service | None = None) -> tuple[dict
         def step(session: Session, read_only: bool) -> dict[str, Any]:
             caller = _authenticated(request, session, signed, body, read_only)
             params = _parse(name, body, service)
-            return service.operations[name](Call(request, session, caller, settings, params))
+            door = door_of(request.app.state, session, service.model)
+            return service.operations[name](Call(door, caller, params))
 
         if service.reads_only(name):
             return await run_step(request, step), 200, None

@@ -1,11 +1,11 @@
-"""The SageMaker operations, each the same service functions the REST routes call.
+"""The SageMaker operations: each translates, then calls the use case the REST route calls.
 
 Every operation finds its target through ``deps.targets.resolve`` (the REST API's lookup, so a
 hidden resource answers exactly like a missing one), asks ``authorize_resolved`` for the same
-``Action`` the REST route declares, changes records through ``profilerhub_core.records``, commits
-with ``commit_audited`` and enqueues worker tasks after the commit. Only the names differ: a
-SageMaker ``DomainId`` (``d-<uuid hex>``) instead of the domain's name, SageMaker's field names
-and ARNs in the answer.
+``Action`` the REST route declares, and calls the same use case (``profilerhub_hub.usecases``):
+it changes the records, writes the operation's one audit row (``via: sagemaker``), commits and
+enqueues worker tasks after the commit. Only the names differ: a SageMaker ``DomainId``
+(``d-<uuid hex>``) instead of the domain's name, SageMaker's field names and ARNs in the answer.
 
 ``OPERATIONS`` maps each supported ``X-Amz-Target`` operation to its function; the endpoint
 answers any other operation of SageMaker's model with ``UnknownOperationException``.
@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import Request
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, Role, UserProfile
@@ -27,11 +26,7 @@ from profilerhub_core.names import is_valid_name
 from profilerhub_core.pagination import paginate
 from profilerhub_core.records import apps, domains, users
 from profilerhub_core.settings import Settings
-from profilerhub_core.storage import layout
-from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
-from profilerhub_hub import job_uploads
 from profilerhub_hub.app_schemas import DEFAULT_PRESIGNED_SECONDS
-from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps.targets import (
     Resolved,
     authorize_resolved,
@@ -41,23 +36,32 @@ from profilerhub_hub.deps.targets import (
     resolved_user,
 )
 from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
-from profilerhub_hub.proxy import presigned_app_url
 from profilerhub_hub.sagemaker import tagging, training_jobs
 from profilerhub_hub.sagemaker.errors import validation
 from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
+from profilerhub_hub.usecases import Door
+from profilerhub_hub.usecases import apps as app_cases
+from profilerhub_hub.usecases import domains as domain_cases
+from profilerhub_hub.usecases import users as user_cases
 
 _MAX_RESULTS = 100  # SageMaker's own maximum for MaxResults
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One SageMaker request: who asks, for what, and where to do it."""
+    """One SageMaker request: who asks, for what, and the door onto the use cases."""
 
-    request: Request
-    session: Session
+    door: Door
     caller: Caller
-    settings: Settings
     params: dict[str, Any]
+
+    @property
+    def session(self) -> Session:
+        return self.door.session
+
+    @property
+    def settings(self) -> Settings:
+        return self.door.settings
 
     @property
     def arns(self) -> Arns:
@@ -211,11 +215,13 @@ def _domain_details(call: Call, domain: Domain) -> dict[str, Any]:
 def create_domain(call: Call) -> dict[str, Any]:
     target = call.allowed(call.hub(), Action.CreateDomain)
     name = _named(call.params["DomainName"], "DomainName")
-    domain = domains.create_domain(call.session, name, None)
-    domain = domains.store_aws_fields(call.session, domain, _echoed(call.params, _DOMAIN_ECHO))
-    tagging.tag_new(call, domain)
-    commit_audited(call.session, target, Action.CreateDomain, domain.name, domain=domain.name,
-                   detail={"settings": domain.settings, "via": "sagemaker"})  # fmt: skip
+    domain = domain_cases.create_domain(
+        call.door,
+        target,
+        name,
+        aws_fields=_echoed(call.params, _DOMAIN_ECHO),
+        tags_given=tagging.new_tags(call),
+    )
     return {
         "DomainArn": call.arns.domain(domain),
         "DomainId": domain_id(domain),
@@ -243,21 +249,13 @@ def list_domains(call: Call) -> dict[str, Any]:
 def update_domain(call: Call) -> dict[str, Any]:
     """Stored, echoed and audited; none of SageMaker's domain settings has a ProfilerHub meaning."""
     target = call.allowed(call.domain(), Action.UpdateDomain)
-    assert target.domain is not None
     stored = _echoed(call.params, _DOMAIN_UPDATE_ECHO)
-    domain = domains.store_aws_fields(call.session, target.domain, stored)
-    commit_audited(call.session, target, Action.UpdateDomain, domain.name,
-                   detail={"changes": {}, "stored": sorted(stored), "via": "sagemaker"})  # fmt: skip
+    domain = domain_cases.update_domain(call.door, target, {}, aws_fields=stored)
     return {"DomainArn": call.arns.domain(domain)}
 
 
 def delete_domain(call: Call) -> dict[str, Any]:
-    target = call.allowed(call.domain(), Action.DeleteDomain)
-    assert target.domain is not None
-    name, prefix = target.domain.name, layout.domain_prefix(target.domain.id)
-    domains.delete_domain(call.session, target.domain)
-    commit_audited(call.session, target, Action.DeleteDomain, name, detail={"via": "sagemaker"})
-    job_uploads.delete_owned(call.request.app.state, prefix, f"domain {name}")
+    domain_cases.delete_domain(call.door, call.allowed(call.domain(), Action.DeleteDomain))
     return {}
 
 
@@ -298,14 +296,10 @@ def create_user_profile(call: Call) -> dict[str, Any]:
     target = call.allowed(call.domain(), Action.CreateUserProfile)
     assert target.domain is not None
     name = _named(call.params["UserProfileName"], "UserProfileName")
-    given = tagging.checked_tags(call.params.get("Tags", []))
+    given = tagging.new_tags(call)
+    role = tagging.role_of(given) or Role.user
     settings = _user_settings(call)
-    user = users.create_user(call.session, target.domain, name, tagging.role_of(given) or Role.user)
-    users.update_user(call.session, user, aws_settings=settings)
-    user.updated_at = None  # storing what it was created with is no modification
-    tagging.tag_new(call, user)
-    commit_audited(call.session, target, Action.CreateUserProfile, f"{target.domain.name}/{user.name}",
-                   detail={"role": user.role.value, "via": "sagemaker"})  # fmt: skip
+    user = user_cases.create_user(call.door, target, name, role, aws_settings=settings, tags_given=given)
     return {"UserProfileArn": call.arns.user(target.domain, user.name)}
 
 
@@ -342,20 +336,13 @@ def update_user_profile(call: Call) -> dict[str, Any]:
     """Replace the given members of the profile's ``UserSettings`` (stored, echoed by
     DescribeUserProfile; ``DefaultLandingUri`` picks the app CreatePresignedDomainUrl signs into)."""
     target = call.allowed(call.user(), Action.UpdateUserProfile)
-    assert target.user is not None and target.domain is not None
-    changes = users.update_user(call.session, target.user, aws_settings=_user_settings(call))
-    commit_audited(call.session, target, Action.UpdateUserProfile, target.name,
-                   detail={"changes": changes, "via": "sagemaker"})  # fmt: skip
-    return {"UserProfileArn": call.arns.user(target.domain, target.user.name)}
+    assert target.domain is not None
+    user = user_cases.update_user(call.door, target, aws_settings=_user_settings(call))
+    return {"UserProfileArn": call.arns.user(target.domain, user.name)}
 
 
 def delete_user_profile(call: Call) -> dict[str, Any]:
-    target = call.allowed(call.user(), Action.DeleteUserProfile)
-    assert target.user is not None and target.domain is not None
-    name, prefix = target.name, layout.user_prefix(target.domain.id, target.user.id)
-    users.delete_user(call.session, target.user)
-    commit_audited(call.session, target, Action.DeleteUserProfile, name, detail={"via": "sagemaker"})
-    job_uploads.delete_owned(call.request.app.state, prefix, f"user {name}")
+    user_cases.delete_user(call.door, call.allowed(call.user(), Action.DeleteUserProfile))
     return {}
 
 
@@ -383,22 +370,11 @@ def _app_details(call: Call, app: App | apps.AppValues, user_name: str) -> dict[
     }
 
 
-def _commit_and_enqueue(call: Call, target: Resolved, action: Action, app: App, task_name: str) -> None:
-    """Commit the change with its audit event, THEN send the task (with the id only): as REST does."""
-    name = f"{target.name}/{app.app_type.value}/{app.app_name}"
-    commit_audited(call.session, target, action, name, detail={"app_id": app.id, "via": "sagemaker"})
-    call.request.app.state.app_tasks.send(task_name, app.id)
-
-
 def create_app(call: Call) -> dict[str, Any]:
     target = call.allowed(call.user(), Action.CreateApp)
     assert target.domain is not None and target.user is not None
     name = _named(call.params["AppName"], "AppName")
-    app = apps.create_user_app(
-        call.session, target.domain, target.user, _app_type(call), name, actor=target.caller.actor
-    )
-    tagging.tag_new(call, app)
-    _commit_and_enqueue(call, target, Action.CreateApp, app, SPAWN_APP)
+    app = app_cases.create_app(call.door, target, _app_type(call), name, tags_given=tagging.new_tags(call))
     return {"AppArn": call.arns.app(app, target.user.name)}
 
 
@@ -426,8 +402,7 @@ def list_apps(call: Call) -> dict[str, Any]:
         raise validation("UserProfileNameEquals needs DomainIdEquals")
     stmt: sa.Select[Any]
     if user_name:
-        call = Call(call.request, call.session, call.caller, call.settings,
-                    call.params | {"DomainId": by_domain, "UserProfileName": user_name})  # fmt: skip
+        call = call.with_params(DomainId=by_domain, UserProfileName=user_name)
         target = call.allowed(call.user(), Action.ListApps)
         assert target.user is not None
         stmt, scope = apps.apps_query(user_id=target.user.id), f"apps:{target.user.id}"
@@ -459,8 +434,7 @@ def _user_names(session: Session, rows: list[App]) -> dict[str, str]:
 
 def delete_app(call: Call) -> dict[str, Any]:
     target = call.allowed(call.user(), Action.DeleteApp)
-    app = apps.request_delete(call.session, call.the_app(target), actor=target.caller.actor)
-    _commit_and_enqueue(call, target, Action.DeleteApp, app, DELETE_APP)
+    app_cases.delete_app(call.door, target, call.the_app(target))
     return {}
 
 
@@ -489,7 +463,7 @@ def create_presigned_domain_url(call: Call) -> dict[str, Any]:
             f"User profile '{target.user.name}' has no InService app to sign in to; create_app first"
         )
     ttl = call.params.get("ExpiresInSeconds") or DEFAULT_PRESIGNED_SECONDS
-    return {"AuthorizedUrl": presigned_app_url(call.session, call.settings, target.caller, app, ttl)}
+    return {"AuthorizedUrl": app_cases.open_app(call.door, target.caller, app, ttl)}
 
 
 OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {

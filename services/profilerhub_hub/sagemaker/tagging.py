@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from profilerhub_core.db.models import AppType, ResourceTag, Role, UserProfile
 from profilerhub_core.errors import NotFound
 from profilerhub_core.records import tags, users
-from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps.targets import Resolved
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.sagemaker.errors import validation
@@ -105,11 +104,11 @@ def add_tags(call: Call) -> dict[str, Any]:
     tagged = _tagged(call, write=True)
     pairs = checked_tags(call.params["Tags"])
     tags.add_tags(call.session, tagged.owner, pairs)
-    detail: dict[str, Any] = {"tags_added": [k for k, _ in pairs], "via": "sagemaker"}
+    detail: dict[str, Any] = {"tags_added": [k for k, _ in pairs]}
     role = role_of(pairs)
     if role is not None and isinstance(tagged.owner, UserProfile):
         detail |= users.update_user(call.session, tagged.owner, role=role)
-    commit_audited(call.session, tagged.target, tagged.action, tagged.name, detail=detail)
+    call.door.commit(tagged.target, tagged.action, tagged.name, detail=detail)
     return {"Tags": [{"Key": k, "Value": v} for k, v in pairs]}
 
 
@@ -117,11 +116,11 @@ def delete_tags(call: Call) -> dict[str, Any]:
     tagged = _tagged(call, write=True)
     keys = list(dict.fromkeys(call.params["TagKeys"]))
     tags.delete_tags(call.session, tagged.owner, keys)
-    detail: dict[str, Any] = {"tags_deleted": keys, "via": "sagemaker"}
+    detail: dict[str, Any] = {"tags_deleted": keys}
     owner = tagged.owner
     if ROLE_TAG in keys and isinstance(owner, UserProfile) and not owner.is_platform_admin:
         detail |= users.update_user(call.session, owner, role=Role.user)
-    commit_audited(call.session, tagged.target, tagged.action, tagged.name, detail=detail)
+    call.door.commit(tagged.target, tagged.action, tagged.name, detail=detail)
     return {}
 
 
@@ -137,11 +136,9 @@ def list_tags(call: Call) -> dict[str, Any]:
     return answer
 
 
-def tag_new(call: Call, owner: tags.Owner) -> None:
-    """Store the ``Tags`` a Create operation was given on the resource it created (flushed)."""
-    pairs = checked_tags(call.params.get("Tags", []))
-    if pairs:
-        tags.add_tags(call.session, owner, pairs)
+def new_tags(call: Call) -> list[tuple[str, str]]:
+    """The ``Tags`` a Create operation was given, checked (the use case stores them on what it makes)."""
+    return checked_tags(call.params.get("Tags", []))
 
 
-__all__ = ["ROLE_TAG", "add_tags", "checked_tags", "delete_tags", "list_tags", "role_of", "tag_new"]
+__all__ = ["ROLE_TAG", "add_tags", "checked_tags", "delete_tags", "list_tags", "new_tags", "role_of"]

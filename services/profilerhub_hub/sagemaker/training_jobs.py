@@ -33,12 +33,12 @@ from profilerhub_analysis.rules import profiler_report
 from profilerhub_analysis.series import JobSeries
 from profilerhub_core.db.models import AuditEvent, Job, JobStatus
 from profilerhub_core.records import jobs
-from profilerhub_hub import job_control, job_uploads
-from profilerhub_hub.audit import commit_audited
+from profilerhub_hub import job_control
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.rule_schemas import configured_rules
 from profilerhub_hub.sagemaker.errors import validation
 from profilerhub_hub.sagemaker.model import epoch
+from profilerhub_hub.usecases import jobs as job_cases
 
 if TYPE_CHECKING:
     from profilerhub_hub.sagemaker.operations import Call
@@ -131,8 +131,7 @@ def _timestamp(value: Any, member: str) -> datetime:
 
 def describe_training_job(call: Call) -> dict[str, Any]:
     job = _found(call, Action.ReadJob)[0]
-    store = job_uploads.job_store(call.request.app.state)
-    series = job_control.job_series(store, job)
+    series = job_control.job_series(call.door.open_store(), job)
     status, secondary = statuses(job)
     s3 = f"s3://profilerhub/{job.domain_id}/{job.user_id}/jobs/{job.id}/"
     rules = configured_rules(call.session, job)
@@ -277,10 +276,9 @@ def _rule_members(job: Job, rules: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def stop_training_job(call: Call) -> dict[str, Any]:
-    """Ask the run to stop (``job_control.request_stop``), audited as ``StopJob``."""
+    """Ask the run to stop: the use case REST's ``POST …/stop`` calls (``usecases.jobs.stop_job``)."""
     job, target = _found(call, Action.StopJob)
-    if job_control.request_stop(call.session, target, job):
-        commit_audited(call.session, target, Action.StopJob, job.id, detail={"via": "sagemaker"})
+    job_cases.stop_job(call.door, target, job)
     return {}
 
 
