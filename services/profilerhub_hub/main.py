@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
 from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
+from profilerhub_core.lifeline import die_with_spawning_process
 from profilerhub_core.outage import name_this_process
 from profilerhub_core.settings import Settings
 from profilerhub_core.version import installed_version
@@ -89,7 +90,13 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
 
 
 def app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory profilerhub_hub.main:app_from_env``."""
+    """Factory for ``uvicorn --factory profilerhub_hub.main:app_from_env``.
+
+    In a worker process of uvicorn's supervisor (``--workers N``) it first ties the process's life
+    to the supervisor's: a supervisor killed with SIGKILL takes its workers (and their hold on the
+    port) with it instead of orphaning them.
+    """
+    die_with_spawning_process()
     name_this_process("hub")
     app = create_app(Settings())
     freeze_startup_objects()

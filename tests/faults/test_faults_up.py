@@ -1,6 +1,7 @@
 """``profilerhub up`` supervising through faults: its worker killed mid-spawn and its embedded Redis
 killed are restarted (and ``up`` says so), the app being spawned ends InService once (adopted, not
-doubled), and when ``up`` stops no app process outlives it."""
+doubled), and when ``up`` stops no app process outlives it; its hub killed with SIGKILL takes its
+server processes with it, so the restarted hub gets the port."""
 
 from __future__ import annotations
 
@@ -114,3 +115,39 @@ def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(
         f"redis kill -9 -> restarted, next app InService {redis_recovery:.1f}s later; "
         f"{len(app_pids)} app processes, 0 left after up stopped"
     )
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_hub_killed_with_sigkill_takes_its_server_processes_along_and_comes_back_on_its_port(
+    hub_process: Any,
+) -> None:
+    up = hub_process("up", env={"PROFILERHUB_HUB_WORKERS": "2"})  # uvicorn's supervisor and two workers
+    hub = _child(up, " hub")
+    servers = hub.children(recursive=True)
+    assert len(servers) >= 2, [p.cmdline() for p in servers]
+    hub.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    up.wait_for_output("hub exited with code -9", 60)
+    # Before the fix they were orphaned, kept the port, and every restart of the hub failed.
+    wait_for(lambda: not any(_alive(p) for p in servers), "the killed hub's server processes ending", 60)
+    wait_for(lambda: up.output().count("started hub") == 2, "up restarting the hub", 60)
+    restarted = _child(up, " hub")
+    assert restarted.pid != hub.pid
+    wait_for(up.healthy, "the restarted hub answering /healthz", 180, 0.2)
+    recovery = time.monotonic() - killed
+    answer = httpx.get(f"{up.url}/api/v1/me", headers=auth(up.admin_token()), timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert "Address already in use" not in up.output()
+    assert up.process.poll() is None  # up goes on (it used to give up, stopping worker, beat and Redis)
+    everything = psutil.Process(up.process.pid).children(recursive=True)
+    assert up.stop() == 0
+    _, alive = psutil.wait_procs(everything, timeout=30)
+    assert [p.cmdline() for p in alive if _alive(p)] == []
+    print(f"\nup: hub kill -9 with {len(servers)} server processes -> none left, hub answering again "
+          f"{recovery:.1f}s later")  # fmt: skip

