@@ -16,6 +16,9 @@ profiler app (``profilerhub_app.http``) alike, so both answer a domain error the
     ├── PayloadTooLarge       PayloadTooLarge      413  upload over a configured limit
     │   └── QuotaExceeded     StorageQuotaExceeded 413  the user's stored bytes would pass their quota
     └── Unavailable           ServiceUnavailable   503  a dependency (database, Redis, storage) is down; retry
+        └── StorageFull       ServiceUnavailable   503  the store refused a write for lack of space
+                                                        (ENOSPC, a quota, S3's 507): retrying does not
+                                                        help until space is freed
 """
 
 from __future__ import annotations
@@ -77,6 +80,14 @@ class Unavailable(ProfilerHubError):
     code = "ServiceUnavailable"
 
 
+class StorageFull(Unavailable):
+    """A write refused because the store has no space left (a full disk or volume, a quota).
+
+    Still ``Unavailable`` to callers that only retry later (an upload answers 503); work that
+    would redo a lot before writing again (ingest) fails at once instead of looping on it.
+    """
+
+
 HTTP_STATUS: dict[type[ProfilerHubError], int] = {
     InvalidInput: 400,
     Unauthorized: 401,
@@ -118,6 +129,7 @@ __all__ = [
     "PayloadTooLarge",
     "ProfilerHubError",
     "QuotaExceeded",
+    "StorageFull",
     "Throttled",
     "Unauthorized",
     "Unavailable",

@@ -4,6 +4,7 @@ test ends with.
     redis = PrivateRedis.start(tmp)        # redis-server on a free port; .kill() / .restart() (same port)
     pg = PrivatePostgres.create()          # initdb + pg_ctl (as postgres when root); .stop() / .start()
     cpu_hog()                              # fixture: a process burning one core beside the test
+    small_disk()                           # fixture: a 4 MiB tmpfs to fill (root only), fill(path)
     assert_error_shape(answer)             # a 4xx or 503 in the one error shape, no traceback
     assert_settled(database_url)           # no app Pending/Deleting, no job Processing or left waiting
     outage_lines(log_text, "Redis")        # (started, ended) outage lines of one dependency in a log
@@ -48,6 +49,31 @@ def cpu_hog() -> Iterator[subprocess.Popen[bytes]]:
 def _cpu_hog_when_asked(request: pytest.FixtureRequest) -> None:
     if os.environ.get("PROFILERHUB_FAULTS_CPU_HOG") == "1":
         request.getfixturevalue("cpu_hog")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs mounted at ``tmp_path/storage`` for the length of the test."""
+    mount = tmp_path / "storage"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("filling a disk needs a tmpfs mount, which needs root (CI runs as root)")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}): no small disk to fill")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Fill ``disk`` to its last block with one file (returned: unlink it to free the space)."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as out, pytest.raises(OSError):
+        while True:
+            out.write(b"\0" * 4096)
+    return filler
 
 
 def assert_error_shape(answer: httpx.Response, *allowed: int) -> dict[str, Any]:
@@ -191,5 +217,7 @@ __all__ = [
     "assert_error_shape",
     "assert_settled",
     "cpu_hog",
+    "fill",
     "outage_lines",
+    "small_disk",
 ]

@@ -4,35 +4,15 @@ the store, and uploads work again once space is freed."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.faults.faults import assert_error_shape, assert_settled
+from tests.faults.faults import assert_error_shape, assert_settled, fill
 from tests.support.hub import TEST_SECRET_KEY, auth
 
 JOB = "/api/v1/domains/d1/users/alice/jobs"
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs mounted at ``tmp_path/storage`` for the length of the test."""
-    mount = tmp_path / "storage"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("filling a disk needs a tmpfs mount, which needs root (CI runs as root)")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}): no small disk to fill")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _leftovers(store: Path) -> list[str]:
@@ -73,10 +53,7 @@ def test_a_full_disk_gives_503_keeps_nothing_half_written_and_recovers(
         refused = []
         big = client.put(f"{files}/traces/big.json", content=b"x" * (6 << 20), headers=alice)
         refused.append(big)  # larger than the whole disk
-        filler = small_disk / "filler"
-        with filler.open("wb", buffering=0) as out, pytest.raises(OSError):
-            while True:  # fill what is left, to the last block
-                out.write(b"\0" * 4096)
+        filler = fill(small_disk)  # what is left, to the last block
         refused += [
             client.put(f"{files}/metrics/000001.jsonl.gz", content=b"y" * 20_000, headers=alice),
             client.put(f"{files}/small.json", content=b"{}" * 3000, headers=alice),

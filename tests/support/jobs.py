@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from profilerhub_app.hub import HttpHub
@@ -146,6 +151,24 @@ def make_job(
     for name, data in files.items():
         ctx.store.put(place.raw_key(name), data)
     return job_id, place
+
+
+@contextmanager
+def ingest_worker(ctx: IngestContext, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A real Celery worker (solo pool, in a thread) on a queue of its own in the real Redis, whose
+    ingest context is ``ctx``; yields its Celery app (``app.send_task(INGEST_JOB, args=[job_id])``)."""
+    from celery.contrib.testing.worker import start_worker
+
+    from profilerhub_worker.celery_app import make_celery
+    from profilerhub_worker.runtime import runtime_of
+
+    queue = f"phtest-ingest-{uuid.uuid4().hex[:10]}"
+    app = make_celery(redis_url, queue=queue)
+    runtime_of(app).ingest = ctx
+    # start_worker sets the root logger's level for the whole process; later tests need it back.
+    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
+    with start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=10):
+        yield app
 
 
 def job_prefix(hub: Any, job_id: str) -> str:

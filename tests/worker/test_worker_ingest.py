@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from profilerhub_core.errors import Unavailable
 from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from tests.support.hub import wait_for
-from tests.support.jobs import make_job, sdk_files
+from tests.support.jobs import ingest_worker, make_job, sdk_files
 
 CPU_TRACE = "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz"
 GPU_TRACE = "traces/hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
@@ -286,13 +285,6 @@ def test_a_real_worker_retries_a_storage_failure_with_its_claim(
 ) -> None:
     """The Celery task on a real worker (in a thread) and the real Redis: the first write fails,
     the task retries with its claim and the job ends Ready."""
-    import uuid
-
-    from celery.contrib.testing.worker import start_worker
-
-    from profilerhub_worker.celery_app import make_celery
-    from profilerhub_worker.runtime import runtime_of
-
     job_id, _ = make_job(ctx, sdk_files())
     real_put, calls = ctx.store.put, []
 
@@ -303,12 +295,7 @@ def test_a_real_worker_retries_a_storage_failure_with_its_claim(
         return real_put(*args, **kwargs)
 
     monkeypatch.setattr(ctx.store, "put", flaky)
-    queue = f"phtest-ingest-{uuid.uuid4().hex[:10]}"
-    app = make_celery(redis_url, queue=queue)
-    runtime_of(app).ingest = ctx
-    # start_worker sets the root logger's level for the whole process; later tests need it back.
-    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
-    with start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=10):
+    with ingest_worker(ctx, redis_url, monkeypatch) as app:
         app.send_task(INGEST_JOB, args=[job_id])
         wait_for(lambda: job_row(ctx, job_id).status is JobStatus.Ready, "the job Ready after a retry", 30)
     assert len(calls) > 1 and "processed/" in calls[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
+import errno
 import hashlib
 import os
 import re
@@ -25,7 +26,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from profilerhub_core.errors import Conflict, InvalidInput, NotFound, Unavailable
+from profilerhub_core.errors import Conflict, InvalidInput, NotFound, StorageFull, Unavailable
 
 from .base import (
     DEFAULT_CHUNK_SIZE,
@@ -55,6 +56,9 @@ def _etag(digest: str) -> str:
     return f'"{digest}"'
 
 
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})  # a full disk, a user's disk quota
+
+
 class LocalStore(ObjectStore):
     """An :class:`ObjectStore` in a local directory (``file:///abs/dir``).
 
@@ -80,7 +84,7 @@ class LocalStore(ObjectStore):
             self._tmp.mkdir(parents=True, exist_ok=True)
             self._uploads.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise Unavailable(self._failure(exc, given)) from exc
+            raise self._unavailable(exc, given) from exc
         self.fsync = fsync
         self._sweep_stale()
 
@@ -123,16 +127,21 @@ class LocalStore(ObjectStore):
             "directory exists, is writable by this process and has free space"
         )
 
+    def _unavailable(self, exc: OSError, where: Path | None = None) -> Unavailable:
+        """The error for a failed file operation: ``StorageFull`` when the disk or a quota is full."""
+        message = self._failure(exc, where)
+        return StorageFull(message) if exc.errno in _NO_SPACE else Unavailable(message)
+
     @contextmanager
     def _errors(self, key: str, *, reading: bool = False) -> Iterator[None]:
         try:
             yield
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
             if not reading:
-                raise Unavailable(self._failure(exc)) from exc
+                raise self._unavailable(exc) from exc
             raise NotFound(f"no object at key {key!r}") from exc
         except OSError as exc:
-            raise Unavailable(self._failure(exc)) from exc
+            raise self._unavailable(exc) from exc
 
     # -- whole objects -------------------------------------------------------------------------
 
@@ -248,7 +257,7 @@ class LocalStore(ObjectStore):
         except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
-            raise Unavailable(self._failure(exc)) from exc
+            raise self._unavailable(exc) from exc
         # A folder sorts as "name/" so the whole walk yields keys in byte order ("a-b" < "a/x").
         named: builtins.list[tuple[bytes, os.DirEntry[str]]] = []
         for entry in entries:
@@ -322,7 +331,7 @@ class LocalStore(ObjectStore):
         except FileNotFoundError:
             recorded = None
         except OSError as exc:
-            raise Unavailable(self._failure(exc)) from exc
+            raise self._unavailable(exc) from exc
         if recorded != upload.key:
             raise NotFound(f"no multipart upload {upload.upload_id!r} for key {upload.key!r}")
         return where
@@ -406,7 +415,7 @@ class LocalStore(ObjectStore):
             if probe.read_bytes() != b"ok":
                 raise Unavailable(f"local storage at {self.root} did not read back what was written")
         except OSError as exc:
-            raise Unavailable(self._failure(exc)) from exc
+            raise self._unavailable(exc) from exc
         finally:
             with suppress(OSError):
                 probe.unlink()

@@ -29,7 +29,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from profilerhub_core.errors import InvalidInput, NotFound, ProfilerHubError, Unavailable
+from profilerhub_core.errors import InvalidInput, NotFound, ProfilerHubError, StorageFull, Unavailable
 
 from .base import (
     DEFAULT_CHUNK_SIZE,
@@ -61,6 +61,9 @@ _DENIED = {
     "403",
 }
 _BAD_PARTS = {"EntityTooSmall", "InvalidPart", "InvalidPartOrder"}
+# What S3-compatible stores answer when they are out of space: MinIO's drives full, a Ceph RGW
+# user or bucket quota, the plain 507 (any code, matched by status too).
+_NO_SPACE = frozenset({"XMinioStorageFull", "QuotaExceeded", "InsufficientStorage", "StorageFull"})
 _DELETE_BATCH = 1000  # DeleteObjects' limit
 
 
@@ -202,6 +205,12 @@ class S3Store(ObjectStore):
             return NotFound(f"no multipart upload in progress for key {key!r}")
         if code in _BAD_PARTS:
             return InvalidInput(f"multipart upload for {key!r} rejected ({code}): {detail}")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in _NO_SPACE or status == 507:
+            return StorageFull(
+                f"S3 at {self._where} has no space left for bucket {self.bucket!r} ({code or status}): "
+                f"{detail}; free space or raise the bucket's quota"
+            )
         if code in _DENIED:
             return Unavailable(
                 f"S3 at {self._where} refused access to bucket {self.bucket!r} ({code}); check the "

@@ -18,13 +18,17 @@
               (``actions``).
 
 A storage or database failure raises ``IngestInterrupted`` carrying the claim, and the Celery
-task retries with it (``claim=``), taking its own claim back. Running the whole thing twice
+task retries with it (``claim=``), taking its own claim back. Storage that is full (``StorageFull``:
+a full disk or quota under the store, S3's 507; or ``ENOSPC`` in the worker's own temporary
+folder) is not retried: every retry would parse the traces again only to fail at the same write,
+so the job is Failed at once, saying so (``storage_full``). Running the whole thing twice
 writes the same objects: it is idempotent. Each step is its own module: ``claim``, ``read``,
 ``write`` (and ``reconcile`` for the periodic task); this one runs them in order.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from datetime import datetime
 from typing import Any
@@ -33,8 +37,8 @@ import orjson
 from sqlalchemy.exc import OperationalError
 
 from profilerhub_core.db.models import Job, JobStatus
-from profilerhub_core.errors import Unavailable
-from profilerhub_core.jobstorage import SUMMARY, place_of
+from profilerhub_core.errors import StorageFull, Unavailable
+from profilerhub_core.jobstorage import SUMMARY, JobPlace, place_of
 from profilerhub_core.outage import report
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
@@ -104,13 +108,48 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
             _act(ctx, job_id, None)
         return "Failed" if failed else "lost"
     except (Unavailable, OperationalError, OSError) as exc:
-        raise IngestInterrupted(stamp.isoformat(), exc) from exc
+        full = storage_full(exc)
+        if full is None:
+            raise IngestInterrupted(stamp.isoformat(), exc) from exc
+        return _fail_for_space(ctx, job_id, place, start["name"], stamp, full)
     compact = plain(sm.compact(summary))
     # the list's figures on the row too, so the owner's job list sorts by them in SQL
     moved = finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact, rule_results=rule_results, **facts)
     if moved:
         _act(ctx, job_id, (live_results, rule_results))
     return "Ready" if moved else "lost"
+
+
+def storage_full(exc: BaseException) -> str | None:
+    """The failure reason when ``exc`` means there is no space to write in, else None."""
+    if isinstance(exc, StorageFull):
+        return (
+            f"Storage is full: ingest could not write the job's processed files ({exc.message}). "
+            "The raw files are kept; free space in storage, then upload the job again"
+        )
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return (
+            f"The ingest worker's temporary folder{where} is full ({exc.strerror}); free space there "
+            "(or point TMPDIR at a larger disk), then upload the job again"
+        )
+    return None
+
+
+def _fail_for_space(
+    ctx: IngestContext, job_id: str, place: JobPlace, name: str, stamp: datetime, reason: str
+) -> str:
+    """Fail a job that storage has no room for, without retrying (``storage_full``)."""
+    log.warning("job %s failed: %s", job_id, reason)
+    try:  # what was written is useless now; removing it frees room for status.json
+        ctx.store.delete_prefix(place.processed_prefix)
+        put_status(ctx.store, place, name, JobStatus.Failed, reason)
+    except (Unavailable, OSError) as exc:  # the row is the truth; status.json is the app's copy
+        log.warning("job %s: Failed, but its status.json could not be written (%s)", job_id, exc)
+    failed = finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=reason)
+    if failed:
+        _act(ctx, job_id, None)
+    return "Failed" if failed else "lost"
 
 
 def _act(ctx: IngestContext, job_id: str, rules: tuple[Any, dict[str, Any]] | None) -> None:
@@ -124,4 +163,4 @@ def _act(ctx: IngestContext, job_id: str, rules: tuple[Any, dict[str, Any]] | No
             log.exception("job %s: webhook deliveries could not be recorded", job_id)
 
 
-__all__ = ["ingest_job"]
+__all__ = ["ingest_job", "storage_full"]
