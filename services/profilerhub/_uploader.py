@@ -148,8 +148,16 @@ class Uploader:
             self.give_up(path, data)
 
     def close(self, timeout: float) -> None:
-        """Finish what is queued within ``timeout`` seconds, then stop; the rest is dropped."""
-        self.drain(timeout)
+        """Finish what is queued within ``timeout`` seconds, then stop; files left are given up.
+
+        Files get the first half of ``timeout``. When one is still being retried then (storage
+        answering 503 to every file), the files left are given up (spilled or counted) and the
+        calls queued behind them (``complete``) run once anyway in the second half: the sink
+        answers, so it hears that the run is over and how much it did not get. A call still
+        running when the time is up is left to its thread (the sink's own timeouts bound it).
+        """
+        deadline = time.monotonic() + timeout
+        drained = self.drain(timeout / 2)
         with self._cond:
             self._stop_at = time.monotonic()
             self._cond.notify_all()
@@ -157,7 +165,29 @@ class Uploader:
             # A request in flight is bounded by the sink's own timeouts; do not wait for it forever.
             self._thread.join(timeout=1.0)
         self.abandon_pending()
+        if not drained:
+            self._run_calls_left(deadline)
         self.sink.close()
+
+    def _run_calls_left(self, deadline: float) -> None:
+        """Run the calls still queued (once each, in order) until ``deadline``, unless the sink is dead."""
+        with self._cond:
+            calls = [item for item in self._queue if not isinstance(item, tuple)]
+            self._queue.clear()
+        if self.dead or not self.opened or not calls:
+            return
+
+        def run() -> None:
+            for call in calls:
+                try:
+                    call()
+                except Exception as exc:  # the run's closing account says the job is not completed
+                    logger.debug("profilerhub: closing call failed: %s", exc)
+                    return
+
+        thread = threading.Thread(target=run, name="profilerhub-closing", daemon=True)
+        thread.start()
+        thread.join(max(0.0, deadline - time.monotonic()))
 
     # -- the worker thread --------------------------------------------------------------------
 
