@@ -109,6 +109,25 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the database back to ``revision`` (``base``: nothing of ProfilerHub's left), running
+    each later migration's ``downgrade()``: what those revisions added (tables, columns) is dropped
+    with its data."""
+    from alembic import command
+
+    command.downgrade(alembic_config(engine), revision)
+
+
+def revisions() -> list[tuple[str, str]]:
+    """``(revision, first line of its docstring)`` of every shipped migration, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    found = [(rev.revision, (rev.doc or "").strip().splitlines()[0] if rev.doc else "")
+             for rev in script.walk_revisions()]  # fmt: skip
+    return list(reversed(found))
+
+
 def check_migrated(engine: Engine) -> None:
     """Raise ``SchemaNotMigrated`` (with what to run) unless the database is at the head revision."""
     current = current_revision(engine)
