@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from own_credentials import own_token
 
 JUPYTERHUB = {"get_user": 190.0, "list_users": 95.0}
 
@@ -88,15 +89,14 @@ def start_up(home: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
 
 
 def seed(base: str, admin: str, users: int) -> str:
-    """Create domain d1 with ``users`` users; return a token of user alice."""
+    """Create domain d1 with ``users`` users; return a token of alice's own (``own_credentials``)."""
     with httpx.Client(base_url=f"{base}/api/v1", headers={"Authorization": f"Bearer {admin}"}) as api:
         api.post("/domains", json={"name": "d1"}).raise_for_status()
         api.post("/domains/d1/users", json={"name": "alice"}).raise_for_status()
         for i in range(users - 1):
             api.post("/domains/d1/users", json={"name": f"user-{i:04d}"}).raise_for_status()
-        response = api.post("/domains/d1/users/alice/tokens", json={"note": "bench"})
-        response.raise_for_status()
-        return str(response.json()["token"])
+    with httpx.Client(base_url=base) as hub:
+        return own_token(hub, {"Authorization": f"Bearer {admin}"}, "d1", "alice")
 
 
 WRK_SCRIPT = """

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+from own_credentials import own_token
 
 # JupyterHub 6.1, LocalProcessSpawner, this machine (from the issue): (low, high) where a range.
 JUPYTERHUB = {
@@ -126,8 +127,7 @@ class Stack:
         self.client.post(
             "/api/v1/domains/bench/users", json={"name": name}, headers=self.admin
         ).raise_for_status()
-        token = self.client.post(f"/api/v1/domains/bench/users/{name}/tokens", json={}, headers=self.admin)
-        return {"Authorization": f"Bearer {token.json()['token']}"}
+        return {"Authorization": f"Bearer {own_token(self.client, self.admin, 'bench', name)}"}
 
     def create(self, user: str, headers: dict[str, str]) -> str:
         answer = self.client.post(f"/api/v1/domains/bench/users/{user}/apps", json={}, headers=headers)

@@ -2,7 +2,8 @@
 
     invite_user          an administrator's one-time link; a reset when the user had a password
     revoke_invitation    an open invitation no longer usable
-    accept_invitation    the invited user chooses a password and is signed in (a console session)
+    accept_invitation    the invited user chooses a password and is signed in (a console session,
+                         or a token of theirs: ``accept_invitation_for_token``)
     password_sign_in     name + password -> the user's own console session, or their own token
     change_password      the user alone, with their current password
 
@@ -116,28 +117,40 @@ def _signed_in(session: Session, settings: Settings, user: UserProfile) -> str:
     return cookie
 
 
-def accept_invitation(session: Session, settings: Settings, secret: str, password: str) -> str:
-    """Spend the invitation, set the password, sign the browser in; the console cookie's secret.
-    A refused password (``InvalidInput``) leaves the invitation open."""
+def _spend_invitation(session: Session, settings: Settings, secret: str, password: str) -> UserProfile:
+    """Spend the invitation and set the password (a refused password, ``InvalidInput``, leaves the
+    invitation open; an unusable one is audited as refused)."""
     require_local_accounts(settings)
     try:
-        user = accounts.accept_invitation(session, secret, password, min_length=settings.password_min_length)
+        return accounts.accept_invitation(session, secret, password, min_length=settings.password_min_length)
     except accounts.InvitationNotUsable as exc:
         session.rollback()
         audit.record_audit(
-            session,
-            actor="anonymous",
-            action="AcceptInvitation",
-            target_type="Invitation",
-            target="invitation",
-            outcome=audit.DENIED,
-            detail={"reason": exc.message},
-        )
+            session, actor="anonymous", action="AcceptInvitation", target_type="Invitation",
+            target="invitation", outcome=audit.DENIED, detail={"reason": exc.message},
+        )  # fmt: skip
         session.commit()
         raise
+
+
+def accept_invitation(session: Session, settings: Settings, secret: str, password: str) -> str:
+    """The console's invitation form: spend it, set the password, sign the browser in; the console
+    cookie's secret."""
+    user = _spend_invitation(session, settings, secret, password)
     cookie = _signed_in(session, settings, user)
     _commit_as(session, user, "AcceptInvitation", "Invitation", detail={"signed_in": True, "via": PASSWORD})
     return cookie
+
+
+def accept_invitation_for_token(
+    session: Session, settings: Settings, secret: str, password: str, *, note: str
+) -> tuple[ApiToken, str]:
+    """The same from a terminal or script: spend it, set the password; a new token of the user's own."""
+    user = _spend_invitation(session, settings, secret, password)
+    token, token_secret = tokens.issue_token(session, user, note=note)
+    detail = {"token_id": token.id, "via": PASSWORD}
+    _commit_as(session, user, "AcceptInvitation", "Invitation", detail=detail)
+    return token, token_secret
 
 
 def _check_password(
@@ -227,6 +240,7 @@ __all__ = [
     "PASSWORD",
     "Invited",
     "accept_invitation",
+    "accept_invitation_for_token",
     "change_password",
     "invitation_url",
     "invite_user",

@@ -298,3 +298,35 @@ def test_the_terminal_invites_and_signs_in_with_a_name_and_password(
     saved = config.read_text()
     token = re.search(r'token = "([^"]+)"', saved)
     assert token and client.get("/api/v1/me", headers=auth(token.group(1))).json()["impersonated_by"] is None
+
+
+def test_an_invitation_is_used_from_a_script_or_terminal_for_a_token_of_ones_own(
+    client: Any, seed: Any, tmp_path: Any
+) -> None:
+    from typer.testing import CliRunner
+
+    from profilerhub.cli.main import app
+
+    seed.user("d1", "alice")
+    seed.user("d1", "bob")
+    made = invite(client, seed.admin_token)
+    weak = client.post("/api/v1/sign-in/invitation", json={"invitation": made["url"], "password": "short"})
+    assert weak.status_code == 400 and "at least 12" in weak.json()["error"]["message"]
+    answer = client.post("/api/v1/sign-in/invitation", json={"invitation": made["url"], "password": GOOD})
+    assert answer.status_code == 201, answer.text
+    who = client.get("/api/v1/me", headers=auth(answer.json()["token"])).json()
+    assert (who["user"], who["impersonated_by"]) == ("alice", None)
+    again = client.post("/api/v1/sign-in/invitation", json={"invitation": made["url"], "password": GOOD})
+    assert again.status_code == 401 and "already used" in again.json()["error"]["message"]
+    assert password_form(client, "d1", "alice", GOOD).status_code == 303
+
+    # profilerhub login --invitation LINK: the hub is the link's, the password asked twice.
+    config = tmp_path / "config.toml"
+    env = {"PROFILERHUB_URL": "", "PROFILERHUB_TOKEN": "", "PROFILERHUB_CONFIG": str(config)}
+    link = invite(client, seed.admin_token, user="bob")["url"]
+    typed = "quiet-lantern-orchard-5\nquiet-lantern-orchard-5\n"
+    done = CliRunner().invoke(
+        app, ["login", "--invitation", link], env=env, obj={"http": client}, input=typed
+    )
+    assert done.exit_code == 0, done.output
+    assert "as d1/bob (user)" in done.output and "http://127.0.0.1:8080" in done.output

@@ -48,7 +48,8 @@ UPLOAD = {"path": "rank0.json", "size": 10}
 SIGN_IN_LINK = {"landing": "app"}
 HOOK = {"url": "https://93.184.215.14/hook"}
 PASSWORDS = {"current_password": "not-set-yet", "new_password": "a-long-new-secret-9"}
-SIGN_IN = {"domain": "d1", "user": "alice", "password": "not-set-yet"}  # a public IP literal: no DNS needed
+SIGN_IN = {"domain": "d1", "user": "alice", "password": "not-set-yet"}
+ACCEPT = {"invitation": "phi_no-such-invitation", "password": "a-long-new-secret-9"}  # a public IP literal: no DNS needed
 DHOOKS = "/api/v1/domains/d1/webhooks"
 # fmt: off
 MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
@@ -77,6 +78,7 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("DELETE",f"{U}/invitations/no-such-one",    None,              (404, 404, 404, 403, 404, 401, 401, 401)),
     ("PUT",   f"{U}/password",                   PASSWORDS,         (403, 403, 404, 403, 404, 401, 401, 401)),
     ("POST",  "/api/v1/sign-in/password",        SIGN_IN,           (401, 401, 401, 401, 401, 401, 401, 401)),
+    ("POST",  "/api/v1/sign-in/invitation",      ACCEPT,            (401, 401, 401, 401, 401, 401, 401, 401)),
     ("POST",  f"{U}/access-keys",                {"note": "x"},     (201, 201, 404, 201, 404, 401, 401, 401)),
     ("GET",   f"{U}/access-keys",                None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("DELETE",f"{U}/access-keys/PHAKAAAAAAAAAAAA", None,            (404, 404, 404, 404, 404, 401, 401, 401)),

@@ -13,6 +13,7 @@ import platform
 import sys
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
@@ -57,6 +58,15 @@ def login(
             "yours is made and saved).",
         ),
     ] = None,
+    invitation: Annotated[
+        str | None,
+        typer.Option(
+            "--invitation",
+            metavar="LINK",
+            help="Use the invitation link your administrator sent: choose your password, and a new "
+            "token of yours is made and saved (URL defaults to the link's hub).",
+        ),
+    ] = None,
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Read the password from standard input (scripts).")
     ] = False,
@@ -66,12 +76,17 @@ def login(
     http = (ctx.obj or {}).get("http") if isinstance(ctx.obj, dict) else None
     try:
         saved = read_file()
+        if invitation and not url:
+            parts = urlsplit(invitation)
+            url = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
         url = (url or HubConfig.load().url or "").rstrip("/")
         if not url:
             url = typer.prompt("Hub URL", default="http://127.0.0.1:8080").rstrip("/")
+        if invitation:
+            token = _invitation_token(url, invitation, password_stdin, http)
         if user is None and token is None and not password_stdin:
             user = typer.prompt("Domain/user name (leave empty to paste an API token)", default="") or None
-        if user is not None or password_stdin:
+        if token is None and (user is not None or password_stdin):
             token = _password_token(url, user or "", password_stdin, http)
         token = token or typer.prompt("API token", hide_input=True)
     except ConfigError as exc:
@@ -97,25 +112,42 @@ def login(
             typer.echo(f"note: {env} is set; it wins over the saved {key}")
 
 
+def _invitation_token(url: str, link: str, from_stdin: bool, http: Any) -> str:
+    """Choose the password of an invitation (asked twice, or read from stdin); a new token of yours."""
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = typer.prompt("Choose a password", hide_input=True, confirmation_prompt=True)
+    body = {"invitation": link, "password": password, "note": f"profilerhub login on {platform.node()}"}
+    return _anonymous_post(url, http, "invitation", body)
+
+
 def _password_token(url: str, user: str, from_stdin: bool, http: Any) -> str:
     """A new token of the user's own, for their name and password (asked for, or read from stdin)."""
     domain, _, name = user.partition("/")
     if not domain or not name:
         raise CliFailure(f"--user {user!r}: write it DOMAIN/NAME, e.g. research/alice", exit_code=2)
     password = sys.stdin.readline().rstrip("\n") if from_stdin else typer.prompt("Password", hide_input=True)
-    hub = Hub(HubConfig(url, None, "the command line", "a password"), http=http, anonymous=True)
     body = {
         "domain": domain,
         "user": name,
         "password": password,
         "note": f"profilerhub login on {platform.node()}",
     }
+    return _anonymous_post(url, http, "password", body)
+
+
+def _anonymous_post(url: str, http: Any, way: str, body: dict[str, str]) -> str:
+    """``POST /sign-in/{way}`` without a token; the new token it answers with."""
+    hub = Hub(HubConfig(url, None, "the command line", "a password"), http=http, anonymous=True)
     try:
-        return str(hub.request("POST", path("sign-in", "password"), json=body)["token"])
+        return str(hub.request("POST", path("sign-in", way), json=body)["token"])
     except CliFailure as failure:
         if failure.status == 401:
-            raise CliFailure(failure.message, "no password yet? ask your administrator for an invitation "
-                             "(`profilerhub users invite`)", status=401) from None  # fmt: skip
+            hint = "ask your administrator for a new invitation (`profilerhub users invite`)"
+            if way == "password":
+                hint = "no password yet? " + hint
+            raise CliFailure(failure.message, hint, status=401) from None
         raise
     finally:
         hub.close()

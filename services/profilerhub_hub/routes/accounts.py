@@ -1,5 +1,6 @@
 """Local accounts: invitations (``/domains/{domain}/users/{user}/invitations``), the user's
-password (``…/password``) and a token for a name and password (``/sign-in/password``).
+password (``…/password``), and tokens of the user's own for an invitation (``/sign-in/invitation``)
+or a name and password (``/sign-in/password``).
 
 The operations are ``profilerhub_hub.accounts``'s; the console's invitation and sign-in forms
 call the same ones.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -76,6 +78,12 @@ class PasswordSignIn(RequestModel):
     )
 
 
+class InvitationAccept(RequestModel):
+    invitation: str = Field(max_length=400, description="The invitation's link, or its phi_… token.")
+    password: str = Field(max_length=MAX_LENGTH, description="The password the user chooses.")
+    note: str = Field("", max_length=200, description="What the token is for.")
+
+
 @router.post(INVITATIONS, status_code=201, openapi_extra=OF_USER)
 def create_invitation(
     session: SessionDep,
@@ -119,6 +127,32 @@ def update_password(
     """Change your own password (your other password sessions end)."""
     accounts.change_password(session, settings, target, body.current_password, body.new_password)
     return Response(status_code=204)
+
+
+@router.post(
+    "/sign-in/invitation",
+    status_code=201,
+    responses={
+        400: {"description": "The password is refused (too short, common, contains the name)"},
+        401: {"description": "The invitation is unknown, used, revoked or expired"},
+    },
+)
+async def accept_invitation(body: InvitationAccept, request: Request) -> TokenCreated:
+    """Use an invitation from a terminal or script: choose the password, get a new token of your own
+    (the console's invitation page does the same in a browser). Not rate limited: an unknown link
+    costs one indexed lookup, and only a real one costs a password hash."""
+    state = request.app.state
+    secret = parse_qs(urlsplit(body.invitation).query).get("token", [body.invitation])[0].strip()
+
+    def accept() -> TokenCreated:
+        with state.sessions() as session:
+            note = body.note or "invitation"
+            token, token_secret = accounts.accept_invitation_for_token(
+                session, state.settings, secret, body.password, note=note
+            )
+            return TokenCreated.of(token, token_secret)
+
+    return await run_in_threadpool(accept)
 
 
 @router.post(
