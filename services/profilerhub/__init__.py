@@ -20,9 +20,12 @@ __version__ = "0.1.0"  # the one place: pyproject.toml reads it (tool.hatch.vers
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
 if TYPE_CHECKING:
-    from ._api import StopTraining, annotate, current_run, finish, init, log_metric, step
+    from ._api import StopTraining, annotate, current_run, finish, init, log_metric, mode, step, watch
+    from ._watch import SaveConfig
 
-_API = frozenset({"StopTraining", "annotate", "current_run", "finish", "init", "log_metric", "step"})
+_API = frozenset(
+    {"StopTraining", "annotate", "current_run", "finish", "init", "log_metric", "mode", "step", "watch"}
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -34,11 +37,28 @@ def __getattr__(name: str) -> Any:
         value = getattr(_api, name)
         globals()[name] = value
         return value
+    if name == "SaveConfig":
+        from ._watch import SaveConfig
+
+        globals()[name] = SaveConfig
+        return SaveConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _API)
+    return sorted(set(globals()) | _API | {"SaveConfig"})
 
 
-__all__ = ["StopTraining", "__version__", "annotate", "current_run", "finish", "init", "log_metric", "step"]
+__all__ = [
+    "SaveConfig",
+    "StopTraining",
+    "__version__",
+    "annotate",
+    "current_run",
+    "finish",
+    "init",
+    "log_metric",
+    "mode",
+    "step",
+    "watch",
+]

@@ -171,6 +171,102 @@ def log_metric(name: str, value: float, step: int | None = None, *, tensorboard:
             log_once("log_metric", logging.WARNING, "profilerhub: log_metric failed (%s)", exc)
 
 
+def watch(
+    model: Any,
+    optimizer: Any = None,
+    loss_fn: Any = None,
+    *,
+    collections: Sequence[str] | Mapping[str, Any] | None = None,
+    every: Any = None,
+    include: str | Sequence[str] | None = None,
+    exclude: str | Sequence[str] | None = None,
+    full_tensors: Any = None,
+    tensorboard: bool = False,
+) -> Any:
+    """Collect reductions of ``model``'s weights, biases, gradients, activations, losses and
+    optimizer updates at saved steps (docs/debugging.md). Returns a handle with ``remove()``.
+
+    ``collections``: names (smdebug's: ``weights``, ``biases``, ``gradients``, ``activations``,
+    ``losses``, ``optimizer_variables``) or ``{name: save config}``; default weights, biases,
+    gradients, losses (and optimizer_variables with an ``optimizer``). ``every``: the save config
+    of collections without their own (an interval, ``SaveConfig`` or its fields as a dict; default
+    every 100 steps, losses every step). ``include``/``exclude``: regexes on full names
+    (``"activations/encoder.*relu"``) that add tensors to or remove them from what is saved.
+    ``full_tensors``: regexes (or ``{"include", "steps", "max_bytes_per_step"}``) of tensors also
+    saved whole. ``tensorboard``: also write the reductions as TensorBoard scalars and histograms.
+    Without a current run it does nothing. ``ValueError`` for invalid arguments only."""
+    from ._watch import FullTensors, Watcher, _patterns, save_configs
+
+    configs = save_configs(collections, every, optimizer=optimizer is not None)
+    inc, exc = _patterns(include, "include"), _patterns(exclude, "exclude")
+    full = FullTensors.of(full_tensors)
+    run = _live_run()
+    if run is None:
+        logger.info("profilerhub: watch() without a running ph.init(): nothing is collected")
+        return _NoWatch()
+    import torch
+
+    watcher = Watcher(
+        run,
+        torch,
+        model,
+        optimizer=optimizer,
+        loss_fn=loss_fn,
+        configs=configs,
+        include=inc,
+        exclude=exc,
+        full=full,
+        tensorboard=tensorboard,
+    )
+    run.watchers.append(watcher)
+    return watcher
+
+
+class _NoWatch:
+    def remove(self) -> None:
+        pass
+
+
+class mode:  # noqa: N801 - used like a function: ph.mode("eval")
+    """Set the mode (``"train"``, ``"eval"``, ``"predict"``) that watched tensors are recorded
+    under, each with its own step counter (smdebug's modes). A call sets it; as a context manager
+    it also restores the previous mode on exit."""
+
+    __slots__ = ("name", "_previous")
+
+    def __init__(self, name: str) -> None:
+        from ._watch import MODES
+
+        if name not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {name!r}")
+        self.name = name
+        self._previous = _set_mode(name)
+
+    def __enter__(self) -> mode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            _set_mode(self._previous)
+
+
+def _set_mode(name: str) -> str | None:
+    run = _live_run()
+    if run is None:
+        return None
+    previous = run.mode
+    if previous != name:
+        try:
+            run.flush_watchers()
+        except Exception as exc:
+            log_once("watch-mode", logging.WARNING, "profilerhub: watch: flush failed (%s)", exc)
+        run.mode = name
+        if name == "train" and run.current_step is not None:
+            for w in run.watchers:
+                w.start_step("train", run.current_step)
+    return previous
+
+
 class annotate:  # noqa: N801 - used like a function: ph.annotate("forward")
     """A named range of code, as a context manager or a decorator; nestable, thread-safe.
 
@@ -259,6 +355,8 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         if self.number is None:
             self.number = 0 if run.current_step is None else run.current_step + 1
         run.current_step = self.number
+        if run.watchers and run.mode == "train":
+            _watch_step(run, self.number)
         self._depth = _enter_depth(run)
         hooks = torch_hooks()
         self._nvtx = hooks is not None and hooks.push_nvtx(f"step_{self.number}")
@@ -270,6 +368,8 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         if run is None:
             return
         _record(run, "step", f"step_{self.number}", self._start, now_ns(), self._depth, self.number)
+        if run.watchers:
+            _watch_step(run, None)
         if self._nvtx:
             hooks = torch_hooks()
             if hooks is not None:
@@ -279,6 +379,18 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
                 run.torch_profiler.step()
             except Exception as exc_:
                 log_once("torch-step", logging.WARNING, "profilerhub: torch profiler step failed (%s)", exc_)
+
+
+def _watch_step(run: Run, number: int | None) -> None:
+    """A step starts (``number``) or ends (None): the watchers send what the last one collected."""
+    try:
+        for w in run.watchers:
+            if number is None:
+                w.flush()
+            else:
+                w.start_step("train", number)
+    except Exception as exc:
+        log_once("watch-step", logging.WARNING, "profilerhub: watch: step rows lost (%s)", exc)
 
 
 def _live_run() -> Run | None:

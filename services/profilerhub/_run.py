@@ -32,7 +32,7 @@ from .sinks import Sink, make_sink
 from .sinks.base import USER_STOP
 
 FORMAT = "profilerhub-raw/1"
-CHUNK_KINDS = ("system", "annotations", "metrics")
+CHUNK_KINDS = ("system", "annotations", "metrics", "tensors")
 #: Records that make a chunk early, so no single chunk takes long to write out.
 MAX_CHUNK_RECORDS = 50_000
 _CHECK_S = 0.5
@@ -60,6 +60,14 @@ class Run:
         self.annotations: collections.deque[AnnotationRecord] = collections.deque()
         self.metrics: collections.deque[dict[str, Any]] = collections.deque()
         self.system: collections.deque[dict[str, Any]] = collections.deque()
+        # ph.watch's records (one per mode, step and watch: docs/debugging.md) and its state
+        self.tensors: collections.deque[dict[str, Any]] = collections.deque()
+        self.watchers: list[Any] = []
+        self.mode = "train"
+        self.mode_steps: dict[str, int] = {}
+        self.local_stop: str | None = None
+        self._full_seq = 0
+        self._rank: int | None = None
         self.thread_names: dict[int, str] = {}
         self.invalid_metrics = 0
         self.chunks = dict.fromkeys(CHUNK_KINDS, 0)
@@ -194,6 +202,10 @@ class Run:
             never = self.torch_profiler.never_active()
             if never:
                 logger.warning("profilerhub: job %s: %s", self.cfg.job, never)
+        try:
+            self.flush_watchers()
+        except Exception as exc:
+            log_once("watch-finish", logging.WARNING, "profilerhub: watch: last step lost (%s)", exc)
         self._stop.set()
         if self._collector is not None:
             self._collector.join(timeout=max(1.0, min(5.0, timeout)))
@@ -261,13 +273,64 @@ class Run:
         return summary
 
     def stop_requested(self) -> str | None:
-        """Why the hub asked this run to stop, the first time it is asked: ``USER_STOP`` (a
-        person's stop, every run) or a rule's name (runs that opted in with ``stop_on``)."""
-        rule = self.sink.stop_request
+        """Why the run is asked to stop, the first time it is asked: ``USER_STOP`` (a person's
+        stop, every run), a rule's name (runs that opted in with ``stop_on``), or ``ExplodingTensor``
+        when ``ph.watch``'s own reductions saw NaN/Inf (``on_tensor_record``, opted-in runs)."""
+        rule = self.local_stop or self.sink.stop_request
         if rule is None or self.stop_raised or (rule != USER_STOP and not self.cfg.stop_on):
             return None
         self.stop_raised = True
         return rule
+
+    # -- ph.watch ------------------------------------------------------------------------------
+
+    def rank(self) -> int:
+        """This process's rank (torch.distributed's once initialised, else ``$RANK``, else 0)."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return _int_env("RANK") or 0
+        from ._watch import rank_of
+
+        return rank_of(torch)
+
+    def next_full_tensor(self) -> int:
+        self._full_seq += 1
+        return self._full_seq
+
+    def flush_watchers(self) -> None:
+        for w in list(self.watchers):
+            w.flush()
+
+    def on_tensor_record(self, record: dict[str, Any]) -> None:
+        """The SDK-side ExplodingTensor: a watched tensor with NaN (or Inf, unless ``only_nan``)
+        stops an opted-in run at its next ``ph.step``, without waiting for the hub's scan."""
+        if self.local_stop is not None or "ExplodingTensor" not in self.cfg.stop_on:
+            return
+        params: dict[str, Any] = next(
+            (r["parameters"] for r in self.cfg.rules if r["rule"] == "ExplodingTensor"), {}
+        )
+        only_nan = bool(params.get("only_nan", False))
+        wanted = params.get("collection_names")
+        regex = params.get("tensor_regex")
+        import re
+
+        for name, stats in zip(record["names"], record["stats"], strict=True):
+            if wanted and name.split("/", 1)[0] not in wanted:
+                continue
+            if regex and not re.search(str(regex), name):
+                continue
+            if stats[6] or (not only_nan and stats[7]):  # nan, inf counts
+                self.local_stop = "ExplodingTensor"
+                logger.warning(
+                    "profilerhub: job %s: %s has %s NaN and %s Inf values at %s step %s (ExplodingTensor)",
+                    self.cfg.job,
+                    name,
+                    stats[6],
+                    stats[7],
+                    record["mode"],
+                    record["step"],
+                )
+                return
 
     def _complete(self) -> None:
         """``complete`` the job, telling the hub how many files it will not get now and why."""
@@ -373,6 +436,7 @@ class Run:
                 now >= next_chunk
                 or len(self.annotations) > MAX_CHUNK_RECORDS
                 or len(self.metrics) > MAX_CHUNK_RECORDS
+                or len(self.tensors) > MAX_CHUNK_RECORDS // 100
             ):
                 self.flush_chunks()
                 next_chunk = now + chunk_every

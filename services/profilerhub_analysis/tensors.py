@@ -28,15 +28,19 @@ Statistics (``STATS``), float64 columns
     ``min``, ``max``, ``mean``, ``std`` (population, ddof 0), ``l1`` (sum |x|), ``l2`` (sqrt of sum
     x^2) over the tensor's *finite* elements (NaN when it has none); ``nan`` and ``inf`` count the
     non-finite elements; ``zero_frac`` is the fraction of elements exactly 0 (of ``numel``);
-    ``numel`` the element count. Computed in float32 (also for half/bfloat16 tensors) or float64
+    ``numel`` the element count; ``dead_frac`` (activations only, NaN for other tensors) the share of
+    units (dimension 1 when the output has two or more, else each element) whose share of values
+    > 0 is below ``DEAD_INACTIVITY``. Computed in float32 (also for half/bfloat16 tensors) or float64
     for float64 tensors.
 
 Histogram (``HIST_EDGES``, ``N_BINS`` int64 counts per row)
-    Magnitudes of the finite elements: bin 0 counts exact zeros; bin 1 counts
+    Magnitudes of the finite elements (as float32): bin 0 counts exact zeros; bin 1 counts
     ``0 < |x| < HIST_EDGES[0]``; bin ``i + 1`` counts ``HIST_EDGES[i - 1] <= |x| < HIST_EDGES[i]``;
-    the last bin counts ``|x| >= HIST_EDGES[-1]``. The edges are half decades from 1e-10 to 1e6,
-    plus 0.9, 0.97 and 0.99 (so a saturated tanh/sigmoid shows: SageMaker's 0.97 threshold is an
-    edge). NaN and Inf are not in the histogram: ``hist.sum() + nan + inf == numel``.
+    the last bin counts ``|x| >= HIST_EDGES[-1]``. The edges are the powers of two from 2^-34
+    (5.8e-11) to 2^20 (1.05e6), one bin per octave, plus 0.875, 0.9375 and 0.96875 (so a saturated
+    tanh/sigmoid shows; SageMaker's 0.97 falls on 0.96875, see ``hist_fraction``). Powers of two
+    because the SDK bins by the float's exponent bits (exact and cheap). NaN and Inf are not in the
+    histogram: ``counts.sum() + nan + inf == numel``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import io
 import json
 import math
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,11 +59,14 @@ import numpy as np
 TENSORS = "tensors.npz"
 """The job's table under ``processed/`` (named by ``profilerhub_core.storage.layout`` too)."""
 
-STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel")
+STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel", "dead_frac")
+DEAD_INACTIVITY = 0.01
+"""A unit is dead (``dead_frac``) when at most this share of its values is > 0 (SageMaker's
+DeadRelu ``threshold_inactivity`` default, 1 %), fixed at capture."""
 COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables")
 MODES = ("train", "eval", "predict")
 
-HIST_EDGES = np.unique(np.concatenate([10.0 ** np.arange(-10.0, 6.01, 0.5), [0.9, 0.97, 0.99]]))
+HIST_EDGES = np.unique(np.concatenate([2.0 ** np.arange(-34, 21), [0.875, 0.9375, 0.96875]]))
 """Bin edges on |x| (ascending; see the module docstring for which bin counts what)."""
 N_BINS = len(HIST_EDGES) + 2
 ZERO_BIN = 0
@@ -86,8 +94,21 @@ def reduce_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         stats = [f64.min(), f64.max(), f64.mean(), f64.std(), np.abs(f64).sum(), l2]
     else:
         stats = [math.nan] * 6
-    stats += [nan, inf, zeros / n if n else math.nan, n]
-    return np.array(stats, np.float64), hist_counts(f)
+    stats += [nan, inf, zeros / n if n else math.nan, n, math.nan]
+    return np.array(stats, np.float64), hist_counts(np.clip(f, -3.0e38, 3.0e38).astype(np.float32))
+
+
+def dead_fraction(values: np.ndarray) -> float:
+    """``dead_frac`` of one activation (see the module docstring)."""
+    x = np.asarray(values)
+    if x.size == 0:
+        return math.nan
+    active = x > 0
+    if x.ndim >= 2:
+        share = np.moveaxis(active, 1, 0).reshape(x.shape[1], -1).mean(axis=1)
+    else:
+        share = active.reshape(-1).astype(np.float64)
+    return float((share < DEAD_INACTIVITY).mean())
 
 
 def hist_counts(finite: np.ndarray) -> np.ndarray:
@@ -101,17 +122,23 @@ def hist_counts(finite: np.ndarray) -> np.ndarray:
     return counts
 
 
+def nearest_edge(value: float) -> float:
+    """The histogram edge nearest to ``value`` (0 and inf are edges too)."""
+    if value <= 0 or math.isinf(value):
+        return max(0.0, value)
+    return float(HIST_EDGES[np.argmin(np.abs(np.log2(HIST_EDGES) - math.log2(value)))])
+
+
 def hist_fraction(counts: np.ndarray, low: float, high: float = math.inf) -> np.ndarray:
     """Fraction (per row of ``counts``) of the finite values whose magnitude lies in
-    ``[low, high)``, counting whole bins: exact when ``low``/``high`` are edges (0, an entry of
-    ``HIST_EDGES`` or inf), else the bins that start at or after ``low`` and end at or before
-    ``high``."""
+    ``[low, high)``, each bound moved to the nearest edge (``nearest_edge``: SageMaker's 0.97
+    threshold reads as 0.96875, 0.03 as 2^-5 = 0.03125). NaN for a row without finite values."""
     c = np.atleast_2d(np.asarray(counts, np.float64))
+    low, high = nearest_edge(low), nearest_edge(high)
     lower = np.concatenate([[0.0, 0.0], HIST_EDGES])  # bin i holds |x| in [lower[i], upper[i])
     upper = np.concatenate([[0.0], HIST_EDGES, [math.inf]])
     pick = (lower >= low) & (upper <= high)
-    if low <= 0:
-        pick[ZERO_BIN] = True
+    pick[ZERO_BIN] = low == 0
     total = c.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         out: np.ndarray = c[:, pick].sum(axis=1) / total
@@ -126,7 +153,8 @@ _ROW_FIELDS = ("name_i", "mode_i", "rank", "step", "global_step", "ts_ns")
 class TensorTable:
     """One job's reductions, a row per (name, mode, rank, step), sorted in that order.
 
-    ``name_list`` (and ``shape_list``, the last shape seen, a tuple per name) are indexed by
+    ``name_list`` (and ``shape_list``, the last shape seen, a tuple per name, and ``type_list``,
+    the module class of an activation or None) are indexed by
     ``name_i``; ``mode_i`` indexes ``MODES``; ``rank``, ``step``, ``global_step`` and ``ts_ns``
     (epoch ns when the SDK reduced the step) are int64 columns; ``stats[s]`` is the float64 column
     of statistic ``s``; ``counts`` is the ``(rows, N_BINS)`` int64 histogram column.
@@ -135,6 +163,7 @@ class TensorTable:
 
     name_list: list[str]
     shape_list: list[tuple[int, ...]]
+    type_list: list[str | None]
     name_i: np.ndarray
     mode_i: np.ndarray
     rank: np.ndarray
@@ -148,7 +177,7 @@ class TensorTable:
     @classmethod
     def empty(cls) -> TensorTable:
         z = np.zeros(0, _INT)
-        return cls([], [], z, z, z, z, z, z, {s: np.zeros(0) for s in STATS}, np.zeros((0, N_BINS), _INT))
+        return cls([], [], [], z, z, z, z, z, z, {s: np.zeros(0) for s in STATS}, np.zeros((0, N_BINS), _INT))
 
     @classmethod
     def _of(
@@ -158,10 +187,12 @@ class TensorTable:
         cols: Mapping[str, np.ndarray],
         stats: dict[str, np.ndarray],
         counts: np.ndarray,
+        type_list: list[str | None] | None = None,
     ) -> TensorTable:
         return cls(
             name_list,
             shape_list,
+            type_list if type_list is not None else [None] * len(name_list),
             name_i=cols["name_i"],
             mode_i=cols["mode_i"],
             rank=cols["rank"],
@@ -177,19 +208,25 @@ class TensorTable:
         """The table of the SDK's decoded ``tensors/*.jsonl.gz`` lines (``record`` makes one)."""
         names: dict[str, int] = {}
         shapes: dict[int, tuple[int, ...]] = {}
+        types: dict[int, str | None] = {}
         cols: dict[str, list[int]] = {f: [] for f in _ROW_FIELDS}
         stat_rows: list[list[float]] = []
         hist_rows: list[Sequence[int]] = []
         for rec in records:
+            if rec.get("kind", "reductions") != "reductions":
+                continue  # a full tensor's manifest line (``full_tensors``), read by the trial
             mode = MODES.index(rec.get("mode", "train"))
             head = (mode, int(rec.get("rank", 0)), int(rec["step"]), int(rec.get("global_step", rec["step"])))
             ts = int(rec.get("ts_ns", 0))
+            kinds = rec.get("types") or [None] * len(rec["names"])
             for j, name in enumerate(rec["names"]):
                 i = names.setdefault(name, len(names))
                 shapes[i] = tuple(rec["shapes"][j])
+                types[i] = kinds[j] or types.get(i)
                 for f, v in zip(_ROW_FIELDS, (i, *head, ts), strict=True):
                     cols[f].append(v)
-                stat_rows.append([_decode(v) for v in rec["stats"][j]])
+                row = [_decode(v) for v in rec["stats"][j]]
+                stat_rows.append(row + [math.nan] * (len(STATS) - len(row)))  # older records: fewer
                 hist_rows.append(rec["hist"][j])
         if not stat_rows:
             return cls.empty()
@@ -200,6 +237,7 @@ class TensorTable:
             {f: np.array(cols[f], _INT) for f in _ROW_FIELDS},
             {s: stats[:, k].copy() for k, s in enumerate(STATS)},
             np.array(hist_rows, _INT).reshape(-1, N_BINS),
+            [types.get(i) for i in range(len(names))],
         )
         return table._sorted()
 
@@ -208,14 +246,17 @@ class TensorTable:
         names = list(self.name_list)
         index = {n: i for i, n in enumerate(names)}
         shapes = list(self.shape_list)
+        types = list(self.type_list)
         remap = np.zeros(len(other.name_list), _INT)
         for j, n in enumerate(other.name_list):
             if n not in index:
                 index[n] = len(names)
                 names.append(n)
                 shapes.append(other.shape_list[j])
+                types.append(other.type_list[j])
             else:
                 shapes[index[n]] = other.shape_list[j]
+                types[index[n]] = other.type_list[j] or types[index[n]]
             remap[j] = index[n]
         cols = {f: np.concatenate([getattr(self, f), getattr(other, f)]) for f in _ROW_FIELDS[1:]}
         cat = TensorTable._of(
@@ -224,6 +265,7 @@ class TensorTable:
             {"name_i": np.concatenate([self.name_i, remap[other.name_i]]), **cols},
             {s: np.concatenate([self.stats[s], other.stats[s]]) for s in STATS},
             np.concatenate([self.counts, other.counts]),
+            types,
         )
         return cat._sorted()
 
@@ -246,6 +288,7 @@ class TensorTable:
             {f: getattr(self, f)[rows] for f in _ROW_FIELDS},
             {s: v[rows] for s, v in self.stats.items()},
             self.counts[rows],
+            self.type_list,
         )
 
     # -- reading ----------------------------------------------------------------------------
@@ -283,6 +326,10 @@ class TensorTable:
     def shape(self, name: str) -> tuple[int, ...]:
         return self.shape_list[self._index(name)]
 
+    def module_type(self, name: str) -> str | None:
+        """The class of the module an activation came from (``"ReLU"``), None for other tensors."""
+        return self.type_list[self._index(name)]
+
     def series(
         self, name: str, stat: str, mode: str = "train", rank: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -319,7 +366,12 @@ class TensorTable:
         ranks, and per mode the sorted steps."""
         return {
             "tensors": [
-                {"name": n, "collection": collection_of(n), "shape": list(self.shape(n))}
+                {
+                    "name": n,
+                    "collection": collection_of(n),
+                    "shape": list(self.shape(n)),
+                    "module_type": self.module_type(n),
+                }
                 for n in self.names()
             ],
             "collections": self.collections(),
@@ -362,6 +414,7 @@ class TensorTable:
         arrays: dict[str, np.ndarray] = {
             "names": np.array(self.name_list, dtype=np.str_),
             "shapes": np.array([json.dumps(list(s)) for s in self.shape_list], dtype=np.str_),
+            "types": np.array([t or "" for t in self.type_list], dtype=np.str_),
             "hist": self.counts,
             "hist_edges": HIST_EDGES,
         }
@@ -374,13 +427,38 @@ class TensorTable:
     @classmethod
     def unpack(cls, data: bytes) -> TensorTable:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            names = [str(n) for n in z["names"].tolist()]
+            types = [str(t) or None for t in z["types"].tolist()] if "types" in z else None
+            stats = {
+                s: z[f"stat.{s}"] if f"stat.{s}" in z else np.full(len(z["step"]), np.nan) for s in STATS
+            }
             return cls._of(
-                [str(n) for n in z["names"].tolist()],
+                names,
                 [tuple(json.loads(str(s))) for s in z["shapes"].tolist()],
                 {f: z[f] for f in _ROW_FIELDS},
-                {s: z[f"stat.{s}"] for s in STATS},
+                stats,
                 z["hist"],
+                types,
             )
+
+
+MAX_CHUNK_BYTES = 256 << 20
+"""A ``tensors/*.jsonl.gz`` chunk larger than this once decompressed is refused (``ValueError``)."""
+
+
+def records_of_chunk(data: bytes) -> list[dict[str, Any]]:
+    """The records of one SDK chunk (gzipped JSON lines): reductions, and ``"kind": "full"``
+    manifests of tensors saved whole. ``ValueError`` for a chunk that is not gzip/JSON."""
+    try:
+        text = zlib.decompressobj(31).decompress(data, MAX_CHUNK_BYTES + 1)
+    except zlib.error as exc:
+        raise ValueError(f"not a gzip file ({exc})") from None
+    if len(text) > MAX_CHUNK_BYTES:
+        raise ValueError(f"over {MAX_CHUNK_BYTES} bytes once decompressed")
+    try:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError as exc:
+        raise ValueError(f"not JSON lines ({exc})") from None
 
 
 def _decode(v: Any) -> float:
@@ -408,12 +486,15 @@ def record(
     rank: int = 0,
     global_step: int | None = None,
     ts_ns: int = 0,
+    types: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One ``tensors/*.jsonl.gz`` line for ``tensors`` (name -> values), reduced with
     ``reduce_array``: what tests build tables from, in the SDK's own format."""
     names, shapes, stats, hists = [], [], [], []
     for name, values in tensors.items():
         s, h = reduce_array(values)
+        if collection_of(name) == "activations":
+            s[STATS.index("dead_frac")] = dead_fraction(values)
         names.append(name)
         shapes.append(list(np.shape(values)))
         stats.append([encode_stat(float(v)) for v in s])
@@ -428,6 +509,7 @@ def record(
         "shapes": shapes,
         "stats": stats,
         "hist": hists,
+        "types": [(types or {}).get(n) for n in names],
     }
 
 
@@ -438,12 +520,16 @@ __all__ = [
     "N_BINS",
     "STATS",
     "TENSORS",
+    "DEAD_INACTIVITY",
     "ZERO_BIN",
     "TensorTable",
     "collection_of",
+    "dead_fraction",
     "encode_stat",
     "hist_counts",
     "hist_fraction",
+    "nearest_edge",
     "record",
+    "records_of_chunk",
     "reduce_array",
 ]

@@ -55,6 +55,7 @@ class Run:
                 g, gb = g * self.grad_scale[1], gb * self.grad_scale[1]
             x = rng.standard_normal((32, 16))
             relu = np.maximum(rng.standard_normal((32, 16)) - _shift(self.relu_zeros), 0)
+            relu[:, : round(16 * max(0.0, self.relu_zeros - 0.5) * 2)] = 0  # dead units (dead_frac)
             loss = self.loss(s, rng)
             if self.nan_loss is not None and s >= self.nan_loss:
                 loss, g = float("nan"), np.full_like(g, np.nan)

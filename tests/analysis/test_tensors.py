@@ -20,8 +20,9 @@ def test_reductions_count_nonfinite_apart_and_the_histogram_holds_every_finite_v
     assert s["l1"] == pytest.approx(np.abs(finite).sum()) and s["l2"] == pytest.approx(np.linalg.norm(finite))
     assert (s["nan"], s["inf"], s["zero_frac"], s["numel"]) == (1, 1, 1 / 8, 8)
     assert hist.sum() + s["nan"] + s["inf"] == s["numel"]
-    assert hist[T.ZERO_BIN] == 1 and hist[1] == 1 and hist[-1] == 1  # 0, below 1e-10, at/above 1e6
-    assert T.hist_fraction(hist, 0.97)[0] == pytest.approx(3 / 6)  # 0.98, 1e7, -2
+    assert hist[T.ZERO_BIN] == 1 and hist[1] == 1 and hist[-1] == 1  # 0, below 2^-34, at/above 2^20
+    assert T.hist_fraction(hist, 0.97)[0] == pytest.approx(3 / 6)  # 0.98, 1e7, -2 (0.97 -> 0.96875)
+    assert T.hist_fraction(hist, 0, 0.03)[0] == pytest.approx(2 / 6)  # 0 and 1e-12
 
 
 def test_a_tensor_with_no_finite_value_has_nan_statistics() -> None:

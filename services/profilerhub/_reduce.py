@@ -1,0 +1,223 @@
+"""Tensor reductions on the tensor's own device: ``STATS`` and the log-magnitude histogram.
+
+``reduce_rows(torch, tensors)`` returns one row per tensor, the ``STATS`` then the ``N_BINS``
+histogram counts (``profilerhub_analysis.tensors`` defines both and is the numpy reference; the SDK
+may not import it, so the edges are rebuilt here and a test checks they are the same).
+
+The histogram reads the float32 bit pattern: bits 19-30 are the exponent and the top four
+mantissa bits, so one ``bincount`` of ``(bits >> 19) & 0xfff`` sorts every value into 4096 fine
+bins of its magnitude (sixteen per octave), and a fixed table folds those into the coarse bins,
+whose edges (powers of two, and 0.875, 0.9375, 0.96875 for saturation) are fine-bin edges. That is
+exact, and costs two integer passes instead of a binary search per element.
+
+Two paths, the same numbers:
+
+- on the CPU, per tensor, with reductions that allocate nothing (``sum``, ``aminmax``, norms,
+  ``count_nonzero``): flattening many small tensors into one buffer costs more there (page faults
+  of the fresh buffer) than it saves. A tensor whose histogram shows NaN or Inf is reduced again
+  with the masked path below (reading that flag is no device synchronisation on the CPU).
+- elsewhere (CUDA), batched: the tensors are flattened into one buffer in groups of at most
+  ``GROUP_ELEMENTS`` and each statistic is one segment reduction, masked for NaN/Inf, so a step's
+  200 parameters cost about twenty kernels and no synchronisation.
+
+Statistics are computed in float32 (float64 for float64 tensors); a half/bfloat16 tensor is cast
+first (mixed precision). The rows stay on the device; the caller copies a step's rows once.
+Only this module and ``_watch`` import torch, and only once ``ph.watch`` is called.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from typing import Any
+
+STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel")
+HIST_EDGES: list[float] = sorted({2.0**k for k in range(-34, 21)} | {0.875, 0.9375, 0.96875})
+N_BINS = len(HIST_EDGES) + 2
+ROW = len(STATS) + N_BINS
+FINE = 4096
+GROUP_ELEMENTS = 1 << 26
+"""At most this many elements are flattened at once on a GPU (256 MiB of float32): the bound on
+the transient device memory a reduction takes."""
+
+
+def _fine_to_coarse() -> list[int]:
+    """Coarse bin of each fine bin (``N_BINS`` = dropped: NaN/Inf), from the fine bin's low end."""
+    out = []
+    for f in range(FINE):
+        exp, top = f >> 4, f & 15
+        if exp == 0xFF:
+            out.append(N_BINS)  # NaN and Inf are counted apart, not in the histogram
+        elif exp == 0:
+            out.append(1)  # zero and subnormals: below the lowest edge (zeros moved to bin 0 later)
+        else:
+            low = 2.0 ** (exp - 127) * (1 + top / 16)
+            out.append(bisect.bisect_right(HIST_EDGES, low) + 1)
+    return out
+
+
+LUT = _fine_to_coarse()
+_cache: dict[tuple[str, str], Any] = {}
+
+
+def _lut(torch: Any, device: Any) -> Any:
+    key = ("lut", str(device))
+    if key not in _cache:
+        _cache[key] = torch.tensor(LUT, dtype=torch.int64, device=device)
+    return _cache[key]
+
+
+def reduce_rows(torch: Any, tensors: Sequence[Any], *, batched: bool | None = None) -> Any:
+    """``(len(tensors), ROW)`` float64 rows (float32 on MPS) on the tensors' (one) device.
+
+    ``batched`` picks the path (default: per tensor on the CPU, batched elsewhere)."""
+    device = tensors[0].device
+    if batched is None:
+        batched = device.type != "cpu"
+    with torch.no_grad():
+        if not batched:
+            done = [_reduce_one(torch, t) for t in tensors]
+            if all(isinstance(d, tuple) for d in done):  # the common case: one fold for all
+                stats = torch.tensor([d[0] for d in done], dtype=torch.float64)
+                fine = torch.stack([d[1] for d in done])
+                counts = _coarse(torch, fine, stats[:, ZEROS]).to(torch.float64)
+                stats[:, ZEROS] /= stats[:, NUMEL]
+                return torch.cat([stats, counts], dim=1)
+            return torch.stack([_row_of(torch, d) for d in done])
+        out: list[Any] = []
+        group: list[Any] = []
+        size = 0
+        for t in tensors:
+            if group and size + t.numel() > GROUP_ELEMENTS:
+                out.append(_reduce_group(torch, group))
+                group, size = [], 0
+            group.append(t)
+            size += t.numel()
+        out.append(_reduce_group(torch, group))
+        return out[0] if len(out) == 1 else torch.cat(out)
+
+
+ZEROS = STATS.index("zero_frac")  # holds the zero *count* until the fold divides it
+NUMEL = STATS.index("numel")
+
+
+def _row_of(torch: Any, done: Any) -> Any:
+    if not isinstance(done, tuple):
+        return done
+    stats, fine = torch.tensor(done[0], dtype=torch.float64), done[1]
+    counts = _coarse(torch, fine[None], stats[None, ZEROS])[0].to(torch.float64)
+    stats[ZEROS] /= stats[NUMEL]
+    return torch.cat([stats, counts])
+
+
+def _as_float(torch: Any, t: Any) -> tuple[Any, Any]:
+    """(values for the statistics, float32 values for the histogram), flat."""
+    x = t.detach().reshape(-1)
+    if x.dtype == torch.float64:
+        return x, x.clamp(-3.0e38, 3.0e38).to(torch.float32)
+    if x.dtype != torch.float32:
+        x = x.to(torch.float32)
+    return x, x
+
+
+def _fine_counts(torch: Any, x32: Any, seg: Any = None, k: int = 1) -> Any:
+    idx = (x32.view(torch.int32) >> 19) & 0xFFF
+    if seg is not None:
+        idx = idx + seg * FINE
+    return torch.bincount(idx, minlength=k * FINE).reshape(k, FINE)
+
+
+def _coarse(torch: Any, fine: Any, zeros: Any) -> Any:
+    """``(k, N_BINS)`` counts from ``(k, FINE)`` fine counts, exact zeros in bin 0."""
+    k = fine.shape[0]
+    coarse = torch.zeros(k, N_BINS + 1, dtype=fine.dtype, device=fine.device)
+    coarse.index_add_(1, _lut(torch, fine.device), fine)
+    coarse = coarse[:, :N_BINS]
+    zeros = zeros.to(fine.dtype)
+    coarse[:, 1] -= zeros
+    coarse[:, 0] = zeros
+    return coarse
+
+
+def _reduce_one(torch: Any, t: Any) -> Any:
+    """On the CPU: ``(statistics as floats with the zero count, fine counts)``, or a whole row
+    (the masked path). The reads (``float``, ``bool``) copy nothing: the values are on the host."""
+    x, x32 = _as_float(torch, t)
+    n = x.numel()
+    if n == 0:
+        return _reduce_group(torch, [t])[0]
+    a = x32.abs()
+    fine = torch.bincount((a.view(torch.int32) >> 19).reshape(-1), minlength=FINE)
+    if bool(fine[0xFF0:].any()):  # NaN or Inf: the masked path
+        return _reduce_group(torch, [t])[0]
+    if x is not x32:
+        a = x.abs()
+    mean = float(x.sum()) / n
+    lo, hi = torch.aminmax(x)
+    l1 = float(a.sum())
+    l2 = float(torch.linalg.vector_norm(x))
+    # The variance from the sum of squares, unless the mean is large beside the spread (then the
+    # subtraction would cancel): two passes only for those tensors (LayerNorm weights, say).
+    sq = l2 * l2 / n
+    if mean * mean > 1e-3 * sq:
+        std = float(torch.linalg.vector_norm(x - mean)) / math.sqrt(n)
+    else:
+        std = math.sqrt(max(sq - mean * mean, 0.0))
+    # Exact zeros and float32 subnormals below 2^-130 share fine bin 0: count only when it is used.
+    zeros = n - int(torch.count_nonzero(x)) if int(fine[0]) else 0
+    return [float(lo), float(hi), mean, std, l1, l2, 0.0, 0.0, float(zeros), float(n)], fine
+
+
+def _reduce_group(torch: Any, tensors: Sequence[Any]) -> Any:
+    device = tensors[0].device
+    pairs = [_as_float(torch, t) for t in tensors]
+    dt = torch.float64 if any(p[0].dtype == torch.float64 for p in pairs) else torch.float32
+    out_dt = torch.float32 if device.type == "mps" else torch.float64
+    k = len(pairs)
+    if k == 1:
+        flat, flat32 = pairs[0][0].to(dt), pairs[0][1]
+    else:
+        flat = torch.cat([p[0].to(dt) for p in pairs])
+        flat32 = flat if dt == torch.float32 else torch.cat([p[1] for p in pairs])
+    lengths = torch.tensor([p[0].numel() for p in pairs], device=device, dtype=torch.int64)
+    seg = torch.repeat_interleave(torch.arange(k, device=device), lengths)
+
+    def seg_sum(values: Any) -> Any:
+        return torch.zeros(k, dtype=values.dtype, device=device).index_add_(0, seg, values)
+
+    finite = torch.isfinite(flat)
+    z = torch.where(finite, flat, 0)
+    numel = lengths.to(dt)
+    n_finite = seg_sum(finite.to(dt))
+    nan = seg_sum(torch.isnan(flat).to(dt))
+    inf = numel - n_finite - nan
+    lo = torch.full((k,), math.inf, dtype=dt, device=device)
+    lo = lo.scatter_reduce_(0, seg, torch.where(finite, flat, math.inf), "amin")
+    hi = torch.full((k,), -math.inf, dtype=dt, device=device)
+    hi = hi.scatter_reduce_(0, seg, torch.where(finite, flat, -math.inf), "amax")
+    mean = seg_sum(z) / n_finite
+    d = torch.where(finite, z - mean[seg], 0)
+    std = (seg_sum(d * d) / n_finite).sqrt()
+    l1 = seg_sum(z.abs())
+    l2 = seg_sum(z * z).sqrt()
+    zeros = seg_sum((flat == 0).to(dt))
+    none = n_finite == 0
+    nan_stat = torch.full((k,), math.nan, dtype=dt, device=device)
+    moments = [torch.where(none, nan_stat, s) for s in (lo, hi, mean, std, l1, l2)]
+    with_empty = torch.where(numel == 0, nan_stat, zeros / numel.clamp(min=1))
+    stats = torch.stack([*moments, nan, inf, with_empty, numel], dim=1)
+    counts = _coarse(torch, _fine_counts(torch, flat32, seg, k), zeros.to(torch.int64))
+    return torch.cat([stats.to(out_dt), counts.to(out_dt)], dim=1)
+
+
+def scalar_row(value: float) -> list[float]:
+    """The row of a one-element tensor from its value on the host (losses: no kernel at all)."""
+    finite = math.isfinite(value)
+    nan = float(math.isnan(value))
+    moments = [value, value, value, 0.0, abs(value), abs(value)] if finite else [math.nan] * 6
+    counts = [0.0] * N_BINS
+    if finite:
+        a = abs(value)
+        counts[0 if a == 0 else bisect.bisect_right(HIST_EDGES, a) + 1] = 1.0
+    return [*moments, nan, float(not finite) - nan, float(value == 0), 1.0, *counts]

@@ -1,0 +1,582 @@
+"""``ph.watch``: reductions of a PyTorch model's weights, gradients, activations and losses.
+
+Hooks, registered once by ``watch``:
+
+- the watched model's forward pre-hook: starts a new step in the eval/predict modes (or in train
+  when the script does not use ``ph.step``), and reads the weights at a saved step when there is
+  no optimizer;
+- the optimizer's step pre-hook (``register_step_pre_hook``): gradients and weights at a saved
+  step, where they are final (after accumulation, before ``zero_grad``), and a copy of the
+  weights for ``optimizer_variables``; its post-hook reduces the update (weight after minus
+  before) and records each group's learning rate;
+- without an optimizer, each parameter's ``register_post_accumulate_grad_hook`` (gradients);
+- a forward hook on the modules whose outputs are collected (``activations``) and on ``loss_fn``.
+
+Each saved tensor becomes one row (``_reduce``) on its device; at the step's end (``ph.step``'s
+exit, the next step, a mode change, ``finish``) the step's rows are copied to the host once per
+device and appended as one record to the run's ``tensors`` buffer, which the collector writes as
+``tensors/*.jsonl.gz`` chunks like every other record (delivery and spill included). Nothing is
+kept on the device past the step. Every hook catches its own errors: a failing reduction is
+logged once and training goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._clock import now_ns
+from ._log import log_once, logger
+from ._reduce import N_BINS, reduce_rows, scalar_row
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+MODES = ("train", "eval", "predict")
+COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables")
+DEFAULT_EVERY = 100
+FULL_TENSORS_MAX_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class SaveConfig:
+    """When a collection is saved, counted in its mode's steps (smdebug's ``SaveConfig``).
+
+    ``steps``: exactly these steps (``every``, ``start_step`` and ``end_step`` are then ignored);
+    else every ``every``-th step from ``start_step`` (included) to ``end_step`` (excluded)."""
+
+    every: int = DEFAULT_EVERY
+    start_step: int = 0
+    end_step: int | None = None
+    steps: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.every, int) or self.every < 1:
+            raise ValueError(f"SaveConfig.every must be an integer >= 1, got {self.every!r}")
+        if self.start_step < 0 or (self.end_step is not None and self.end_step < self.start_step):
+            raise ValueError("SaveConfig needs 0 <= start_step <= end_step")
+        object.__setattr__(self, "steps", tuple(sorted(int(s) for s in self.steps)))
+
+    def saves(self, step: int) -> bool:
+        if self.steps:
+            return step in self.steps
+        if step < self.start_step or (self.end_step is not None and step >= self.end_step):
+            return False
+        return (step - self.start_step) % self.every == 0
+
+    @classmethod
+    def of(cls, value: SaveConfig | int | Mapping[str, Any]) -> SaveConfig:
+        """A ``SaveConfig`` from itself, an interval or its fields as a dict (smdebug's names
+        ``save_interval``/``save_steps`` accepted too)."""
+        if isinstance(value, SaveConfig):
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | Mapping):
+            raise ValueError(f"a save config is an interval, a dict or a SaveConfig, got {value!r}")
+        if isinstance(value, int):
+            return cls(every=value)
+        fields = dict(value)
+        aliases = {"save_interval": "every", "save_steps": "steps"}
+        fields = {aliases.get(k, k): v for k, v in fields.items()}
+        unknown = set(fields) - {"every", "start_step", "end_step", "steps"}
+        if unknown:
+            raise ValueError(f"unknown SaveConfig field(s) {sorted(unknown)}")
+        return cls(**fields)
+
+
+def _patterns(value: str | Sequence[str] | None, what: str) -> list[re.Pattern[str]]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    try:
+        return [re.compile(p) for p in items]
+    except (re.error, TypeError) as exc:
+        raise ValueError(f"{what}: not a regular expression ({exc})") from None
+
+
+@dataclass(frozen=True)
+class FullTensors:
+    """``full_tensors=``: tensors (regexes on full names) saved whole at the steps they are saved
+    (or only at ``steps``), at most ``max_bytes_per_step`` per step."""
+
+    include: tuple[re.Pattern[str], ...]
+    steps: tuple[int, ...] = ()
+    max_bytes_per_step: int = FULL_TENSORS_MAX_BYTES
+
+    @classmethod
+    def of(cls, value: Any) -> FullTensors | None:
+        if value is None:
+            return None
+        if isinstance(value, str) or (isinstance(value, Sequence) and not isinstance(value, Mapping)):
+            return cls(tuple(_patterns(value, "full_tensors")))
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"include", "steps", "max_bytes_per_step"}
+            if unknown or "include" not in value:
+                raise ValueError(
+                    'full_tensors is a list of regexes or {"include", "steps", "max_bytes_per_step"}'
+                )
+            limit = int(value.get("max_bytes_per_step", FULL_TENSORS_MAX_BYTES))
+            if limit < 1:
+                raise ValueError("full_tensors.max_bytes_per_step must be >= 1")
+            steps = tuple(int(s) for s in value.get("steps", ()))
+            return cls(tuple(_patterns(value["include"], "full_tensors.include")), steps, limit)
+        raise ValueError(f"full_tensors: unsupported value {value!r}")
+
+    def wants(self, name: str, step: int) -> bool:
+        return (not self.steps or step in self.steps) and any(p.search(name) for p in self.include)
+
+
+def save_configs(
+    collections: Sequence[str] | Mapping[str, Any] | None,
+    every: SaveConfig | int | Mapping[str, Any] | None,
+    *,
+    optimizer: bool,
+) -> dict[str, SaveConfig]:
+    """The collections to save and when: ``collections`` names them (a dict gives each its own
+    save config); the default is weights, biases, gradients and losses, and optimizer_variables
+    with an optimizer. ``every`` is the save config of every collection without its own; without
+    it, collections are saved every 100 steps and losses every step."""
+    if collections is None:
+        names: dict[str, Any] = dict.fromkeys(("weights", "biases", "gradients", "losses"))
+        if optimizer:
+            names["optimizer_variables"] = None
+    elif isinstance(collections, str):
+        raise ValueError('collections is a list of names, e.g. ["weights", "gradients"]')
+    elif isinstance(collections, Mapping):
+        names = dict(collections)
+    else:
+        names = dict.fromkeys(collections)
+    unknown = [n for n in names if n not in COLLECTIONS]
+    if unknown:
+        raise ValueError(f"unknown collection(s) {unknown}; known: {', '.join(COLLECTIONS)}")
+    base = SaveConfig.of(every) if every is not None else None
+    out = {}
+    for name, own in names.items():
+        if own is not None:
+            out[name] = SaveConfig.of(own)
+        elif base is not None:
+            out[name] = base
+        else:
+            out[name] = SaveConfig(every=1 if name == "losses" else DEFAULT_EVERY)
+    return out
+
+
+class Watcher:
+    """The hooks of one ``ph.watch`` call and the rows of the step they are collecting."""
+
+    def __init__(
+        self,
+        run: Run,
+        torch: Any,
+        model: Any,
+        *,
+        optimizer: Any = None,
+        loss_fn: Any = None,
+        configs: dict[str, SaveConfig],
+        include: Sequence[re.Pattern[str]] = (),
+        exclude: Sequence[re.Pattern[str]] = (),
+        full: FullTensors | None = None,
+        tensorboard: bool = False,
+    ) -> None:
+        self.run = run
+        self.torch = torch
+        self.configs = configs
+        self.include = list(include)
+        self.exclude = list(exclude)
+        self.full = full
+        self.tensorboard = tensorboard
+        self.handles: list[Any] = []
+        self._lock = threading.Lock()
+        self._key: tuple[str, int] | None = None  # (mode, step) the pending rows belong to
+        self._rows: list[tuple[list[str], list[list[int]], Any]] = []
+        self._scalars: list[tuple[str, Any]] = []
+        self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
+        self._types: dict[str, str] = {}  # activation name -> its module's class
+        self._full_bytes = 0
+        self._weights_done: tuple[str, int] | None = None
+        self._before: dict[str, Any] = {}
+        self.removed = False
+        root = getattr(model, "_orig_mod", model)  # a torch.compile'd module: hook the original
+        self.compiled = root is not model
+        self.params = [(n, p) for n, p in root.named_parameters()]
+        self.optimizer = optimizer
+        self._own_hooks(model, root, optimizer, loss_fn)
+
+    # -- which tensors -------------------------------------------------------------------------
+    def _wanted(self, name: str) -> bool:
+        if any(p.search(name) for p in self.exclude):
+            return False
+        collection = name.split("/", 1)[0]
+        return collection in self.configs or any(p.search(name) for p in self.include)
+
+    def _collects_output(self, name: str, module: Any) -> bool:
+        """Activations: every leaf module when the collection is on, any module ``include`` names."""
+        full = f"activations/{name}"
+        if any(p.search(full) for p in self.exclude):
+            return False
+        if any(p.search(full) for p in self.include):
+            return True
+        return "activations" in self.configs and not any(True for _ in module.children())
+
+    def _saves(self, collection: str, step: int) -> bool:
+        cfg = self.configs.get(collection)
+        if cfg is None:
+            return bool(self.include) and SaveConfig().saves(step)
+        return cfg.saves(step)
+
+    def _param_name(self, name: str) -> str:
+        return f"biases/{name}" if name.endswith("bias") else f"weights/{name}"
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _own_hooks(self, model: Any, root: Any, optimizer: Any, loss_fn: Any) -> None:
+        disable = _dynamo_disable(self.torch)
+        self.handles.append(model.register_forward_pre_hook(disable(self._on_forward)))
+        acts = [(name, m) for name, m in root.named_modules() if name and self._collects_output(name, m)]
+        for name, module in acts:
+            self.handles.append(module.register_forward_hook(disable(self._activation_hook(name))))
+        if loss_fn is not None:
+            if hasattr(loss_fn, "register_forward_hook"):
+                self.handles.append(loss_fn.register_forward_hook(disable(self._on_loss)))
+            else:
+                logger.warning(
+                    "profilerhub: watch(loss_fn=...) needs a torch.nn.Module (e.g. nn.CrossEntropyLoss()); "
+                    "losses are not collected"
+                )
+        if optimizer is not None:
+            self.handles.append(optimizer.register_step_pre_hook(self._on_optimizer_pre))
+            self.handles.append(optimizer.register_step_post_hook(self._on_optimizer_post))
+        else:
+            for name, p in self.params:
+                if p.requires_grad and self._wanted(f"gradients/{name}"):
+                    self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook(name)))
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        self.removed = True
+        self.flush()
+
+    def _guard(self, what: str, fn: Callable[[], None]) -> None:
+        if not self.run.enabled and what != "flush":
+            return
+        try:
+            fn()
+        except Exception as exc:  # never into the training loop
+            log_once(
+                f"watch-{what}",
+                logging.WARNING,
+                "profilerhub: watch: %s failed (%s); training goes on",
+                what,
+                exc,
+            )
+
+    # -- steps ---------------------------------------------------------------------------------
+    def current_key(self) -> tuple[str, int]:
+        return (
+            self._key if self._key is not None else (self.run.mode, self.run.mode_steps.get(self.run.mode, 0))
+        )
+
+    def start_step(self, mode: str, step: int) -> None:
+        """A new (mode, step): what is pending belongs to the previous one and goes out."""
+        if self._key != (mode, step):
+            self.flush()
+            with self._lock:
+                self._key = (mode, step)
+                self._full_bytes = 0
+
+    def _on_forward(self, module: Any, args: Any) -> None:
+        self._guard("forward", self._forward_started)
+
+    def _forward_started(self) -> None:
+        run = self.run
+        if run.mode != "train" or run.current_step is None:
+            step = run.mode_steps.get(run.mode, -1) + 1
+            run.mode_steps[run.mode] = step
+            self.start_step(run.mode, step)
+        elif self._key != ("train", run.current_step):
+            self.start_step("train", run.current_step)
+        if self.optimizer is None:
+            mode, step = self.current_key()
+            if self._weights_done != (mode, step):
+                self._weights_done = (mode, step)
+                self._reduce_params(step, grads=False)
+
+    def _reduce_params(self, step: int, *, grads: bool) -> None:
+        tensors: list[tuple[str, Any]] = []
+        for name, p in self.params:
+            wname = self._param_name(name)
+            if self._saves(wname.split("/", 1)[0], step) and self._wanted(wname):
+                tensors.append((wname, p))
+            if (
+                grads
+                and p.grad is not None
+                and self._saves("gradients", step)
+                and self._wanted(f"gradients/{name}")
+            ):
+                tensors.append((f"gradients/{name}", p.grad))
+        self.add(tensors)
+
+    def _on_optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        def pre() -> None:
+            mode, step = self.current_key()
+            self._reduce_params(step, grads=True)
+            self._before = {}
+            if self._saves("optimizer_variables", step):
+                self._before = {
+                    name: p.detach().clone()
+                    for name, p in self.params
+                    if self._wanted(f"optimizer_variables/{name}:update")
+                }
+
+        self._guard("optimizer", pre)
+
+    def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        def post() -> None:
+            before, self._before = self._before, {}
+            if not before:
+                return
+            updates = [
+                (f"optimizer_variables/{n}:update", p.detach() - before[n])
+                for n, p in self.params
+                if n in before
+            ]
+            self.add(updates)
+            for i, group in enumerate(optimizer.param_groups):
+                lr = group.get("lr")
+                if isinstance(lr, int | float) or hasattr(lr, "item"):
+                    self.add_scalar(
+                        f"optimizer_variables/group{i}:lr", self.torch.as_tensor(lr, dtype=self.torch.float64)
+                    )
+
+        self._guard("optimizer", post)
+
+    def _grad_hook(self, name: str) -> Callable[[Any], None]:
+        gname = f"gradients/{name}"
+
+        def hook(p: Any) -> None:
+            def reduce() -> None:
+                mode, step = self.current_key()
+                if p.grad is not None and self._saves("gradients", step):
+                    self.add([(gname, p.grad)])
+
+            self._guard("gradients", reduce)
+
+        return hook
+
+    def _activation_hook(self, name: str) -> Callable[[Any, Any, Any], None]:
+        def hook(module: Any, args: Any, output: Any) -> None:
+            def reduce() -> None:
+                mode, step = self.current_key()
+                if not self._saves("activations", step):
+                    return
+                outs = [t for t in _tensors_of(self.torch, output) if t.is_floating_point()]
+                names = (
+                    [f"activations/{name}"]
+                    if len(outs) == 1
+                    else [f"activations/{name}:output_{i}" for i in range(len(outs))]
+                )
+                pairs = [(n, t) for n, t in zip(names, outs, strict=True) if self._wanted(n)]
+                kind = type(module).__name__
+                with self._lock:
+                    for n, t in pairs:
+                        self._types[n] = kind
+                        self._dead.append((n, _dead_fraction(self.torch, t)))
+                self.add(pairs)
+
+            self._guard("activations", reduce)
+
+        return hook
+
+    def _on_loss(self, module: Any, args: Any, output: Any) -> None:
+        def reduce() -> None:
+            mode, step = self.current_key()
+            if self._saves("losses", step) and self._wanted("losses/loss"):
+                outs = _tensors_of(self.torch, output)
+                if outs:
+                    t = outs[0]
+                    if t.numel() == 1:
+                        self.add_scalar("losses/loss", t.detach().reshape(()).to(self.torch.float64))
+                    else:
+                        self.add([("losses/loss", t)])
+
+        self._guard("losses", reduce)
+
+    # -- rows ----------------------------------------------------------------------------------
+    def add(self, tensors: Iterable[tuple[str, Any]]) -> None:
+        """Reduce ``(name, tensor)`` pairs of the current step (grouped by device) into rows."""
+        by_device: dict[Any, list[tuple[str, Any]]] = {}
+        for name, t in tensors:
+            if self._wanted(name) and t.is_floating_point():
+                by_device.setdefault(t.device, []).append((name, t))
+        if not by_device:
+            return
+        mode, step = self.current_key()
+        for group in by_device.values():
+            rows = reduce_rows(self.torch, [t for _, t in group])
+            with self._lock:
+                self._rows.append(([n for n, _ in group], [list(t.shape) for _, t in group], rows))
+            if self.full is not None:
+                for name, t in group:
+                    if self.full.wants(name, step):
+                        self._save_full(mode, step, name, t)
+
+    def add_scalar(self, name: str, value: Any) -> None:
+        with self._lock:
+            self._scalars.append((name, value))
+
+    def _save_full(self, mode: str, step: int, name: str, t: Any) -> None:
+        assert self.full is not None
+        size = t.numel() * t.element_size()
+        if self._full_bytes + size > self.full.max_bytes_per_step:
+            log_once(
+                "full-tensors-budget",
+                logging.WARNING,
+                "profilerhub: watch: full tensors past %d bytes in one step are skipped (max_bytes_per_step)",
+                self.full.max_bytes_per_step,
+            )
+            return
+        self._full_bytes += size
+        from ._npy import npy_bytes
+
+        rank = self.run.rank()
+        seq = self.run.next_full_tensor()
+        path = f"tensors/full/rank{rank}/{seq:08d}.npy"
+        self.run.uploader.submit(path, npy_bytes(t.detach().to("cpu")))
+        full = {"kind": "full", "name": name, "mode": mode, "step": step, "rank": rank, "path": path}
+        self.run.tensors.append(
+            {**full, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+        )
+
+    def flush(self) -> None:
+        """The pending rows, copied to the host (once per device), as one record of the run."""
+        with self._lock:
+            rows, scalars, dead, key = self._rows, self._scalars, self._dead, self._key
+            self._rows, self._scalars, self._dead = [], [], []
+        if not rows and not scalars:
+            return
+        self._guard("flush", lambda: self._emit(rows, scalars, dead, key or self.current_key()))
+
+    def _emit(
+        self,
+        rows: list[tuple[list[str], list[list[int]], Any]],
+        scalars: list[tuple[str, Any]],
+        dead: list[tuple[str, Any]],
+        key: tuple[str, int],
+    ) -> None:
+        torch = self.torch
+        latest: dict[str, tuple[list[int], list[float]]] = {}
+        by_device: dict[Any, list[int]] = {}
+        for i, (_, _, r) in enumerate(rows):
+            by_device.setdefault(r.device, []).append(i)
+        for idx in by_device.values():
+            host = torch.cat([rows[i][2].to(torch.float64) for i in idx]).cpu().tolist()
+            names = [(n, s) for i in idx for n, s in zip(rows[i][0], rows[i][1], strict=True)]
+            for (name, shape), row in zip(names, host, strict=True):
+                latest[name] = (shape, row)
+        dead_of: dict[str, float] = {}
+        if dead:
+            dead_of = {
+                n: float(v) for (n, _), v in zip(dead, _one_copy(torch, [v for _, v in dead]), strict=True)
+            }
+        if scalars:
+            values = torch.stack(
+                [
+                    v.to("cpu") if v.device.type != "cpu" else v
+                    for v in _one_copy(torch, [v for _, v in scalars])
+                ]
+            ).tolist()
+            for (name, _), value in zip(scalars, values, strict=True):
+                latest[name] = ([], scalar_row(float(value)))
+        mode, step = key
+        run = self.run
+        record = {
+            "mode": mode,
+            "step": step,
+            "global_step": run.current_step
+            if run.current_step is not None
+            else run.mode_steps.get("train", step),
+            "rank": run.rank(),
+            "ts_ns": now_ns(),
+            "names": list(latest),
+            "shapes": [s for s, _ in latest.values()],
+            "stats": [
+                [_enc(v) for v in row[:10]] + [_enc(dead_of.get(n, math.nan))]
+                for n, (_, row) in latest.items()
+            ],
+            "hist": [[int(c) for c in row[10 : 10 + N_BINS]] for _, row in latest.values()],
+            "types": [self._types.get(n) for n in latest],
+        }
+        run.tensors.append(record)
+        run.on_tensor_record(record)
+
+
+def _one_copy(torch: Any, values: list[Any]) -> list[Any]:
+    """Scalars moved to the host with one copy per device."""
+    by_device: dict[Any, list[int]] = {}
+    for i, v in enumerate(values):
+        by_device.setdefault(v.device, []).append(i)
+    out: list[Any] = [None] * len(values)
+    for idx in by_device.values():
+        host = torch.stack([values[i] for i in idx]).to("cpu")
+        for j, i in enumerate(idx):
+            out[i] = host[j]
+    return out
+
+
+def _dead_fraction(torch: Any, t: Any) -> Any:
+    """``dead_frac`` of an activation on its device (``profilerhub_analysis.tensors``): the share
+    of units (dimension 1, else elements) with under 1 % of their values > 0."""
+    active = t.detach() > 0
+    if active.numel() == 0:
+        return torch.tensor(math.nan, device=t.device)
+    if active.dim() >= 2:
+        share = active.transpose(0, 1).reshape(active.shape[1], -1).float().mean(1)
+    else:
+        share = active.reshape(-1).float()
+    return (share < 0.01).float().mean()
+
+
+def _enc(v: float) -> float | str | None:
+    if v != v:
+        return None
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def _tensors_of(torch: Any, output: Any) -> list[Any]:
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, list | tuple):
+        return [t for t in output if isinstance(t, torch.Tensor)]
+    if isinstance(output, Mapping):
+        return [t for t in output.values() if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _dynamo_disable(torch: Any) -> Callable[[Any], Any]:
+    """Our hooks run eagerly inside a compiled model (a graph break there, not a traced hook)."""
+    try:
+        return torch._dynamo.disable  # type: ignore[no-any-return]
+    except Exception:
+        return lambda f: f
+
+
+def rank_of(torch: Any) -> int:
+    """This process's rank: torch.distributed's once it is initialised, else ``$RANK``, else 0."""
+    try:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:
+        pass
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0

@@ -1,0 +1,211 @@
+"""Where a trial reads from: a local output folder, S3, or the hub's tensors API.
+
+A local or S3 source reads the SDK's ``tensors/*.jsonl.gz`` chunks itself (each once: a chunk is
+never rewritten) and merges them into one ``TensorTable``; a folder of several runs (one per rank
+of a distributed job, ``<job>``, ``<job>-2`` …) is read as one trial. The hub source asks the hub
+for the table in its stored form (``GET …/jobs/{job_id}/tensors?format=npz``), which the hub builds
+from the processed table, or while the job runs from the chunks so far.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from profilerhub_analysis.tensors import TensorTable, records_of_chunk
+
+_CHUNK = re.compile(r"(?:^|/)tensors/\d{6}\.jsonl\.gz$")
+
+
+@dataclass(frozen=True)
+class FullRef:
+    """A tensor saved whole (``full_tensors``): where its ``.npy`` is."""
+
+    name: str
+    mode: str
+    rank: int
+    step: int
+    where: str  # a file path, an S3 key or a hub path
+
+
+class Source(Protocol):
+    name: str
+
+    def load(self) -> tuple[TensorTable, list[FullRef]]: ...
+
+    def read_full(self, ref: FullRef) -> bytes: ...
+
+    def finished(self) -> bool: ...
+
+
+class _ChunkSource:
+    """The incremental part shared by the local and S3 sources: chunks read once, merged."""
+
+    name = ""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._table = TensorTable.empty()
+        self._full: list[FullRef] = []
+
+    def _chunks(self) -> list[tuple[str, str]]:
+        """``(run folder, chunk key)`` of every chunk there now, in name order."""
+        raise NotImplementedError
+
+    def _read(self, key: str) -> bytes:
+        raise NotImplementedError
+
+    def load(self) -> tuple[TensorTable, list[FullRef]]:
+        new = [(run, key) for run, key in self._chunks() if key not in self._seen]
+        records: list[dict[str, Any]] = []
+        for run, key in new:
+            for rec in records_of_chunk(self._read(key)):
+                if rec.get("kind") == "full":
+                    where = f"{run.rstrip('/')}/{rec['path']}" if run else rec["path"]
+                    self._full.append(
+                        FullRef(rec["name"], rec["mode"], int(rec["rank"]), int(rec["step"]), where)
+                    )
+                else:
+                    records.append(rec)
+            self._seen.add(key)
+        if records:
+            self._table = self._table.merge(TensorTable.from_records(records))
+        return self._table, list(self._full)
+
+    def read_full(self, ref: FullRef) -> bytes:
+        return self._read(ref.where)
+
+
+class LocalSource(_ChunkSource):
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+        self.name = str(folder)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no folder {folder}")
+
+    def _runs(self) -> list[Path]:
+        if (self.folder / "job.json").exists():
+            return [self.folder]
+        return sorted(p.parent for p in self.folder.glob("*/job.json"))
+
+    def _chunks(self) -> list[tuple[str, str]]:
+        return [
+            (str(run), str(p)) for run in self._runs() for p in sorted((run / "tensors").glob("*.jsonl.gz"))
+        ]
+
+    def _read(self, key: str) -> bytes:
+        return Path(key).read_bytes()
+
+    def finished(self) -> bool:
+        runs = self._runs()
+        return bool(runs) and all((run / "_SUCCESS").exists() for run in runs)
+
+
+class S3Source(_ChunkSource):
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        import boto3
+
+        bucket, _, prefix = url.removeprefix("s3://").partition("/")
+        self.bucket, self.prefix = bucket, prefix.strip("/")
+        self.name = url
+        endpoint = os.environ.get("PROFILERHUB_S3_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
+        self._s3 = boto3.client("s3", endpoint_url=endpoint)
+
+    def _keys(self) -> list[str]:
+        keys: list[str] = []
+        token: dict[str, Any] = {}
+        base = f"{self.prefix}/" if self.prefix else ""
+        while True:
+            page = self._s3.list_objects_v2(Bucket=self.bucket, Prefix=base, **token)
+            keys += [o["Key"] for o in page.get("Contents", [])]
+            if not page.get("IsTruncated"):
+                return keys
+            token = {"ContinuationToken": page["NextContinuationToken"]}
+
+    def _chunks(self) -> list[tuple[str, str]]:
+        keys = self._keys()
+        return sorted(
+            (k.rsplit("/tensors/", 1)[0] if "/tensors/" in k else "", k) for k in keys if _CHUNK.search(k)
+        )
+
+    def _read(self, key: str) -> bytes:
+        body: bytes = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        return body
+
+    def finished(self) -> bool:
+        keys = self._keys()
+        runs = [k.removesuffix("job.json") for k in keys if k.endswith("job.json")]
+        return bool(runs) and all(f"{r}_SUCCESS" in keys for r in runs)
+
+
+class HubSource:
+    """A hub job, by id or (its newest job of that) name."""
+
+    def __init__(self, job: str, hub_url: str | None, token: str | None) -> None:
+        import httpx
+
+        url = hub_url or os.environ.get("PROFILERHUB_URL")
+        if not url:
+            raise ValueError(f"{job!r} is not a folder or s3:// URL, and no hub is set (PROFILERHUB_URL)")
+        token = token or os.environ.get("PROFILERHUB_TOKEN")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30.0)
+        me = self._get("/api/v1/me").json()
+        jobs = f"/api/v1/domains/{me['domain']}/users/{me['user']}/jobs"
+        self.job_id = self._find(jobs, job)
+        self.base = f"{jobs}/{self.job_id}"
+        self.name = f"{job} ({self.job_id})"
+
+    def _get(self, path: str, **params: Any) -> Any:
+        resp = self._http.get(path, params=params or None)
+        if resp.status_code >= 400:
+            try:
+                message = resp.json()["error"]["message"]
+            except Exception:
+                message = resp.text[:200]
+            raise LookupError(f"GET {path}: HTTP {resp.status_code}: {message}")
+        return resp
+
+    def _find(self, jobs: str, job: str) -> str:
+        resp = self._http.get(f"{jobs}/{job}")
+        if resp.status_code == 200:
+            return str(resp.json()["job_id"])
+        token: str | None = None
+        while True:
+            page = self._get(jobs, **({"next_token": token} if token else {})).json()
+            for item in page["items"]:
+                if item["name"] == job:
+                    return str(item["job_id"])
+            token = page.get("next_token")
+            if not token:
+                raise LookupError(f"no job named or numbered {job!r} on the hub")
+
+    def load(self) -> tuple[TensorTable, list[FullRef]]:
+        table = TensorTable.unpack(self._get(f"{self.base}/tensors", format="npz").content)
+        full = self._get(f"{self.base}/tensors/full").json()["items"]
+        refs = [FullRef(f["name"], f["mode"], int(f["rank"]), int(f["step"]), f["path"]) for f in full]
+        return table, refs
+
+    def read_full(self, ref: FullRef) -> bytes:
+        data: bytes = self._get(f"{self.base}/tensors/full/{ref.where}").content
+        return data
+
+    def finished(self) -> bool:
+        status = self._get(self.base).json()["status"]
+        return status in ("Ready", "Failed", "Stopped")
+
+
+def source_for(job_or_path: str, *, hub_url: str | None = None, token: str | None = None) -> Source:
+    if job_or_path.startswith("s3://"):
+        return S3Source(job_or_path)
+    path = Path(os.path.expanduser(job_or_path))
+    if path.is_dir():
+        return LocalSource(path)
+    if "/" in job_or_path or os.sep in job_or_path:
+        raise FileNotFoundError(f"no folder {job_or_path}")
+    return HubSource(job_or_path, hub_url, token)

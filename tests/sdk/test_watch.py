@@ -1,0 +1,189 @@
+"""``ph.watch``: what it records, read back with ``create_trial``, equals what torch computes."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+import profilerhub as ph
+from profilerhub.debug import TensorUnavailableForStep, create_trial
+from profilerhub_analysis.tensors import STATS as TABLE_STATS
+
+from .watchtrain import ALL, Recorder, assert_trial_matches
+
+
+def _run(torch: ModuleType, out: Path, **watch: object) -> Recorder:
+    rec = Recorder(torch)
+    ph.init(job="watched", output=str(out), chunk_interval_s=0.2)
+    ph.watch(rec.model, rec.opt, rec.loss_fn, **watch)  # type: ignore[arg-type]
+    rec.train(5)
+    ph.finish()
+    return rec
+
+
+def test_every_collection_every_step_equals_torchs_own_statistics(torch: ModuleType, tmp_path: Path) -> None:
+    rec = _run(torch, tmp_path, collections=ALL, every=1)
+    trial = create_trial(str(tmp_path / "watched"))
+    assert trial.collections() == sorted(ALL)
+    assert trial.steps("train") == [0, 1, 2, 3, 4] and trial.steps("eval") == [0, 1, 2, 3, 4, 5]
+    assert assert_trial_matches(torch, trial, rec) > 100
+    assert "gradients/2.bias" not in trial.tensor_names()  # requires_grad=False: weights only
+    assert "biases/2.bias" in trial.tensor_names(collection="biases")
+    assert (
+        trial.table.module_type("activations/1") == "Tanh"
+        and trial.table.module_type("weights/0.weight") is None
+    )
+    lr = trial.tensor("optimizer_variables/group0:lr").values()
+    assert lr == {s: pytest.approx(0.05) for s in range(5)}
+    losses = trial.tensor("losses/eval").values()  # the issue's alias: losses/loss in eval
+    assert losses == {s: pytest.approx(float(rec.seen[("losses/loss", "eval", s)])) for s in range(6)}
+
+
+def test_defaults_save_every_hundredth_step_and_losses_every_step(torch: ModuleType, tmp_path: Path) -> None:
+    _run(torch, tmp_path)
+    trial = create_trial(str(tmp_path / "watched"))
+    assert trial.collections() == ["biases", "gradients", "losses", "optimizer_variables", "weights"]
+    assert trial.tensor("gradients/0.weight").steps() == [0]
+    assert trial.tensor("losses/loss").steps() == [0, 1, 2, 3, 4]
+    assert trial.tensor("losses/loss").steps(mode="eval") == [0, 1, 2, 3, 4, 5]
+
+
+def test_save_config_steps_include_exclude_and_full_tensors(torch: ModuleType, tmp_path: Path) -> None:
+    rec = _run(
+        torch,
+        tmp_path,
+        collections={"gradients": ph.SaveConfig(steps=(1, 3)), "weights": {"every": 2, "start_step": 1}},
+        include=[r"^activations/3$"],
+        exclude=[r"4\.weight"],
+        full_tensors={"include": [r"^gradients/0\.weight$"], "steps": [3]},
+    )
+    trial = create_trial(str(tmp_path / "watched"))
+    assert trial.tensor("gradients/0.weight").steps() == [1, 3]
+    assert trial.tensor("weights/0.weight").steps() == [1, 3]
+    assert "weights/4.weight" not in trial.tensor_names() and "gradients/4.weight" not in trial.tensor_names()
+    assert trial.tensor_names(collection="activations") == ["activations/3"]
+    full = trial.tensor("gradients/0.weight").value(3)
+    assert np.array_equal(full, rec.seen[("gradients/0.weight", "train", 3)].numpy())
+    with pytest.raises(TensorUnavailableForStep):
+        trial.tensor("gradients/0.weight").value(1)
+
+
+def test_full_tensors_past_the_byte_budget_are_skipped(torch: ModuleType, tmp_path: Path) -> None:
+    _run(torch, tmp_path, full_tensors={"include": ["gradients/"], "max_bytes_per_step": 300})
+    trial = create_trial(str(tmp_path / "watched"))
+    saved = [n for n in trial.tensor_names(collection="gradients") if _has_value(trial, n, 0)]
+    assert saved and len(saved) < len(trial.tensor_names(collection="gradients"))
+
+
+def _has_value(trial: object, name: str, step: int) -> bool:
+    try:
+        trial.tensor(name).value(step)  # type: ignore[attr-defined]
+    except TensorUnavailableForStep:
+        return False
+    return True
+
+
+def test_a_nan_stops_an_opted_in_run_at_the_next_step(torch: ModuleType, tmp_path: Path) -> None:
+    rec = Recorder(torch)
+    ph.init(job="nan", output=str(tmp_path), rules=["ExplodingTensor"], stop_on=["ExplodingTensor"])
+    ph.watch(rec.model, rec.opt, rec.loss_fn)
+    with pytest.raises(ph.StopTraining) as stop:
+        rec.train(10, nan_at=3)
+    assert stop.value.rule == "ExplodingTensor"
+    assert ph.current_run().current_step == 3  # type: ignore[union-attr]
+    ph.finish()
+    trial = create_trial(str(tmp_path / "nan"))
+    assert math.isnan(trial.tensor("losses/loss").values()[3])
+
+
+def test_mixed_precision_statistics_are_float32(torch: ModuleType, tmp_path: Path) -> None:
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4)).to(torch.bfloat16)
+    ph.init(job="bf16", output=str(tmp_path))
+    ph.watch(model, collections=["weights", "activations"], every=1)
+    x = torch.randn(3, 4, dtype=torch.bfloat16)
+    with ph.step(0):
+        out = model(x)
+    ph.finish()
+    trial = create_trial(str(tmp_path / "bf16"))
+    got = trial.tensor("activations/0").reduction_value(0, "l2")
+    assert got == pytest.approx(float(out.detach().float().norm()), rel=1e-6)
+
+
+# Dynamo, tracing around the (eager, graph-breaking) activation hooks, warns about a non-leaf .grad.
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning")
+def test_a_compiled_model_records_the_same_names(torch: ModuleType, tmp_path: Path) -> None:
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    compiled = torch.compile(model, backend="eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ph.init(job="compiled", output=str(tmp_path))
+    ph.watch(compiled, opt, collections=["weights", "gradients", "activations"], every=1)
+    for i in range(2):
+        with ph.step(i):
+            compiled(torch.randn(5, 4)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+    ph.finish()
+    trial = create_trial(str(tmp_path / "compiled"))
+    grads = ["gradients/0.bias", "gradients/0.weight", "gradients/2.bias", "gradients/2.weight"]
+    assert trial.tensor_names(collection="gradients") == grads
+    assert trial.tensor("activations/1").steps() == [0, 1]
+
+
+def test_watch_without_a_run_does_nothing_and_bad_arguments_raise(torch: ModuleType) -> None:
+    model = torch.nn.Linear(2, 2)
+    handle = ph.watch(model)
+    handle.remove()
+    with pytest.raises(ValueError, match="unknown collection"):
+        ph.watch(model, collections=["weightz"])
+    with pytest.raises(ValueError, match="every"):
+        ph.watch(model, every=0)
+    with pytest.raises(ValueError, match="mode"):
+        ph.mode("test")
+
+
+def test_a_failing_hook_is_logged_and_training_goes_on(
+    torch: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sdk_log: pytest.LogCaptureFixture
+) -> None:
+    from profilerhub import _watch
+
+    def broken(*a: object, **k: object) -> None:
+        raise RuntimeError("reduction broke")
+
+    monkeypatch.setattr(_watch, "reduce_rows", broken)
+    rec = Recorder(torch)
+    ph.init(job="broken", output=str(tmp_path))
+    ph.watch(rec.model, rec.opt, rec.loss_fn, every=1)
+    rec.train(3)
+    ph.finish()
+    assert [r for r in sdk_log.records if "reduction broke" in r.getMessage()]
+    assert create_trial(str(tmp_path / "broken")).tensor("losses/loss").steps() == [0, 1, 2]
+
+
+def test_the_table_and_the_sdk_agree_on_the_statistics(torch: ModuleType) -> None:
+    from profilerhub import _reduce
+
+    assert TABLE_STATS[: len(_reduce.STATS)] == _reduce.STATS
+    from profilerhub_analysis.tensors import HIST_EDGES, N_BINS
+
+    assert HIST_EDGES.tolist() == _reduce.HIST_EDGES and _reduce.N_BINS == N_BINS
+    rng = np.random.default_rng(3)
+    values = [
+        rng.normal(size=(33, 7)) * 10.0 ** rng.integers(-12, 8),
+        np.array([0.0, -0.0, 1e-40, 0.96875, 2**20]),
+    ]
+    from profilerhub_analysis.tensors import reduce_array
+
+    for batched in (False, True):
+        rows = _reduce.reduce_rows(
+            torch, [torch.tensor(v, dtype=torch.float32) for v in values], batched=batched
+        )
+        for v, row in zip(values, rows.tolist(), strict=True):
+            stats, hist = reduce_array(v.astype(np.float32))
+            assert np.allclose(row[:10], stats[:10], rtol=2e-5, equal_nan=True)
+            assert row[10:] == hist.tolist()

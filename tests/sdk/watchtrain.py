@@ -1,0 +1,132 @@
+"""A small CPU training run under ``ph.watch`` that keeps its own copy of every watched tensor, so a
+test can compute the statistics itself, with torch, and compare them with what a trial reads."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+import profilerhub as ph
+from profilerhub_analysis.tensors import HIST_EDGES, N_BINS
+
+ALL = ["weights", "biases", "gradients", "activations", "losses", "optimizer_variables"]
+STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel")
+
+
+def torch_stats(torch: ModuleType, t: Any) -> dict[str, float]:
+    """The statistics of ``t`` as a person computes them with torch (finite elements only)."""
+    x = t.detach().double().reshape(-1)
+    f = x[torch.isfinite(x)]
+    out = {
+        "nan": float(torch.isnan(x).sum()),
+        "inf": float(torch.isinf(x).sum()),
+        "zero_frac": float((x == 0).sum()) / x.numel(),
+        "numel": float(x.numel()),
+    }
+    if f.numel():
+        out |= {
+            "min": float(f.min()),
+            "max": float(f.max()),
+            "mean": float(f.mean()),
+            "std": float(f.std(unbiased=False)),
+            "l1": float(f.abs().sum()),
+            "l2": float(f.norm()),
+        }
+    else:
+        out |= dict.fromkeys(("min", "max", "mean", "std", "l1", "l2"), math.nan)
+    return out
+
+
+def torch_hist(torch: ModuleType, t: Any) -> list[int]:
+    """The log-magnitude histogram of ``t``, with torch's own bucketize over the shared edges."""
+    x = t.detach().float().reshape(-1)
+    a = x[torch.isfinite(x)].abs()
+    bins = torch.bucketize(a, torch.tensor(HIST_EDGES, dtype=torch.float32), right=True) + 1
+    bins[a == 0] = 0
+    return torch.bincount(bins, minlength=N_BINS).tolist()
+
+
+class Recorder:
+    """The model, optimizer and loss of ``train``, with the test's own copies of the tensors."""
+
+    def __init__(self, torch: ModuleType, seed: int = 0) -> None:
+        torch.manual_seed(seed)
+        nn = torch.nn
+        self.torch = torch
+        self.model = nn.Sequential(
+            nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 3)
+        )
+        self.model[2].bias.requires_grad_(False)  # a parameter without a gradient
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.seen: dict[tuple[str, str, int], Any] = {}  # (name, mode, step) -> tensor copy
+        self._acts: dict[str, Any] = defaultdict(list)
+        for name, m in self.model.named_modules():
+            if name:
+                m.register_forward_hook(self._keep(name))
+
+    def _keep(self, name: str) -> Any:
+        def hook(module: Any, args: Any, out: Any) -> None:
+            self._acts[name] = out.detach().clone()
+
+        return hook
+
+    def _snap(self, mode: str, step: int, loss: Any) -> None:
+        for name, out in self._acts.items():
+            self.seen[(f"activations/{name}", mode, step)] = out
+        self.seen[("losses/loss", mode, step)] = loss.detach().clone()
+
+    def train(self, steps: int, *, eval_every: int = 2, nan_at: int | None = None) -> None:
+        torch = self.torch
+        eval_step = -1
+        for i in range(steps):
+            with ph.step(i):
+                x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
+                if nan_at is not None and i >= nan_at:
+                    x[0, 0] = math.nan
+                loss = self.loss_fn(self.model(x), y)
+                loss.backward()
+                self._snap("train", i, loss)
+                before = {}
+                for n, p in self.model.named_parameters():
+                    kind = "biases" if n.endswith("bias") else "weights"
+                    self.seen[(f"{kind}/{n}", "train", i)] = p.detach().clone()
+                    before[n] = p.detach().clone()
+                    if p.grad is not None:
+                        self.seen[(f"gradients/{n}", "train", i)] = p.grad.detach().clone()
+                self.opt.step()
+                for n, p in self.model.named_parameters():
+                    self.seen[(f"optimizer_variables/{n}:update", "train", i)] = p.detach() - before[n]
+                self.opt.zero_grad()
+            if i % eval_every == 0:
+                with ph.mode("eval"), torch.no_grad():
+                    for _ in range(2):
+                        eval_step += 1
+                        vx, vy = torch.randn(8, 6), torch.randint(0, 3, (8,))
+                        self._snap("eval", eval_step, self.loss_fn(self.model(vx), vy))
+
+
+def assert_trial_matches(torch: ModuleType, trial: Any, rec: Recorder, *, rank: int = 0) -> int:
+    """Every tensor the recorder kept, at every step, has the trial's reductions; returns how many
+    (name, mode, step) were compared."""
+    compared = 0
+    for (name, mode, step), t in sorted(rec.seen.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        got = trial.tensor(name).reduction_values(step, mode=mode, worker=rank)
+        want = torch_stats(torch, t)
+        for s in STATS:
+            assert np.isclose(got[s], want[s], rtol=2e-5, atol=1e-7, equal_nan=True), (
+                name,
+                mode,
+                step,
+                s,
+                got,
+                want,
+            )
+        steps, counts = trial.table.hist(name, mode, rank)
+        assert counts[list(steps).index(step)].tolist() == torch_hist(torch, t), (name, mode, step)
+        compared += 1
+    return compared
