@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import ApiToken, BrowserSession, Invitation, UserProfile, utcnow
+from profilerhub_core.db.models import ApiToken, BrowserSession, Invitation, UserProfile
 from profilerhub_core.errors import AccessDenied, Unauthorized
 from profilerhub_core.records import accounts, audit, sessions, tokens
 from profilerhub_core.settings import Settings
@@ -113,6 +112,7 @@ def _signed_in(session: Session, settings: Settings, user: UserProfile) -> str:
         kind=sessions.CONSOLE,
         via=PASSWORD,
         seconds=int(settings.console_session_hours * 3600),
+        source=sessions.Source(sessions.PASSWORD),
     )
     return cookie
 
@@ -225,12 +225,7 @@ def change_password(session: Session, settings: Settings, target: Resolved, curr
     others = [BrowserSession.user_id == target.user.id, BrowserSession.via == PASSWORD]
     if target.caller.session_id:
         others.append(BrowserSession.id != target.caller.session_id)
-    result = session.execute(
-        sa.update(BrowserSession)
-        .where(*others, BrowserSession.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-    )
-    ended = int(getattr(result, "rowcount", 0))
+    ended = sessions.end_sessions(session, *others)  # and what descends from them
     commit_audited(session, target, Action.UpdatePassword, target.name, detail={"sessions_ended": ended})
     return ended
 

@@ -175,6 +175,10 @@ class Caller:
     # and when the credential expires (None: never): what a session it starts must not outlive.
     source_token_id: str | None = None
     expires_at: datetime | None = None
+    # The kind of credential at the root (``records.sessions``: token, access-key, oidc, password)
+    # and the root token's own expiry: a token this caller mints expires no later.
+    source_kind: str = "token"
+    root_expires_at: datetime | None = None
 
     @property
     def is_domain_admin(self) -> bool:

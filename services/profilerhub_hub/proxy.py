@@ -49,7 +49,7 @@ from profilerhub_hub.browser import (
     check_same_origin,
     cookie_options,
 )
-from profilerhub_hub.deps import caller_from_token
+from profilerhub_hub.deps import caller_from_token, lineage
 from profilerhub_hub.permissions import Action, Caller, Target, authorize
 from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, client_address
 
@@ -85,17 +85,26 @@ def _not_found(app_id: str) -> NotFound:
 
 @dataclass(frozen=True, slots=True)
 class AppLink:
-    """What an app's one-time sign-in link carries, signed: whose session it starts, and the
-    session's lifetime, token and impersonator when the console hands a sign-in on to the app."""
+    """What an app's one-time sign-in link carries, signed: whose session it starts, the
+    session's lifetime, scopes and impersonator, and what it descends from."""
 
     app_id: str
     user_id: str
     expires: int
     nonce: str
-    session_seconds: int = 0  # 0: app_session_hours (a link signed by a hub before this field)
-    token_id: str | None = None
-    impersonated_by: str | None = None
-    scopes: list[str] | None = None
+    session_seconds: int
+    token_id: str | None
+    impersonated_by: str | None
+    scopes: list[str]
+    # Lineage (``records.sessions.Source``): the root's kind, the session the link was made in,
+    # when it was issued (microseconds since the epoch).
+    source: str
+    parent_id: str | None
+    issued: int
+
+    @property
+    def lineage(self) -> sessions.Source:
+        return sessions.Source(self.source, self.token_id, self.parent_id, sessions.from_micros(self.issued))
 
 
 def app_login_url(
@@ -104,17 +113,18 @@ def app_login_url(
     user_id: str,
     ttl: int,
     *,
+    source: sessions.Source,
     session_seconds: int | None = None,
-    token_id: str | None = None,
     impersonated_by: str | None = None,
-    scopes: Sequence[str] | None = None,
+    scopes: Sequence[str] = ("*",),
 ) -> str:
     """A one-time URL, valid ``ttl`` seconds, that gives a browser the app's session cookie
-    (on the app's own origin where apps have one: ``app_hosts``)."""
+    (on the app's own origin where apps have one: ``app_hosts``), descending from ``source``."""
+    issued = source.issued_at or utcnow()
     link = AppLink(
-        app_id, user_id, int(time.time()) + ttl, secrets.token_hex(12),
-        session_seconds or int(settings.app_session_hours * 3600), token_id, impersonated_by,
-        list(scopes) if scopes is not None else None,
+        app_id, user_id, int(issued.timestamp()) + ttl, secrets.token_hex(12),
+        session_seconds or int(settings.app_session_hours * 3600), source.token_id, impersonated_by,
+        list(scopes), source.kind, source.parent_id, sessions.micros(issued),
     )  # fmt: skip
     token = encode_page_token(settings.signing_key(), _LOGIN_SCOPE, list(astuple(link)))
     return f"{app_base_url(settings, app_id)}{LOGIN_PATH}?token={quote(token)}"
@@ -129,7 +139,7 @@ def presigned_app_url(settings: Settings, caller: Caller, app: App, ttl: int) ->
     if caller.expires_at is not None:
         seconds = max(1, min(seconds, int((caller.expires_at - utcnow()).total_seconds())))
     return app_login_url(
-        settings, app.id, app.user_id, ttl, session_seconds=seconds, token_id=caller.source_token_id,
+        settings, app.id, app.user_id, ttl, session_seconds=seconds, source=lineage(caller),
         impersonated_by=caller.impersonated_by, scopes=caller.scopes,
     )  # fmt: skip
 
@@ -143,7 +153,7 @@ def _read_link(settings: Settings, token: str) -> AppLink:
         link = AppLink(*values)
     except TypeError:
         link = None
-    if link is None or not isinstance(link.expires, int) or not isinstance(link.session_seconds, int):
+    if link is None or not all(isinstance(v, int) for v in (link.expires, link.session_seconds, link.issued)):
         raise Unauthorized("This link or session is not valid; ask for a new presigned URL")
     return link
 
@@ -210,7 +220,7 @@ class AppProxy:
     def login(self, app_id: str, token: str) -> tuple[str, int]:
         """Redeem a presigned URL's token once; return the app session's cookie value and its lifetime."""
         link = _read_link(self.settings, token)
-        seconds = link.session_seconds or int(self.settings.app_session_hours * 3600)
+        seconds = link.session_seconds
         if link.app_id != app_id:
             raise _not_found(app_id)
         if link.expires < time.time():
@@ -220,16 +230,15 @@ class AppProxy:
             if app is None or app.user_id != link.user_id or app.status == AppStatus.Deleted:
                 raise _not_found(app_id)
             try:
-                _, value = sessions.start_session(
+                row, value = sessions.start_session(
                     session, link.user_id, kind=sessions.APP, via="app-link", app_id=app_id,
-                    seconds=seconds, nonce=f"app:{link.nonce}", token_id=link.token_id,
-                    impersonated_by=link.impersonated_by,
-                    scopes=("*",) if link.scopes is None else link.scopes,
+                    seconds=seconds, nonce=f"app:{link.nonce}", source=link.lineage,
+                    impersonated_by=link.impersonated_by, scopes=link.scopes,
                 )  # fmt: skip
             except sessions.LinkAlreadyUsed:
                 raise Unauthorized("This presigned URL was already used; ask for a new one") from None
             session.commit()
-        return value, seconds
+        return value, max(1, int((row.expires_at - utcnow()).total_seconds()))
 
     # -- activity -----------------------------------------------------------------------------
 

@@ -10,12 +10,13 @@ an administrator made for a user cannot open the user's apps unless the domain a
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
-from profilerhub_core.db.models import AuditEvent, Domain
+from profilerhub_core.db.models import ApiToken, AuditEvent, Domain
 from tests.support.hub import auth
 
 U = "/api/v1/domains/d1/users/alice"
@@ -172,3 +173,20 @@ def test_an_admins_token_for_a_user_cannot_open_their_app_unless_the_domain_allo
     assert (
         client.post(f"{U}/apps/DetailedProfiler/default/presigned-url", headers=impostor).status_code == 200
     )
+
+
+def test_a_session_ends_with_its_token_and_mints_nothing_that_outlives_it(client: Any, seed: Any) -> None:
+    # F2: a console session started with an expiring token ends when the token does (not 12 h
+    # later), and a token it mints expires no later than the one it began with.
+    token = seed.user_token("d1", "alice", expires_in_seconds=600)
+    csrf = sign_in(client, token)
+    headers = {**origin(client), "x-csrf-token": csrf}
+    minted = client.post(f"{U}/tokens", json={"note": "lasting?"}, headers=headers)
+    assert minted.status_code == 201, minted.text
+    (mine,) = [t for t in client.get(f"{U}/tokens").json()["items"] if t["note"] == "seed"]
+    assert minted.json()["expires_at"] is not None and minted.json()["expires_at"] <= mine["expires_at"]
+    with seed.session() as session:  # the token's expiry passes (moved rather than waited for)
+        past = datetime.now(UTC) - timedelta(seconds=1)
+        session.execute(sa.update(ApiToken).where(ApiToken.id == mine["token_id"]).values(expires_at=past))
+        session.commit()
+    assert client.get("/api/v1/me").status_code == 401

@@ -138,6 +138,9 @@ class UserProfile(Base):
     updated_at: Mapped[datetime | None] = mapped_column(default=None)
     # SageMaker ``UserSettings`` given by boto3 callers: stored and echoed (docs/sagemaker-api.md).
     aws_settings: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    # The last "sign out everywhere" (or whatever else ends every session of the user): a one-time
+    # link issued before it is refused, since links live in no table that could be updated.
+    signed_out_at: Mapped[datetime | None] = mapped_column(default=None)
 
     domain: Mapped[Domain] = relationship(lazy="joined", innerjoin=True)
 
@@ -170,7 +173,12 @@ class BrowserSession(Base):
     the user's tokens, or the token it was made from) ends it at once.
 
     ``nonce`` is the presigned sign-in link it was made from (unique: a link is used once).
-    ``impersonated_by`` names the administrator whose credential started it, if not its user's."""
+    ``impersonated_by`` names the administrator whose credential started it, if not its user's.
+
+    Lineage (``records/sessions.py``): ``source`` is the kind of credential at the root of the
+    chain it descends from (``token``, ``access-key``, ``oidc``, ``password``), ``token_id`` that
+    root's token or access key if it is one, ``parent_id`` the session whose caller made the link
+    that started this one. The session is live only while both are."""
 
     __tablename__ = "browser_sessions"
 
@@ -180,6 +188,8 @@ class BrowserSession(Base):
     kind: Mapped[str] = mapped_column(sa.String(16))
     app_id: Mapped[str | None] = mapped_column(sa.String(36), default=None)
     token_id: Mapped[str | None] = mapped_column(sa.String(36), default=None, index=True)
+    parent_id: Mapped[str | None] = mapped_column(sa.String(36), default=None, index=True)
+    source: Mapped[str] = mapped_column(sa.String(16), default="token", server_default="token")
     scopes: Mapped[list[str]] = mapped_column(default=lambda: ["*"])
     impersonated_by: Mapped[str | None] = mapped_column(sa.String(130), default=None)
     nonce: Mapped[str | None] = mapped_column(sa.String(64), default=None, unique=True)

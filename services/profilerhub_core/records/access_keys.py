@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 from collections.abc import Sequence
 
@@ -32,9 +31,8 @@ from profilerhub_core.db.models import ApiToken, UserProfile
 from profilerhub_core.errors import NotFound, Unauthorized
 from profilerhub_core.records import tokens
 
-ACCESS_KEY_PREFIX = "PHAK"
+ACCESS_KEY_PREFIX, ACCESS_KEY_ID = tokens.ACCESS_KEY_PREFIX, tokens.ACCESS_KEY_ID
 _BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-ACCESS_KEY_ID = re.compile(ACCESS_KEY_PREFIX + "[A-Z2-7]{12}")
 NOTE_PREFIX = "access key"
 
 
@@ -101,7 +99,9 @@ def authenticate_access_key(
         raise Unauthorized("The security token included in the request is invalid.")
     secret = access_secret(signing_key, access_key_id)
     try:
-        owner = tokens.authenticate(session, secret, touch_seconds=touch_seconds, read_only=read_only)
+        owner = tokens.authenticate(
+            session, secret, touch_seconds=touch_seconds, read_only=read_only, access_key=True
+        )
     except Unauthorized as refused:
         raise Unauthorized(
             f"The security token included in the request is invalid. ({refused.message})"

@@ -18,6 +18,9 @@ from profilerhub_core.security import display_prefix, hash_token, new_token
 
 ALL_SCOPES = "*"
 _TOKEN_ID = re.compile(r"[0-9a-f-]{1,36}")
+# An access key is a token row whose ``prefix`` is its key id (``records/access_keys.py``).
+ACCESS_KEY_PREFIX = "PHAK"
+ACCESS_KEY_ID = re.compile(ACCESS_KEY_PREFIX + "[A-Z2-7]{12}")
 
 
 def issue_token(
@@ -100,6 +103,7 @@ class TokenOwner:
     domain_settings: dict[str, Any]
     expires_at: datetime | None = None
     created_by: str | None = None
+    is_access_key: bool = False
 
 
 _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
@@ -107,7 +111,7 @@ _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
 # columns, because this runs on every request.
 _AUTH_QUERY = (
     sa.select(
-        _t.id, _t.scopes, _t.expires_at, _t.revoked_at, _t.last_used_at, _t.created_by,
+        _t.id, _t.scopes, _t.expires_at, _t.revoked_at, _t.last_used_at, _t.created_by, _t.prefix,
         _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
     )
     .select_from(ApiToken.__table__.join(UserProfile.__table__).join(Domain.__table__))
@@ -122,10 +126,13 @@ def authenticate(
     touch_seconds: int = 60,
     now: datetime | None = None,
     read_only: bool = False,
+    access_key: bool = False,
 ) -> TokenOwner:
     """The owner of the live token whose secret is ``secret``.
 
-    Raises ``Unauthorized`` for unknown, revoked and expired tokens alike. ``last_used_at`` is
+    Raises ``Unauthorized`` for unknown, revoked and expired tokens alike, and for an access key's
+    secret unless ``access_key`` (the SigV4 path): that secret signs requests, it is never sent,
+    so it is no bearer token and starts no console session. ``last_used_at`` is
     written at most every ``touch_seconds`` (and committed), so reads do not each cost a write;
     with ``read_only`` a due write raises ``WriteRequired`` instead.
     """
@@ -133,7 +140,13 @@ def authenticate(
     row = session.connection().execute(_AUTH_QUERY, {"token_hash": hash_token(secret)}).one_or_none()
     if row is None:
         raise Unauthorized("The token is not valid")
-    token_id, scopes, expires_at, revoked_at, last_used_at, created_by, *owner = row
+    token_id, scopes, expires_at, revoked_at, last_used_at, created_by, prefix, *owner = row
+    is_access_key = bool(ACCESS_KEY_ID.fullmatch(prefix))
+    if is_access_key and not access_key:
+        raise Unauthorized(
+            "That is an access key's secret: it signs AWS-style (SigV4) requests and is not a bearer "
+            "token; use an API token"
+        )
     if revoked_at is not None:
         raise Unauthorized("The token has been revoked")
     if expires_at is not None and expires_at <= now:
@@ -146,11 +159,13 @@ def authenticate(
     user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
     return TokenOwner(
         token_id, tuple(scopes), user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name,
-        domain_settings or {}, expires_at, created_by,
+        domain_settings or {}, expires_at, created_by, is_access_key,
     )  # fmt: skip
 
 
 __all__ = [
+    "ACCESS_KEY_ID",
+    "ACCESS_KEY_PREFIX",
     "ALL_SCOPES",
     "TokenOwner",
     "authenticate",

@@ -30,7 +30,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from profilerhub_core.db.models import App, AppStatus, AppType, UserProfile, utcnow
+from profilerhub_core.db.models import App, AppStatus, AppType, BrowserSession, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Throttled, Unauthorized
 from profilerhub_core.records import audit, domains, sessions, tokens, users
@@ -207,7 +207,7 @@ async def sign_in(request: Request) -> Response:
     if not secret:
         return _signin_page(request, "Paste an API token to sign in.", 400)
 
-    def start() -> str | None:
+    def start() -> tuple[str, int] | None:
         with request.app.state.sessions() as session:
             try:
                 owner = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
@@ -215,21 +215,21 @@ async def sign_in(request: Request) -> Response:
                 _audit(session, "anonymous", "SignIn", "token", None, audit.DENIED, {"reason": str(exc)})
                 session.commit()
                 return None
-            _, cookie = sessions.start_session(
+            row, cookie = sessions.start_session(
                 session, owner.user_id, kind=sessions.CONSOLE, via="token",
                 seconds=int(settings.console_session_hours * 3600), scopes=owner.scopes,
-                token_id=owner.token_id, impersonated_by=owner.created_by,
+                source=sessions.Source(sessions.TOKEN, owner.token_id), impersonated_by=owner.created_by,
             )  # fmt: skip
             actor = f"{owner.domain_name}/{owner.user_name}"
             _audit(session, actor, "SignIn", actor, owner.domain_name, audit.SUCCESS, {"via": "token"})
             session.commit()
-            return cookie
+            return cookie, _lifetime(row)
 
-    cookie = await run_in_threadpool(start)
-    if cookie is None:
+    started = await run_in_threadpool(start)
+    if started is None:
         return _signin_page(request, "That token is not valid (unknown, revoked or expired).", 401)
+    cookie, lifetime = started
     response = RedirectResponse("/console/", status_code=303)
-    lifetime = int(settings.console_session_hours * 3600)
     response.set_cookie(CONSOLE_COOKIE, cookie, max_age=lifetime, path="/", **cookie_options(settings))  # type: ignore[arg-type]
     response.delete_cookie(SIGNIN_COOKIE, path="/console/")
     return response
@@ -342,7 +342,7 @@ async def oidc_callback(request: Request) -> Response:
                 ), actor, who.domain_name)  # fmt: skip
             _, cookie = sessions.start_session(
                 session, user.id, kind=sessions.CONSOLE, via="oidc",
-                seconds=int(settings.console_session_hours * 3600),
+                seconds=int(settings.console_session_hours * 3600), source=sessions.Source(sessions.OIDC),
             )  # fmt: skip
             _audit(session, actor, "SignIn", actor, who.domain_name, audit.SUCCESS,
                    {"via": "oidc", "issuer": settings.oidc_issuer, "subject": who.subject})  # fmt: skip
@@ -390,12 +390,10 @@ async def redeem(request: Request, token: str = "") -> Response:
     def start() -> tuple[str, str | None, str | None, str, int]:
         link = read_link(settings, token)
         with request.app.state.sessions() as session:
-            if session.get(UserProfile, link.user_id) is None:  # deleted since: the link is void
-                raise Unauthorized("This sign-in link is not valid any more; ask for a new one")
-            try:
-                _, cookie = sessions.start_session(
+            try:  # refused when its source is not live (user deleted, token revoked, signed out...)
+                row, cookie = sessions.start_session(
                     session, link.user_id, kind=sessions.CONSOLE, via="presigned",
-                    seconds=link.session_seconds, scopes=link.scopes, token_id=link.token_id,
+                    seconds=link.session_seconds, scopes=link.scopes, source=link.source,
                     impersonated_by=link.impersonated_by, nonce=link.nonce,
                 )  # fmt: skip
             except sessions.LinkAlreadyUsed:
@@ -414,7 +412,7 @@ async def redeem(request: Request, token: str = "") -> Response:
                 app_id, app_cookie, target = _open_app(session, settings, owner, link, detail)
             _audit(session, actor, "SignIn", actor, owner.domain_name, audit.SUCCESS, detail)
             session.commit()
-            return cookie, app_id, app_cookie, target, link.session_seconds
+            return cookie, app_id, app_cookie, target, _lifetime(row)
 
     try:
         cookie, app_id, app_cookie, target, lifetime = await run_in_threadpool(start)
@@ -459,14 +457,19 @@ def _open_app(
     if settings.app_subdomain_host:
         url = app_login_url(
             settings, app.id, owner.user_id, APP_HANDOFF_SECONDS, session_seconds=seconds,
-            token_id=link.token_id, impersonated_by=by, scopes=owner.scopes,
+            source=owner.lineage, impersonated_by=by, scopes=owner.scopes,
         )  # fmt: skip
         return app.id, None, url
     _, app_cookie = sessions.start_session(
         session, owner.user_id, kind=sessions.APP, via="presigned", app_id=app.id, seconds=seconds,
-        scopes=owner.scopes, token_id=link.token_id, impersonated_by=by,
+        scopes=owner.scopes, source=owner.lineage, impersonated_by=by,
     )  # fmt: skip
     return app.id, app_cookie, f"/apps/{quote(app.id)}/"
+
+
+def _lifetime(row: BrowserSession) -> int:
+    """A new session's cookie lifetime: what is left of the session (capped by its source)."""
+    return max(1, int((row.expires_at - utcnow()).total_seconds()))
 
 
 def install_console(app: object) -> None:

@@ -15,7 +15,7 @@ A route declares the action it performs, and gets the resolved target back:
 Committing a change is ``profilerhub_hub.audit.commit_audited`` (with its audit event).
 """
 
-from profilerhub_hub.deps.auth import CallerDep, caller_from_token
+from profilerhub_hub.deps.auth import CallerDep, caller_from_token, lineage
 from profilerhub_hub.deps.paging import PageDep, PageParams
 from profilerhub_hub.deps.session import SessionCloser, SessionDep, SettingsDep
 from profilerhub_hub.deps.targets import Resolved, allow, resolve
@@ -30,5 +30,6 @@ __all__ = [
     "SettingsDep",
     "allow",
     "caller_from_token",
+    "lineage",
     "resolve",
 ]

@@ -18,6 +18,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from profilerhub_core.db.models import utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import Unauthorized
 from profilerhub_core.records import sessions, tokens
@@ -44,13 +45,23 @@ def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -
 
 
 def caller_of(owner: tokens.TokenOwner) -> Caller:
-    """The Caller of a valid token's owner."""
-    return _caller(owner, owner.token_id, owner.created_by, None)
+    """The Caller of a valid token's (or access key's) owner."""
+    kind = sessions.ACCESS_KEY if owner.is_access_key else sessions.TOKEN
+    return _caller(owner, owner.token_id, owner.created_by, None, kind, owner.expires_at)
 
 
 def caller_of_session(owner: sessions.SessionOwner) -> Caller:
     """The Caller of a browser session (its scopes and impersonation are the credential's it began with)."""
-    return _caller(owner, f"session:{owner.session_id}", owner.impersonated_by, owner.session_id)
+    return _caller(
+        owner, f"session:{owner.session_id}", owner.impersonated_by, owner.session_id, owner.source,
+        owner.token_expires_at,
+    )  # fmt: skip
+
+
+def lineage(caller: Caller) -> sessions.Source:
+    """What a session or one-time link made by ``caller`` descends from (``records.sessions``):
+    the caller's root token and, for a browser session, that session; issued now."""
+    return sessions.Source(caller.source_kind, caller.source_token_id, caller.session_id, utcnow())
 
 
 def _caller(
@@ -58,6 +69,8 @@ def _caller(
     token_id: str,
     impersonated_by: str | None,
     session_id: str | None,
+    source_kind: str,
+    root_expires_at: datetime | None,
 ) -> Caller:
     settings = DomainSettings.of(owner.domain_settings)
     return Caller(
@@ -75,6 +88,8 @@ def _caller(
         session_id=session_id,
         source_token_id=owner.token_id,
         expires_at=owner.expires_at,
+        source_kind=source_kind,
+        root_expires_at=root_expires_at,
     )
 
 
@@ -118,8 +133,12 @@ def authenticate(
             raise
         return caller_of(owner), owner.expires_at
 
-    request.state.caller = request.app.state.token_cache.lookup(secret, load)
-    return request.state.caller
+    caller: Caller = request.app.state.token_cache.lookup(secret, load)
+    if caller.source_kind == sessions.ACCESS_KEY:  # cached by a SigV4 request: still no bearer token
+        limits.hit(TOKEN_FAILURES, address)
+        raise Unauthorized("That is an access key's secret: it signs SigV4 requests; use an API token")
+    request.state.caller = caller
+    return caller
 
 
 async def get_caller(request: Request, credentials: Credentials) -> Caller:
@@ -139,5 +158,6 @@ __all__ = [
     "caller_from_token",
     "caller_of",
     "caller_of_session",
+    "lineage",
     "session_caller",
 ]

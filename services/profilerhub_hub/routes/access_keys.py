@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Response
 
 from profilerhub_core.db.models import ApiToken
-from profilerhub_core.records import access_keys, tokens
+from profilerhub_core.records import access_keys, sessions, tokens
 from profilerhub_hub.access_key_schemas import AccessKeyCreate, AccessKeyCreated, AccessKeyRead
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
@@ -69,14 +69,16 @@ def list_access_keys(
 def delete_access_key(
     access_key_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteToken)]
 ) -> Response:
-    """Revoke the key: requests signed with it are refused from now on."""
+    """Revoke the key: requests signed with it are refused from now on, and every browser session
+    and link descended from it (an app link from ``CreatePresignedDomainUrl``) ends with it."""
     assert target.user is not None
     token = tokens.revoke_token(session, access_keys.get_access_key(session, target.user, access_key_id))
+    ended = sessions.end_token_sessions(session, token.id)
     commit_audited(
         session,
         target,
         Action.DeleteToken,
         f"{target.name}/{token.id}",
-        detail={"access_key_id": token.prefix},
+        detail={"access_key_id": token.prefix, "sessions_ended": ended},
     )
     return Response(status_code=204)

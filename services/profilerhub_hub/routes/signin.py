@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.console.links import make_link
-from profilerhub_hub.deps import Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.deps import Resolved, SessionDep, SettingsDep, allow, lineage
 from profilerhub_hub.permissions import Action, impersonator
 from profilerhub_hub.routes.paths import OF_USER
 
@@ -62,7 +62,7 @@ def create_presigned_signin_url(
         expires_in_seconds=body.expires_in_seconds,
         session_seconds=body.session_expiration_seconds,
         landing=body.landing,
-        token_id=None if target.caller.session_id else target.caller.token_id,
+        source=lineage(target.caller),
     )
     detail = {"landing": body.landing, **({"impersonated_by": by} if by else {})}
     commit_audited(session, target, Action.CreatePresignedSignInUrl, target.name, detail=detail)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Response
@@ -30,7 +31,7 @@ def create_token(
     token, secret = tokens.issue_token(
         session,
         target.user,
-        expires_in_seconds=body.expires_in_seconds,
+        expires_in_seconds=_capped(body.expires_in_seconds, target.caller.root_expires_at),
         note=body.note,
         scopes=scopes,
         created_by=impersonator(target.caller, target.user.id),
@@ -47,6 +48,15 @@ def create_token(
         },
     )
     return TokenCreated.of(token, secret)
+
+
+def _capped(seconds: int | None, root_expires_at: datetime | None) -> int | None:
+    """A token minted by a credential that expires (a token, a session started from one) expires
+    no later than it: a stolen expiring token cannot become a lasting one."""
+    if root_expires_at is None:
+        return seconds
+    left = max(1, int((root_expires_at - utcnow()).total_seconds()))
+    return left if seconds is None else min(seconds, left)
 
 
 @router.get("", openapi_extra=OF_USER)
