@@ -64,9 +64,11 @@ def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None
     """Every analysis of one trace file, the TensorBoard plugin's views (``tb_*``) included."""
     p = Path(path)
     data = read_bytes(p, max_bytes)
-    report = analyze_store(parse_trace(data, source=p.name), top=top)
-    tensorflow = report["source"] == "tensorflow"
-    report.update(tb_views(data) if not tensorflow else dict.fromkeys(TB_SECTIONS))
+    store = parse_trace(data, source=p.name)
+    report = analyze_store(store, top=top)
+    kineto = store.meta.producer == "kineto"  # TensorFlow's traces have none of what the views read
+    del store
+    report.update(tb_views(data) if kineto else dict.fromkeys(TB_SECTIONS) | {"tb_notes": []})
     return report
 
 

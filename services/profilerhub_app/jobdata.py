@@ -74,6 +74,14 @@ class _Lru(OrderedDict[Any, Any]):
             self.pop(key, None)
 
 
+def trace_list(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's traces for a picker: ``index``, ``file``, ``rank``."""
+    return [
+        {"index": i, "file": t.get("file"), "rank": t.get("report", {}).get("rank")}
+        for i, t in enumerate(summary.get("traces", []))
+    ]
+
+
 class JobData:
     """Readers of Ready jobs for one app (one of its ``AppServices``)."""
 
@@ -103,6 +111,20 @@ class JobData:
         if not key:
             return {}
         version = (job.job_id, job.record.get("updated_at"), "panels", index)
+        return self._summaries.fetch(version, lambda: json.loads(job.store.get(job.key(key))))
+
+    def tb_views(self, job: OwnedJob, index: int) -> dict[str, Any]:
+        """The TensorBoard plugin's views of trace ``index``, as ingest stored them."""
+        entry = self.trace(job, index)
+        key = entry.get("tb_views")
+        if not key:
+            why = entry.get("tb_views_error")
+            raise NotFound(
+                f"Trace {index} of job '{job.job_id}' has no operator, kernel or memory views: "
+                + (f"ingest could not compute them ({why})" if why else "it was ingested before they existed")
+                + "; ingest the job again (POST …/jobs/{id}/complete on the hub) to compute them"
+            )
+        version = (job.job_id, job.record.get("updated_at"), "tb_views", index)
         return self._summaries.fetch(version, lambda: json.loads(job.store.get(job.key(key))))
 
     def timeline(self, job: OwnedJob, index: int) -> JobTimeline:

@@ -26,6 +26,7 @@ from profilerhub_app.routes import analysis as analysis_routes
 from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.routes import rules as rules_routes
 from profilerhub_app.routes import timeline as timeline_routes
+from profilerhub_app.routes import views as views_routes
 from profilerhub_app.services import AppServices
 from profilerhub_app.settings import AppServiceSettings
 
@@ -70,6 +71,7 @@ def create_app(settings: AppServiceSettings, *, hub: HubJobs | None = None) -> S
             *analysis_routes.routes(f"{base}api"),  # dashboard, ranks, compare, raw download
             *rules_routes.routes(f"{base}api"),  # rule results and the HTML profiling report
             *timeline_routes.routes(f"{base}api"),  # lanes, binary windows, events, search
+            *views_routes.routes(f"{base}api"),  # the TensorBoard plugin's views
             *pages.routes(settings, touch),  # the HTML pages and their static modules
         ],
         middleware=[Middleware(pages.SecurityHeaders), Middleware(RequireAppToken, settings=settings)],

@@ -10,6 +10,8 @@ Pages:
     ``/``                       jobs        the owner's jobs; tick two to compare
     ``/jobs/{job_id}``          dashboard   one job's panels
     ``/jobs/{job_id}/timeline`` timeline    the CPU/GPU timeline on a canvas
+    ``/jobs/{job_id}/views``    views       the TensorBoard plugin's views: overview, operators,
+                                            kernels, memory (``?tab=``, ``?trace=``)
     ``/compare?base=…&test=…``  compare     two jobs side by side, with both timelines
 
 ``?embed=1`` on the timeline page drops the top bar and crumbs (``<body data-embed>``): the compare
@@ -71,10 +73,17 @@ class SecurityHeaders:
 # module fills; ``{base}``, ``{owner}`` and ``{job}`` are replaced by escaped values.
 TEMPLATES = Path(__file__).parent / "templates"
 _BODIES = {
-    name: (TEMPLATES / f"{name}.html").read_text() for name in ("jobs", "dashboard", "timeline", "compare")
+    name: (TEMPLATES / f"{name}.html").read_text()
+    for name in ("jobs", "dashboard", "timeline", "compare", "views")
 }
 
-_TITLES = {"jobs": "Jobs", "dashboard": "Dashboard", "timeline": "Timeline", "compare": "Compare"}
+_TITLES = {
+    "jobs": "Jobs",
+    "dashboard": "Dashboard",
+    "timeline": "Timeline",
+    "compare": "Compare",
+    "views": "Profile",
+}
 
 
 def render(settings: AppServiceSettings, page: str, job: str = "", embed: bool = False) -> str:
@@ -133,6 +142,7 @@ def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[Base
         Route(base, page("jobs")),
         Route(f"{base}jobs/{{job_id}}", page("dashboard", True)),
         Route(f"{base}jobs/{{job_id}}/timeline", page("timeline", True)),
+        Route(f"{base}jobs/{{job_id}}/views", page("views", True)),
         Route(f"{base}compare", page("compare")),
         Mount(f"{base}static/base", app=Static(directory=SHARED_WEB), name="static-base"),
         Mount(f"{base}static", app=Static(directory=STATIC), name="static"),

@@ -35,6 +35,7 @@ TRACE_JOBS = {
     "two-ranks": [HTA / "trace_filter/sampled_rank-0.json.gz", HTA / "trace_filter/sampled_rank-1.json.gz"],
     "compare-base": [HTA / "trace_compare/base/base.json.gz"],
     "compare-test": [HTA / "trace_compare/test/test.json.gz"],
+    "mlp-cpu": [TRACES / "torch-cpu" / "mlp_cpu_10steps.pt.trace.json"],  # memory records, input shapes
 }
 
 

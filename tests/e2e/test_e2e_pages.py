@@ -654,3 +654,86 @@ def test_the_jobs_page_pages_sorts_and_filters_thousands_of_jobs_in_the_hub(
     app.click("#page-next")
     expect(app.locator("#jobs tbody tr").first).to_contain_text("sweep-0100")
     shot(app, "jobs-thousands")
+
+
+def _views_rows(app: Any, panel: str) -> Any:
+    return app.locator(f"#{panel} table tbody tr")
+
+
+def _shown_total(app: Any, panel: str) -> int:
+    """The 'N of M rows' line of a views table: M."""
+    text = app.locator(f"#{panel} .table-tools span.muted").inner_text()
+    return int(text.split(" of ")[1].split()[0].replace(",", ""))
+
+
+def test_the_profile_views_show_the_plugins_operator_and_memory_tables_of_profilerhub_analyze(
+    app: Any, jobs: PagesJobs
+) -> None:
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    cli = analyze(TRACE_JOBS["mlp-cpu"][0])
+    job = jobs.ids["mlp-cpu"]
+    open_page(app, f"jobs/{job}")
+    app.click("#open-views")  # the dashboard links the views
+    app.wait_for_selector("#vw-average .stack")
+    steps = cli["tb_overview"]["kept_steps"]
+    expect(app.locator("#vw-steps .steps-rows .label")).to_have_count(steps)
+    shot(app, "views-overview")
+
+    app.click("#tab-operators")
+    app.wait_for_selector("#vw-ops table tbody tr")
+    assert "tab=operators" in app.url
+    assert _shown_total(app, "vw-ops") == len(cli["tb_operators"])
+    top = max(cli["tb_operators"], key=lambda r: r["host_self_us"])  # CPU-only: sorted by host self
+    assert _views_rows(app, "vw-ops").first.locator("td").first.inner_text() == top["name"]
+    app.click("#vw-ops th button[data-sort='calls']")
+    most = max(r["calls"] for r in cli["tb_operators"])
+    expect(_views_rows(app, "vw-ops").first.locator("td").nth(1)).to_have_text(f"{most:,}")
+    app.fill("#vw-ops input[type=search]", "mm")
+    names = _views_rows(app, "vw-ops").locator("td:first-child").all_inner_texts()
+    assert names and all("mm" in n for n in names)
+    assert len(names) == sum("mm" in r["name"] for r in cli["tb_operators"])
+    app.fill("#vw-ops input[type=search]", "")
+    app.select_option("#vw-group", "shape")
+    expect(app.locator("#vw-ops th button[data-sort='input_shape']")).to_have_count(1)
+    assert _shown_total(app, "vw-ops") == len(cli["tb_operators_by_shape"])
+    shot(app, "views-operators")
+
+    app.click("#tab-memory")
+    app.wait_for_selector("#vw-memory table tbody tr")
+    cpu_rows = [r for r in cli["tb_memory"] if r["device"] == "CPU"]
+    assert _shown_total(app, "vw-memory") == len(cpu_rows)
+    biggest = max(cpu_rows, key=lambda r: r["size_increase_bytes"])
+    assert _views_rows(app, "vw-memory").first.locator("td").first.inner_text() == biggest["name"]
+    shot(app, "views-memory")
+
+    app.click("#tab-operators")
+    link = _views_rows(app, "vw-ops").first.locator("td a")
+    name = link.inner_text()
+    link.click()  # an operator opens its calls in the timeline
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    assert app.locator("#tl-query").input_value() == name
+
+
+def test_the_profile_views_show_the_kernels_with_launch_figures_and_the_gpu_summary(
+    app: Any, jobs: PagesJobs
+) -> None:
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    cli = analyze(TRACE_JOBS["alexnet"][0])
+    open_page(app, f"jobs/{jobs.ids['alexnet']}/views?tab=kernels")
+    app.wait_for_selector("#vw-kernels table tbody tr")
+    assert _shown_total(app, "vw-kernels") == len(cli["tb_kernels"])
+    first = _views_rows(app, "vw-kernels").first.locator("td")
+    assert first.first.inner_text() == cli["tb_kernels"][0]["name"]  # largest total first
+    app.select_option("#vw-group", "op")
+    expect(app.locator("#vw-kernels th button[data-sort='operator']")).to_have_count(1)
+    assert _shown_total(app, "vw-kernels") == len(cli["tb_kernels_by_op"])
+    assert table_of(app, "vw-tc").count() == 2
+    shot(app, "views-kernels")
+    app.click("#tab-overview")
+    app.wait_for_selector("#vw-gpu .kpis")
+    gpu = cli["tb_gpu_summary"][0]
+    assert f"{gpu['achieved_occupancy_pct']:.1f}" in app.locator("#vw-gpu").inner_text()
+    app.keyboard.press("ArrowRight")  # the tabs take the arrow keys
+    expect(app.locator("#tab-operators")).to_have_attribute("aria-selected", "true")

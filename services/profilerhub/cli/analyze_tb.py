@@ -39,6 +39,8 @@ def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
             f"tensor cores {_num(g['tensor_core_kernel_pct'])} of kernel time",
             highlight=False,
         )
+    for note in r.get("tb_notes") or []:
+        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     ops = r.get("tb_operators") or []
     if ops:
         t = _table(

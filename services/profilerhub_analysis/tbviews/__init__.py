@@ -19,7 +19,14 @@ from typing import Any
 from profilerhub_analysis.tbviews import views
 from profilerhub_analysis.tbviews.parse import parse
 from profilerhub_analysis.tbviews.steps import find_steps
-from profilerhub_analysis.tbviews.tree import build
+from profilerhub_analysis.tbviews.tree import Forest, build
+
+#: Said of a trace whose launches cannot be tied to their operators (the oracle's quirk T4).
+OWN_ID_NOTE = (
+    "Every launch in this trace carries its own correlation id as its External id (Kineto's 2023 "
+    "exports), so launches reach operators only where the numbers happen to match: operators' "
+    "device times and kernels by operator are not reliable here."
+)
 
 SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_shape", "tb_kernels",
             "tb_kernels_by_op", "tb_memory")  # fmt: skip
@@ -28,6 +35,7 @@ SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_sh
 def tb_views(data: bytes | bytearray) -> dict[str, Any]:
     """The seven sections of one (decompressed) Kineto trace document.
 
+    ``tb_notes`` says what a reader should know (launches that cannot be tied to operators).
     ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
     event: it would divide by a negative span), and ``tb_gpu_summary`` is then empty.
     """
@@ -44,7 +52,16 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
         "tb_kernels": kernels,
         "tb_kernels_by_op": kernels_by_op,
         "tb_memory": views.memory(trace, forest),
+        "tb_notes": _notes(forest),
     }
 
 
-__all__ = ["SECTIONS", "tb_views"]
+def _notes(forest: Forest) -> list[str]:
+    """What a reader of these views should know about this trace."""
+    launches = [rt.event for rt in forest.runtimes if rt.event is not None]
+    if launches and all(e.ext is not None and e.ext == e.correlation for e in launches):
+        return [OWN_ID_NOTE]
+    return []
+
+
+__all__ = ["OWN_ID_NOTE", "SECTIONS", "tb_views"]

@@ -19,14 +19,8 @@ from profilerhub_analysis.compare import compare, merge_op_totals, profile
 from profilerhub_analysis.dashboard import DEFAULT_TOP, MAX_TOP, dashboard
 from profilerhub_analysis.ranks import rank_table
 from profilerhub_app.http import MAX_TRACES, BadParameter, answer, int_param, owned_job, ready_job, services
+from profilerhub_app.jobdata import trace_list
 from profilerhub_app.owned import OwnedJob
-
-
-def _traces(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"index": i, "file": t.get("file"), "rank": t.get("report", {}).get("rank")}
-        for i, t in enumerate(summary.get("traces", []))
-    ]
 
 
 def _dashboard(request: Request, job_id: str) -> dict[str, Any]:
@@ -35,7 +29,7 @@ def _dashboard(request: Request, job_id: str) -> dict[str, Any]:
     jd = services(request).data
     job = ready_job(request, job_id)
     summary = jd.summary(job)
-    traces = _traces(summary)
+    traces = trace_list(summary)
     if summary.get("traces"):
         entry = jd.trace(job, index)
         panels = dashboard(entry["report"], jd.panels(job, index), summary, top)

@@ -66,11 +66,14 @@ def build_summary(
     job: dict[str, Any],
     save: Callable[[str, EventStore, dict[str, Any], list[sm.AnnotationRecord]], None],
     parsing: Callable[[int], AbstractContextManager[None]] = lambda _size: nullcontext(),
+    save_views: Callable[[str, dict[str, Any], Path, int], None] = lambda *_: None,
 ) -> dict[str, Any]:
     """Read and check every raw file and return the summary; each trace's event store is handed
     to ``save(folder, store, entry, annotations)`` with its summary entry as soon as it is built
     (so one trace at a time is in memory), with the SDK's annotation records (traces are read
-    after every SDK file, so all of them); ``save`` may add keys to the entry. Each file is parsed
+    after every SDK file, so all of them); ``save`` may add keys to the entry. Then, with the event
+    store gone, ``save_views(folder, entry, decompressed file, size)`` writes what is read from the
+    document itself (the TensorBoard plugin's views), so the two never share memory. Each file is parsed
     inside ``parsing(decompressed_size)`` (the claim's heartbeat keeps it live meanwhile).
 
     Raises ``BadUpload`` when no file could be read (naming the first that could not).
@@ -112,8 +115,11 @@ def build_summary(
                             folder = trace_folder(len(traces), rel)
                             entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
                             save(folder, store, entry, annotations)
+                            kineto = store.meta.producer == "kineto"
+                            del store
+                            if kineto:
+                                save_views(folder, entry, local, size)
                         traces.append(entry)
-                        del store
                         read += 1
                         continue
                     with parsing(size):

@@ -46,7 +46,7 @@ from profilerhub_worker.ingest.claim import Heartbeat, claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
 from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
-from profilerhub_worker.ingest.views import put_trace
+from profilerhub_worker.ingest.views import put_tb_views, put_trace
 from profilerhub_worker.ingest.write import plain, put_status
 
 log = logging.getLogger("profilerhub_worker.ingest")
@@ -83,6 +83,9 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
                 place,
                 start,
                 lambda folder, es, entry, notes: put_trace(ctx.store, place, folder, es, entry, notes),
+                save_views=lambda folder, entry, path, size: put_tb_views(
+                    ctx.store, place, folder, entry, path, size
+                ),
                 parsing=kept.parsing,
             )
             body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)

@@ -5,30 +5,40 @@ Under ``processed/traces/<n>-<name>/``:
     events.parquet, ...   the event store (``write.put_event_store``)
     dashboard.json        ``profilerhub_analysis.dashboard.trace_panels``: the panels the report
                           does not hold (active time, CPU utilisation, histograms, op totals)
+    tb_views.json         ``profilerhub_analysis.tbviews.tb_views``: the TensorBoard plugin's
+                          views (overview, GPU summary, operators, kernels, memory), read from
+                          the document itself after the event store is gone (``put_tb_views``)
     timeline/             ``TraceTimeline.to_files()``: the timeline index and per-event columns
                           as ``.npy`` (the app memory-maps them), ``lanes.json``, the overview
                           (the first view, ``overview.phw``); ``timeline/done``
                           is written last, so a reader never maps a half-written folder
 
-The trace's summary entry gets ``dashboard`` and ``timeline`` keys naming them.
+The trace's summary entry gets ``dashboard``, ``timeline`` and ``tb_views`` keys naming them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from profilerhub_analysis.dashboard import trace_panels
+from profilerhub_analysis.reader import read_bytes
 from profilerhub_analysis.sdk_records import AnnotationRecord
 from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.tbviews import tb_views
 from profilerhub_analysis.timeline.bundle import TraceTimeline
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore
 from profilerhub_worker.ingest.write import put_event_store
 
+log = logging.getLogger(__name__)
+
 DASHBOARD = "dashboard.json"
+TB_VIEWS = "tb_views.json"
 TIMELINE = "timeline"
 DONE = "done"
 
@@ -57,4 +67,23 @@ def put_trace(
     entry["timeline"] = f"processed/{folder}/{TIMELINE}/"
 
 
-__all__ = ["DASHBOARD", "DONE", "TIMELINE", "put_trace"]
+def put_tb_views(
+    store: ObjectStore, place: JobPlace, folder: str, entry: dict[str, Any], path: Path, size: int
+) -> None:
+    """Write the TensorBoard plugin's views of the (decompressed) trace at ``path``; name them in ``entry``.
+
+    The views are an addition to the trace, never a reason to lose it: if they cannot be computed
+    (a bug, or a document shaped in a way nobody foresaw) the trace is kept without them, the
+    reason logged and named in ``entry["tb_views_error"]``.
+    """
+    try:
+        views = tb_views(read_bytes(path, size))
+    except Exception as exc:  # noqa: BLE001 - see above: the trace must survive its extras
+        log.exception("%s: the TensorBoard views could not be computed", entry.get("file"))
+        entry["tb_views_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return
+    store.put(place.processed_key(f"{folder}/{TB_VIEWS}"), orjson.dumps(views))
+    entry["tb_views"] = f"processed/{folder}/{TB_VIEWS}"
+
+
+__all__ = ["DASHBOARD", "DONE", "TB_VIEWS", "TIMELINE", "put_tb_views", "put_trace"]

@@ -15,6 +15,7 @@ const facts = document.getElementById("job-facts");
 const picker = document.getElementById("rank-picker");
 const live = document.getElementById("job-live");
 const timelineLink = document.getElementById("open-timeline");
+const viewsLink = document.getElementById("open-views");
 const download = document.getElementById("download");
 
 const initial = query();
@@ -71,6 +72,8 @@ function showPicker(d) {
   download.href = `${base}api/${jobPath}/traces/${state.trace}/raw`;
   download.classList.toggle("hidden", !traces.length);
   timelineLink.classList.toggle("hidden", !traces.length);
+  viewsLink.href = `${base}${jobPath}/views?trace=${state.trace}`;
+  viewsLink.classList.toggle("hidden", !traces.length);
   if (traces.length < 2) return fill(picker);
   const select = el(
     "select",

@@ -1,0 +1,40 @@
+"""The TensorBoard plugin's views of one trace (overview, GPU summary, operators, kernels, memory).
+
+Ingest computed them once (``profilerhub_analysis.tbviews``, stored as the trace's
+``tb_views.json``); this route hands them over as stored, with the job's trace list for the
+picker. Shapes: ``docs/app-api.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from profilerhub_app.http import MAX_TRACES, answer, int_param, ready_job, services
+from profilerhub_app.jobdata import trace_list
+
+
+def _views(request: Request, job_id: str) -> dict[str, Any]:
+    index = int_param(request, "trace", 0, 0, MAX_TRACES)
+    jd = services(request).data
+    job = ready_job(request, job_id)
+    summary = jd.summary(job)
+    return {
+        "job_id": job_id,
+        "name": summary.get("job", {}).get("name"),
+        "trace": index,
+        "traces": trace_list(summary),
+        "views": jd.tb_views(job, index),
+    }
+
+
+async def job_views(request: Request) -> Response:
+    job_id: str = request.path_params["job_id"]
+    return await answer(lambda: _views(request, job_id))
+
+
+def routes(api_base: str) -> list[Route]:
+    return [Route(f"{api_base}/jobs/{{job_id}}/views", job_views, methods=["GET"])]

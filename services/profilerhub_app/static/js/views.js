@@ -1,0 +1,390 @@
+// The profile views of one trace: what PyTorch's TensorBoard profiler plugin showed (Overview,
+// Operators, Kernels, Memory), from `GET api/jobs/{id}/views?trace=N` (computed once at ingest
+// by the analysis engine; this module only draws and sorts). The URL keeps trace, tab, grouping,
+// search and sort, so a view can be linked. An operator's name opens its calls in the timeline.
+import { barList, dataTable, panel, stackBar } from "./charts.js";
+import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
+
+const LIMIT = 500; // rows drawn per table (the search reaches all of them)
+const TABS = ["overview", "operators", "kernels", "memory"];
+const node = document.getElementById("vw-panel");
+const title = document.getElementById("job-title");
+const tracePicker = document.getElementById("vw-trace");
+const tabs = [...document.querySelectorAll("#vw-tabs [role=tab]")];
+const jobLink = document.getElementById("vw-job");
+const timelineLink = document.getElementById("vw-timeline");
+const jobPath = `jobs/${encodeURIComponent(jobId)}`;
+
+const initial = query();
+const view = {
+  trace: Number(initial.trace) || 0,
+  tab: TABS.includes(initial.tab) ? initial.tab : "overview",
+  group: initial.group || "",
+  q: initial.q || "",
+  sort: initial.sort || "",
+  desc: initial.asc !== "1",
+  device: initial.device || "",
+  data: null,
+};
+
+const ROLES = [
+  ["kernel_us", "Kernel"],
+  ["memcpy_us", "Memcpy"],
+  ["memset_us", "Memset"],
+  ["communication_us", "Communication"],
+  ["runtime_us", "Runtime"],
+  ["dataloader_us", "DataLoader"],
+  ["cpu_exec_us", "CPU Exec"],
+  ["other_us", "Other"],
+];
+
+const yesNo = (v) => (v ? "yes" : "no");
+/** A long name cut to one line (the whole of it in the tooltip and in the search). */
+const cut = (text, href) => el(href ? "a" : "span", { class: "cut", href, title: text }, text);
+const shape = (v) => (v === null || v === undefined ? "–" : JSON.stringify(v));
+const timelineHref = (q) => `${base}${jobPath}/timeline?${new URLSearchParams({ trace: String(view.trace), q })}`;
+
+function remember() {
+  setQuery({
+    trace: view.trace || null,
+    tab: view.tab === "overview" ? null : view.tab,
+    group: view.group || null,
+    q: view.q || null,
+    sort: view.sort || null,
+    asc: view.desc ? null : "1",
+    device: view.device || null,
+  });
+}
+
+/**
+ * A table the reader sorts (click a header) and filters (the search box matches any text cell).
+ * `columns`: [{key, label, num, get(row) -> text|Node, value(row) -> what sorts}].
+ */
+function tableView(columns, rows, { defaultSort, searchLabel = "Search" }) {
+  const box = el("div", {});
+  const search = el("input", { type: "search", value: view.q, placeholder: "name contains…", "aria-label": searchLabel });
+  const shown = el("span", { class: "muted", "aria-live": "polite" });
+  const tableBox = el("div", {});
+  const sortKey = () => (columns.some((c) => c.key === view.sort) ? view.sort : defaultSort);
+  function draw() {
+    const key = sortKey();
+    const col = columns.find((c) => c.key === key);
+    const needle = view.q.toLowerCase();
+    const kept = needle
+      ? rows.filter((r) => columns.some((c) => !c.num && String(c.value(r) ?? "").toLowerCase().includes(needle)))
+      : rows.slice();
+    const sign = view.desc ? -1 : 1;
+    kept.sort((a, b) => {
+      const x = col.value(a);
+      const y = col.value(b);
+      if (typeof x === "number" || typeof y === "number") return sign * ((x ?? -Infinity) - (y ?? -Infinity));
+      return sign * String(x ?? "").localeCompare(String(y ?? ""));
+    });
+    shown.textContent = `${count(Math.min(kept.length, LIMIT))} of ${count(kept.length)} rows${needle ? ` matching "${view.q}"` : ""}`;
+    const table = dataTable(
+      columns.map((c) => ({ label: c.label, num: c.num, get: c.get, raw: (r) => c.value(r) })),
+      kept.slice(0, LIMIT),
+    );
+    const heads = table.querySelectorAll("th");
+    columns.forEach((c, i) => {
+      const th = heads[i];
+      th.setAttribute("aria-sort", c.key === key ? (view.desc ? "descending" : "ascending") : "none");
+      const button = el("button", { type: "button", class: "sort", "data-sort": c.key }, c.label);
+      button.addEventListener("click", () => {
+        view.desc = c.key === key ? !view.desc : true;
+        view.sort = c.key;
+        remember();
+        draw();
+      });
+      fill(th, button);
+    });
+    fill(tableBox, table);
+  }
+  search.addEventListener("input", () => {
+    view.q = search.value;
+    remember();
+    draw();
+  });
+  draw();
+  return fill(box, el("div", { class: "table-tools" }, el("label", {}, searchLabel, search), shown), tableBox);
+}
+
+function groupPicker(options) {
+  const select = el(
+    "select",
+    { "aria-label": "group rows by", id: "vw-group" },
+    options.map(([value, label]) => el("option", { value, selected: value === view.group }, label)),
+  );
+  select.addEventListener("change", () => {
+    view.group = select.value;
+    view.sort = "";
+    remember();
+    draw();
+  });
+  return el("label", {}, "Group by ", select);
+}
+
+function section(id, heading, content, note) {
+  return el(
+    "section",
+    { class: "panel wide", id, "aria-labelledby": `${id}-title` },
+    el("div", { class: "panel-head" }, el("h2", { id: `${id}-title` }, heading)),
+    note ? el("p", { class: "note" }, note) : null,
+    content,
+  );
+}
+
+function overviewTab(v) {
+  const o = v.tb_overview;
+  if (!o) return [section("vw-overview", "Overview", el("p", { class: "empty" }, "This trace has no step, operator or python event: the step window is undefined."))];
+  const avg = o.average;
+  const parts = ROLES.map(([k, label], i) => ({ label, value: avg[k], text: `${us(avg[k])} (${pct((100 * avg[k]) / (avg.total_us || 1))})`, colorIndex: i }));
+  const maxTotal = Math.max(...o.steps.map((s) => s.total_us), 1);
+  const rows = el("div", { class: "steps-rows", role: "list" });
+  for (const s of o.steps) {
+    const bar = el("div", {});
+    stackBar(bar, ROLES.map(([k, label], i) => ({ label, value: s[k], text: us(s[k]), colorIndex: i })));
+    const stack = bar.querySelector(".stack");
+    const legend = bar.querySelector(".legend");
+    legend?.remove();
+    if (stack) stack.style.width = `${(100 * s.total_us) / maxTotal}%`;
+    rows.append(el("span", { class: "label", role: "listitem" }, `step ${s.step}`), bar, el("span", { class: "value" }, us(s.total_us)));
+  }
+  const stepTable = () =>
+    dataTable(
+      [{ label: "step", get: (s) => s.step }, ...ROLES.map(([k, label]) => ({ label, num: true, get: (s) => us(s[k]) })), { label: "total", num: true, get: (s) => us(s.total_us) }],
+      o.steps,
+    );
+  const gpus = v.tb_gpu_summary || [];
+  const out = [
+    panel({
+      id: "vw-average",
+      title: `Step time by role (mean of ${count(o.kept_steps)} step${o.kept_steps === 1 ? "" : "s"}: ${us(avg.total_us)})`,
+      note: "Each role takes only the step time the roles before it left (Kernel first), as TensorBoard's plugin counted it; Other is what is left.",
+      wide: true,
+      draw: (n) => stackBar(n, parts),
+      table: () => dataTable([{ label: "role", get: (p) => p.label }, { label: "time", num: true, get: (p) => p.text }], parts),
+    }),
+    panel({ id: "vw-steps", title: "Per step", wide: true, draw: (n) => fill(n, rows), table: stepTable }),
+  ];
+  if (gpus.length) {
+    out.push(
+      panel({
+        id: "vw-gpu",
+        title: "GPU summary",
+        note: "Over the steps' window: utilization = kernel busy time; SM efficiency and occupancy are CUPTI's estimates; tensor cores = share of operators' kernel time.",
+        wide: true,
+        draw: (n) =>
+          fill(
+            n,
+            gpus.map((g) =>
+              el(
+                "div",
+                { class: "kpis" },
+                el("div", {}, el("span", {}, "device"), el("b", {}, `GPU ${g.device}`)),
+                el("div", {}, el("span", {}, "utilization"), el("b", { class: "big" }, pct(g.gpu_utilization_pct))),
+                el("div", {}, el("span", {}, "est. SM efficiency"), el("b", { class: "big" }, pct(g.sm_efficiency_pct))),
+                el("div", {}, el("span", {}, "est. achieved occupancy"), el("b", { class: "big" }, pct(g.achieved_occupancy_pct))),
+                el("div", {}, el("span", {}, "tensor-core kernel time"), el("b", { class: "big" }, pct(g.tensor_core_kernel_pct))),
+              ),
+            ),
+          ),
+        table: () =>
+          dataTable(
+            [
+              { label: "device", get: (g) => g.device },
+              { label: "utilization", num: true, get: (g) => pct(g.gpu_utilization_pct) },
+              { label: "SM efficiency", num: true, get: (g) => pct(g.sm_efficiency_pct) },
+              { label: "occupancy", num: true, get: (g) => pct(g.achieved_occupancy_pct) },
+              { label: "tensor cores", num: true, get: (g) => pct(g.tensor_core_kernel_pct) },
+            ],
+            gpus,
+          ),
+      }),
+    );
+  }
+  return out;
+}
+
+function operatorsTab(v) {
+  const byShape = view.group === "shape";
+  const rows = (byShape ? v.tb_operators_by_shape : v.tb_operators) || [];
+  const nameCell = (r) => cut(r.name, timelineHref(r.name));
+  const columns = [
+    { key: "name", label: "operator", get: nameCell, value: (r) => r.name },
+    ...(byShape ? [{ key: "input_shape", label: "input shape", get: (r) => el("span", { class: "shape" }, shape(r.input_shape)), value: (r) => shape(r.input_shape) }] : []),
+    { key: "calls", label: "calls", num: true, get: (r) => count(r.calls), value: (r) => r.calls },
+    { key: "device_self_us", label: "device self", num: true, get: (r) => us(r.device_self_us), value: (r) => r.device_self_us },
+    { key: "device_total_us", label: "device total", num: true, get: (r) => us(r.device_total_us), value: (r) => r.device_total_us },
+    { key: "host_self_us", label: "host self", num: true, get: (r) => us(r.host_self_us), value: (r) => r.host_self_us },
+    { key: "host_total_us", label: "host total", num: true, get: (r) => us(r.host_total_us), value: (r) => r.host_total_us },
+    { key: "tc_eligible", label: "tensor-core eligible", get: (r) => yesNo(r.tc_eligible), value: (r) => yesNo(r.tc_eligible) },
+  ];
+  const anyDevice = rows.some((r) => r.device_self_us > 0);
+  const table = tableView(columns, rows, { defaultSort: anyDevice ? "device_self_us" : "host_self_us", searchLabel: "Operator" });
+  const top = rows
+    .slice()
+    .sort((a, b) => (anyDevice ? b.device_self_us - a.device_self_us : b.host_self_us - a.host_self_us))
+    .slice(0, 10);
+  return [
+    panel({
+      id: "vw-top-ops",
+      title: `Top operators by ${anyDevice ? "device" : "host"} self time`,
+      wide: true,
+      draw: (n) => barList(n, top.map((r, i) => ({ label: byShape ? `${r.name} ${shape(r.input_shape)}` : r.name, value: anyDevice ? r.device_self_us : r.host_self_us, text: us(anyDevice ? r.device_self_us : r.host_self_us), href: timelineHref(r.name), colorIndex: i % 8 }))),
+      table: () => dataTable([{ label: "operator", get: (r) => r.name }, { label: "self time", num: true, get: (r) => us(anyDevice ? r.device_self_us : r.host_self_us) }], top),
+    }),
+    section("vw-ops", "Operators", el("div", {}, el("div", { class: "table-tools" }, groupPicker([["", "operator"], ["shape", "operator + input shape"]])), table)),
+  ];
+}
+
+function kernelsTab(v) {
+  const byOp = view.group === "op";
+  const rows = (byOp ? v.tb_kernels_by_op : v.tb_kernels) || [];
+  if (!(v.tb_kernels || []).length) return [section("vw-kernels", "Kernels", el("p", { class: "empty" }, "No GPU kernel in this trace (a CPU-only profile)."))];
+  const columns = [
+    { key: "name", label: "kernel", get: (r) => cut(r.name, timelineHref(r.name)), value: (r) => r.name },
+    ...(byOp
+      ? [
+          { key: "operator", label: "operator", get: (r) => cut(r.operator), value: (r) => r.operator },
+          { key: "grid", label: "grid", get: (r) => shape(r.grid), value: (r) => shape(r.grid) },
+          { key: "block", label: "block", get: (r) => shape(r.block), value: (r) => shape(r.block) },
+          { key: "registers_per_thread", label: "registers", num: true, get: (r) => count(r.registers_per_thread), value: (r) => r.registers_per_thread },
+          { key: "shared_memory", label: "shared memory", num: true, get: (r) => bytes(r.shared_memory), value: (r) => r.shared_memory },
+        ]
+      : []),
+    { key: "calls", label: "calls", num: true, get: (r) => count(r.calls), value: (r) => r.calls },
+    { key: "total_us", label: "total", num: true, get: (r) => us(r.total_us), value: (r) => r.total_us },
+    { key: "mean_us", label: "mean", num: true, get: (r) => us(r.mean_us), value: (r) => r.mean_us },
+    { key: "max_us", label: "max", num: true, get: (r) => us(r.max_us), value: (r) => r.max_us },
+    { key: "min_us", label: "min", num: true, get: (r) => us(r.min_us), value: (r) => r.min_us },
+    { key: "blocks_per_sm", label: "mean blocks/SM", num: true, get: (r) => num(r.blocks_per_sm), value: (r) => r.blocks_per_sm },
+    { key: "occupancy_pct", label: "mean est. occupancy", num: true, get: (r) => pct(r.occupancy_pct), value: (r) => r.occupancy_pct },
+    { key: "tensor_cores", label: "tensor cores", get: (r) => yesNo(r.tensor_cores), value: (r) => yesNo(r.tensor_cores) },
+  ];
+  const all = v.tb_kernels;
+  const tc = all.filter((k) => k.tensor_cores).reduce((s, k) => s + k.total_us, 0);
+  const total = all.reduce((s, k) => s + k.total_us, 0);
+  const tcParts = [
+    { label: "tensor cores used", value: tc, text: `${us(tc)} (${pct((100 * tc) / (total || 1))})`, colorIndex: 2 },
+    { label: "not used", value: total - tc, text: `${us(total - tc)} (${pct((100 * (total - tc)) / (total || 1))})`, colorIndex: 6 },
+  ];
+  const top = all.slice(0, 10);
+  return [
+    panel({
+      id: "vw-top-kernels",
+      title: "Kernel time by kernel",
+      draw: (n) => barList(n, top.map((k, i) => ({ label: k.name, value: k.total_us, text: us(k.total_us), title: k.name, colorIndex: i % 8 }))),
+      table: () => dataTable([{ label: "kernel", get: (k) => k.name }, { label: "total", num: true, get: (k) => us(k.total_us) }], top),
+    }),
+    panel({
+      id: "vw-tc",
+      title: "Kernel time by tensor-core use",
+      draw: (n) => stackBar(n, tcParts),
+      table: () => dataTable([{ label: "kernels", get: (p) => p.label }, { label: "time", num: true, get: (p) => p.text }], tcParts),
+    }),
+    section("vw-kernels", "Kernels", el("div", {}, el("div", { class: "table-tools" }, groupPicker([["", "kernel"], ["op", "kernel + operator"]])), tableView(columns, rows, { defaultSort: "total_us", searchLabel: "Kernel" }))),
+  ];
+}
+
+function memoryTab(v) {
+  const rows = v.tb_memory || [];
+  if (!rows.length) {
+    return [section("vw-memory", "Memory", el("p", { class: "empty" }, "No memory records in this trace: profile with profile_memory=True (the SDK's \"full\" preset) to see them."))];
+  }
+  const devices = [...new Set(rows.map((r) => r.device))];
+  const device = devices.includes(view.device) ? view.device : devices[0];
+  const picker = el("select", { "aria-label": "device", id: "vw-device" }, devices.map((d) => el("option", { value: d, selected: d === device }, d)));
+  picker.addEventListener("change", () => {
+    view.device = picker.value;
+    remember();
+    draw();
+  });
+  const columns = [
+    { key: "name", label: "operator", get: (r) => cut(r.name, timelineHref(r.name)), value: (r) => r.name },
+    { key: "calls", label: "calls", num: true, get: (r) => count(r.calls), value: (r) => r.calls },
+    { key: "size_increase_bytes", label: "size increase", num: true, get: (r) => bytes(r.size_increase_bytes), value: (r) => r.size_increase_bytes },
+    { key: "self_size_increase_bytes", label: "self size increase", num: true, get: (r) => bytes(r.self_size_increase_bytes), value: (r) => r.self_size_increase_bytes },
+    { key: "allocation_count", label: "allocations", num: true, get: (r) => count(r.allocation_count), value: (r) => r.allocation_count },
+    { key: "self_allocation_count", label: "self allocations", num: true, get: (r) => count(r.self_allocation_count), value: (r) => r.self_allocation_count },
+    { key: "allocation_size_bytes", label: "allocation size", num: true, get: (r) => bytes(r.allocation_size_bytes), value: (r) => r.allocation_size_bytes },
+    { key: "self_allocation_size_bytes", label: "self allocation size", num: true, get: (r) => bytes(r.self_allocation_size_bytes), value: (r) => r.self_allocation_size_bytes },
+  ];
+  return [
+    section(
+      "vw-memory",
+      `Memory by operator (${device})`,
+      el("div", {}, el("div", { class: "table-tools" }, el("label", {}, "Device ", picker)), tableView(columns, rows.filter((r) => r.device === device), { defaultSort: "size_increase_bytes", searchLabel: "Operator" })),
+      "Allocations and frees recorded inside each operator's calls (self) and inside everything they called.",
+    ),
+  ];
+}
+
+/** The engine's notes on this trace, above the tables they concern. */
+const notes = (v) => (v.tb_notes || []).map((n) => el("p", { class: "vw-note", role: "note" }, n));
+
+const DRAW = { overview: overviewTab, operators: operatorsTab, kernels: kernelsTab, memory: memoryTab };
+
+function draw() {
+  for (const t of tabs) {
+    const on = t.dataset.tab === view.tab;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+  }
+  node.setAttribute("aria-labelledby", `tab-${view.tab}`);
+  const v = view.data.views;
+  fill(node, view.tab === "operators" || view.tab === "kernels" ? notes(v) : null, DRAW[view.tab](v));
+}
+
+function pickTab(tab, focus = false) {
+  if (tab === view.tab) return;
+  view.tab = tab;
+  view.group = "";
+  view.q = "";
+  view.sort = "";
+  view.desc = true;
+  remember();
+  draw();
+  if (focus) tabs.find((t) => t.dataset.tab === tab)?.focus();
+}
+
+tabs.forEach((t, i) => {
+  t.addEventListener("click", () => pickTab(t.dataset.tab));
+  t.addEventListener("keydown", (e) => {
+    const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+    if (step) pickTab(tabs[(i + step + tabs.length) % tabs.length].dataset.tab, true);
+  });
+});
+
+function showTracePicker(d) {
+  if (d.traces.length < 2) return fill(tracePicker);
+  const select = el(
+    "select",
+    { "aria-label": "trace", id: "vw-trace-select" },
+    d.traces.map((t) => el("option", { value: t.index, selected: t.index === view.trace }, t.rank === null || t.rank === undefined ? t.file : `rank ${t.rank} · ${t.file}`)),
+  );
+  select.addEventListener("change", () => {
+    view.trace = Number(select.value);
+    remember();
+    load();
+  });
+  return fill(tracePicker, el("label", {}, "Trace ", select));
+}
+
+async function load() {
+  node.setAttribute("aria-busy", "true");
+  try {
+    const d = await api(`${jobPath}/views?trace=${view.trace}`);
+    view.data = d;
+    title.textContent = `${d.name || jobId}: profile`;
+    document.title = `${d.name || jobId} · profile`;
+    jobLink.textContent = d.name || jobId;
+    timelineLink.href = `${base}${jobPath}/timeline?trace=${view.trace}`;
+    showTracePicker(d);
+    draw();
+  } catch (error) {
+    fill(node, errorBox(error));
+  }
+}
+
+load();

@@ -1,0 +1,88 @@
+"""The TensorBoard plugin's rules (profilerhub_analysis.tbviews) pinned on tiny hand-made traces:
+what the oracle's real traces check only in bulk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from profilerhub_analysis.tbviews import OWN_ID_NOTE, tb_views
+
+
+def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _views(*events: dict[str, Any]) -> dict[str, Any]:
+    return tb_views(orjson.dumps({"traceEvents": list(events)}))
+
+
+def test_an_operator_and_its_same_name_only_child_count_as_one_call_with_the_childs_launch() -> None:
+    v = _views(
+        _x("cpu_op", "ProfilerStep#1", 0, 100),
+        _x("cpu_op", "aten::mm", 10, 50, **{"External id": 1}),
+        _x("cpu_op", "aten::mm", 12, 40, **{"External id": 2}),
+        _x("cuda_runtime", "cudaLaunchKernel", 20, 5, correlation=7, **{"External id": 2}),
+        _x("kernel", "sgemm", 95, 30, tid=7, correlation=7, device=0, **{"External id": 2}),
+    )
+    mm = next(r for r in v["tb_operators"] if r["name"] == "aten::mm")
+    assert mm["calls"] == 1  # merged
+    assert mm["device_self_us"] == 30 and mm["host_total_us"] == 50
+    assert mm["host_self_us"] == 50 - 5  # the child's children and runtimes became its own
+    assert mm["tc_eligible"] is True  # aten::mm is on the plugin's list
+    step = v["tb_overview"]["steps"][0]
+    assert step["step"] == "1" and step["end_us"] == 125  # the step ends when its kernel ends
+    assert step["kernel_us"] == 30 and step["runtime_us"] == 5
+    assert (
+        sum(step[k] for k in step if k.endswith("_us") and k not in ("total_us", "start_us", "end_us")) == 125
+    )
+    assert v["tb_kernels_by_op"][0]["operator"] == "aten::mm"
+    assert v["tb_notes"] == []
+
+
+def test_a_kernel_no_launch_claims_hangs_on_the_root_of_each_tree_with_a_step() -> None:
+    v = _views(
+        _x("cpu_op", "ProfilerStep#3", 0, 100, tid=1),
+        _x("gpu_user_annotation", "ProfilerStep#3", 0, 100, tid=9),
+        _x("kernel", "orphan", 10, 4, tid=9, correlation=99, device=0),
+    )
+    row = v["tb_kernels_by_op"][0]
+    assert (row["operator"], row["calls"]) == ("CallTreeRoot", 2)  # twice: two trees hold a step (T5)
+    assert v["tb_kernels"][0]["calls"] == 1
+
+
+def test_memory_records_count_on_the_deepest_operator_and_its_callers() -> None:
+    mem = {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "s": "t"}
+    v = _views(
+        _x("cpu_op", "aten::linear", 0, 100),
+        _x("cpu_op", "aten::empty", 10, 10),
+        {**mem, "ts": 12, "args": {"Device Type": 0, "Device Id": -1, "Bytes": 256}},
+        {**mem, "ts": 50, "args": {"Device Type": 0, "Device Id": -1, "Bytes": -64}},
+    )
+    rows = {r["name"]: r for r in v["tb_memory"]}
+    assert (
+        rows["aten::empty"]["self_allocation_count"] == 1
+        and rows["aten::empty"]["size_increase_bytes"] == 256
+    )
+    linear = rows["aten::linear"]
+    assert (linear["self_size_increase_bytes"], linear["size_increase_bytes"]) == (-64, 192)
+    assert (linear["allocation_count"], linear["self_allocation_count"], linear["calls"]) == (1, 0, 1)
+
+
+def test_a_trace_whose_launches_carry_their_own_correlation_as_external_id_says_so() -> None:
+    v = _views(
+        _x("cpu_op", "aten::add", 0, 10, **{"External id": 5}),
+        _x("cuda_runtime", "cudaLaunchKernel", 2, 1, correlation=5, **{"External id": 5}),
+        _x("kernel", "add", 5, 1, tid=7, correlation=5, device=0),
+    )
+    assert v["tb_notes"] == [OWN_ID_NOTE]
+
+
+def test_a_field_of_an_unexpected_type_costs_that_event_not_the_document() -> None:
+    v = _views(
+        _x("cpu_op", "aten::add", 0, 10),
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": []},
+        _x("cpu_op", "aten::sub", 30, 5),
+    )
+    assert {r["name"] for r in v["tb_operators"]} == {"aten::add", "aten::sub"}
