@@ -2,7 +2,8 @@
 
 It owns the record buffers (lock-free ``deque`` appends from any thread), the collector thread
 (samples system metrics and cuts the buffers into chunk files every ``chunk_interval_s``), the
-stdout/stderr tees, the optional torch profiler and the upload queue to the sink.
+stdout/stderr tees (metric definitions, and the lines the script prints: its log, kept up to
+``MAX_LOG_BYTES`` per run, the rest counted), the optional torch profiler and the upload queue.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from .sinks import Sink, make_sink
 from .sinks.base import USER_STOP
 
 FORMAT = "profilerhub-raw/1"
-CHUNK_KINDS = ("system", "annotations", "metrics", "tensors")
+CHUNK_KINDS = ("system", "annotations", "metrics", "tensors", "logs")
+#: Text of printed lines a run keeps for its log (``PROFILERHUB_LOG_MAX_BYTES``); the rest is counted.
+MAX_LOG_BYTES = 8 << 20
 #: Records that make a chunk early, so no single chunk takes long to write out.
 MAX_CHUNK_RECORDS = 50_000
 _CHECK_S = 0.5
@@ -68,6 +71,12 @@ class Run:
         self.local_stop: str | None = None
         self._full_seq = 0
         self._rank: int | None = None
+        # the printed lines (the job's log), up to max_log_bytes, in one folder per rank
+        self.logs: collections.deque[dict[str, Any]] = collections.deque()
+        self.log_counts = {"lines": 0, "bytes": 0, "dropped_lines": 0, "dropped_bytes": 0}
+        limit = _int_env("PROFILERHUB_LOG_MAX_BYTES")
+        self.max_log_bytes = MAX_LOG_BYTES if limit is None or limit < 0 else limit
+        self.log_rank = _int_env("RANK") or 0  # fixed at init: the log stream's name must not move
         self.thread_names: dict[int, str] = {}
         self.invalid_metrics = 0
         self.chunks = dict.fromkeys(CHUNK_KINDS, 0)
@@ -120,7 +129,7 @@ class Run:
         self.uploader.submit("job.json", self._job_json(status="InProgress"))
         self._collector = threading.Thread(target=self._collect, name="profilerhub-collector", daemon=True)
         self._collector.start()
-        if self.cfg.capture_output and self.cfg.metric_definitions:
+        if self.cfg.capture_output:
             self._install_tees()
         if self.cfg.torch_profiler is not None:
             self._start_torch_profiler()
@@ -151,7 +160,7 @@ class Run:
             stream = getattr(sys, name)
             if stream is None:
                 continue
-            tee = TeeStream(stream, name, self.cfg.metric_definitions, self._on_output_metric)
+            tee = TeeStream(stream, name, self.cfg.metric_definitions, self._on_output_metric, self._on_line)
             setattr(sys, name, tee)
             self._tees.append(tee)
 
@@ -413,6 +422,20 @@ class Run:
         if self.enabled:
             self.log_metric(name, text, None, source)
 
+    def _on_line(self, source: str, line: str) -> None:
+        """Keep one printed line for the job's log while under ``max_log_bytes``; count it either way."""
+        if not self.enabled:
+            return
+        size = len(line.encode("utf-8", "replace")) + 1
+        counts = self.log_counts
+        if counts["bytes"] + size > self.max_log_bytes:
+            counts["dropped_lines"] += 1
+            counts["dropped_bytes"] += size
+            return
+        counts["lines"] += 1
+        counts["bytes"] += size
+        self.logs.append({"ts_ns": time.time_ns(), "source": source, "message": line})
+
     # -- the collector thread -----------------------------------------------------------------
 
     def _collect(self) -> None:
@@ -457,7 +480,8 @@ class Run:
             records = self._drain(kind)
             if records:
                 self.chunks[kind] += 1
-                self.uploader.submit(f"{kind}/{self.chunks[kind]:06d}.jsonl.gz", _jsonl_gz(records))
+                folder = f"logs/rank{self.log_rank}" if kind == "logs" else kind  # one log stream per rank
+                self.uploader.submit(f"{folder}/{self.chunks[kind]:06d}.jsonl.gz", _jsonl_gz(records))
         for path, data in self.tensorboard.files(final=self._stop.is_set()):
             self.uploader.submit(path, data)
 
@@ -537,6 +561,7 @@ class Run:
                 "invalid_metrics": self.invalid_metrics,
             },
             "spilled": {"files": dict(self.uploader.spilled.files), "bytes": self.uploader.spilled.bytes},
+            "logs": dict(self.log_counts, max_bytes=self.max_log_bytes),
             "destination": self.sink.info(),
         }
         return json.dumps(doc, indent=1).encode()

@@ -1,8 +1,9 @@
 """Training metrics from the script's own output, the way SageMaker reads them from its logs.
 
 :class:`TeeStream` replaces ``sys.stdout``/``sys.stderr``: every write goes to the original stream
-first and unchanged, then complete lines are matched against the metric definitions (the first
-group of a definition's regex is the value).  Only writes made through ``sys.stdout``/``sys.stderr``
+first and unchanged, then each complete line is handed to ``on_line`` (the run keeps it for the
+job's log) and matched against the metric definitions (the first group of a definition's regex is
+the value).  Only writes made through ``sys.stdout``/``sys.stderr``
 are seen; output written to the file descriptors directly (C extensions, subprocesses) is not.
 """
 
@@ -28,11 +29,13 @@ class TeeStream:
         source: str,
         definitions: tuple[MetricDefinition, ...],
         on_metric: Callable[[str, str, str], None],
+        on_line: Callable[[str, str], None] | None = None,
     ) -> None:
         self._wrapped = wrapped
         self._source = source
         self._definitions = definitions
         self._on_metric = on_metric  # (name, value text, source)
+        self._on_line = on_line  # (source, line)
         self._partial = ""
         self._lock = threading.Lock()
         self.active = True
@@ -64,6 +67,8 @@ class TeeStream:
             self._match(line[:_MAX_LINE].rstrip("\r"))
 
     def _match(self, line: str) -> None:
+        if self._on_line is not None:
+            self._on_line(self._source, line)
         for d in self._definitions:
             m = d.regex.search(line)
             if m is not None:

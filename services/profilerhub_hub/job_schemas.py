@@ -172,6 +172,27 @@ class UploadGrant(BaseModel):
     expires_in: int
 
 
+class LogLine(BaseModel):
+    ts_ns: int = Field(description="When the line was printed (ns since the epoch).")
+    source: str = Field(description="stdout or stderr.")
+    message: str
+
+
+class JobLog(BaseModel):
+    """One page of one rank's printed lines (``GET …/jobs/{job_id}/logs``)."""
+
+    job_id: str
+    ranks: list[int] = Field(description="The ranks that printed lines (one log stream each).")
+    rank: int | None = Field(description="The rank of these lines (None: no lines yet).")
+    stream: str | None = Field(description="The rank's CloudWatch Logs stream name (docs/sagemaker-api.md).")
+    lines: list[LogLine]
+    total: int = Field(description="Lines of the rank so far.")
+    next_offset: int = Field(description="The offset to ask for next (to follow a running job's log).")
+    dropped: dict[str, int] | None = Field(
+        None, description="What the run kept and counted past its byte cap (job.json's logs), once known."
+    )
+
+
 class FileStored(BaseModel):
     path: str
     size: int
@@ -181,7 +202,9 @@ __all__ = [
     "FileStored",
     "JobComplete",
     "JobCreate",
+    "JobLog",
     "JobRead",
+    "LogLine",
     "MetricDefinition",
     "SpillInfo",
     "UploadGrant",

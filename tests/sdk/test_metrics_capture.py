@@ -9,7 +9,7 @@ import pytest
 
 import profilerhub as ph
 
-from .rawfiles import files_of_dir, records
+from .rawfiles import files_of_dir, job_json, records
 
 DEFS = [
     {"Name": "train:loss", "Regex": r"loss=([0-9.]+)"},
@@ -51,8 +51,34 @@ def test_printed_lines_become_metrics_and_pass_through_unchanged(
     assert summary["invalid_metrics"] == 1
 
 
-def test_output_is_not_watched_without_metric_definitions(tmp_path: Path) -> None:
-    stdout = sys.stdout
-    ph.init(job="plain", output=tmp_path)
-    assert sys.stdout is stdout
+def test_printed_lines_are_the_jobs_log_in_order_up_to_its_byte_cap_the_rest_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROFILERHUB_LOG_MAX_BYTES", "40")
+    monkeypatch.setenv("RANK", "2")
+    ph.init(job="plain", output=tmp_path)  # no metric definitions: the log is kept all the same
+    print("first line")
+    sys.stdout.write("second ")
+    sys.stdout.write("line\n")
+    print("to stderr", file=sys.stderr)
+    print("this one passes the cap")
+    print("and this")
     ph.finish()
+    files = files_of_dir(tmp_path / "plain")
+    assert [k for k in files if k.startswith("logs/")] == ["logs/rank2/000001.jsonl.gz"]
+    lines = records(files, "logs")
+    assert [(r["source"], r["message"]) for r in lines] == [
+        ("stdout", "first line"), ("stdout", "second line"), ("stderr", "to stderr"),
+    ]  # fmt: skip
+    assert lines[0]["ts_ns"] <= lines[1]["ts_ns"] <= lines[2]["ts_ns"]
+    counts = job_json(files)["logs"]
+    assert counts == {"lines": 3, "bytes": 33, "dropped_lines": 2, "dropped_bytes": 33, "max_bytes": 40}
+
+
+def test_capture_output_false_leaves_the_streams_alone(tmp_path: Path) -> None:
+    stdout = sys.stdout
+    ph.init(job="plain", output=tmp_path, capture_output=False)
+    assert sys.stdout is stdout
+    print("not kept")
+    ph.finish()
+    assert not any(k.startswith("logs/") for k in files_of_dir(tmp_path / "plain"))

@@ -17,13 +17,14 @@ from starlette.concurrency import run_in_threadpool
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
-from profilerhub_hub import job_outputs, job_uploads
+from profilerhub_hub import job_logs, job_outputs, job_uploads
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.job_schemas import (
     FileStored,
     JobComplete,
     JobCreate,
+    JobLog,
     JobRead,
     UploadGrant,
     UploadGrantCreate,
@@ -145,6 +146,22 @@ def job_metrics(
     job = _job(session, target, job_id)
     store = job_uploads.job_store(request.app.state)
     return job_outputs.metrics(store, _place(target, job_id), job, name, stat, period, start, end)
+
+
+@router.get(ONE_JOB + "/logs", openapi_extra=OF_USER)
+def job_log(
+    job_id: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.ReadJob)],
+    rank: Annotated[int | None, Query(ge=0, description="The rank's log; default the first.")] = None,
+    offset: Annotated[int, Query(ge=0, description="Lines to skip (a previous answer's next_offset).")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000, description="Lines at most.")] = 1000,
+) -> JobLog:
+    """The lines the job's script printed (stdout and stderr, in order), while it runs and after."""
+    job = _job(session, target, job_id)
+    session.close()  # no connection held while storage is read
+    return job_logs.page(job_uploads.job_store(request.app.state), job, rank, offset, limit)
 
 
 @router.post(ONE_JOB + "/stop", status_code=202, openapi_extra=OF_USER)

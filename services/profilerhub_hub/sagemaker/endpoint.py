@@ -6,7 +6,8 @@
     POST /cloudwatch/           X-Amz-Target: GraniteServiceVersion20100801.<Operation>  (JSON 1.0,
                                 what botocore sends CloudWatch since its model lists ``json``;
                                 signed for ``monitoring``)
-    POST /logs/                 X-Amz-Target: Logs_20140328.<Operation>                  (JSON 1.1)
+    POST /logs/                 X-Amz-Target: Logs_20140328.<Operation>                  (JSON 1.1;
+                                CloudWatch Logs, signed for ``logs``)
 
 ``SageMakerDoor`` serves them (``SERVICES``: one ``Service`` per door): an ASGI middleware inside
 the hub's own (security headers, body limit, session closing: ``main.create_app``) that answers
@@ -50,7 +51,7 @@ from profilerhub_hub.deps.auth import caller_of
 from profilerhub_hub.deps.session import request_session, request_step, run_step
 from profilerhub_hub.errors import error_response
 from profilerhub_hub.permissions import Caller
-from profilerhub_hub.sagemaker import cloudwatch, model, sigv4
+from profilerhub_hub.sagemaker import cloudwatch, logs, model, sigv4
 from profilerhub_hub.sagemaker.errors import AwsError, aws_error_of_exception
 from profilerhub_hub.sagemaker.operations import OPERATIONS, Call
 from profilerhub_hub.usecases import door_of
@@ -95,6 +96,18 @@ SERVICES: dict[str, Service] = {
             "application/x-amz-json-1.0",
             cloudwatch.OPERATIONS,
             {"ValidationException": "InvalidParameterValue", "ResourceNotFound": "ResourceNotFound"},
+        ),
+        Service(
+            logs.PREFIX,
+            "logs",
+            "logs",
+            "Logs_20140328.",
+            CONTENT_TYPE,
+            logs.OPERATIONS,
+            {
+                "ValidationException": "InvalidParameterException",
+                "ResourceNotFound": "ResourceNotFoundException",
+            },
         ),
     )
 }

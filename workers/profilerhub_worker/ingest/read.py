@@ -36,6 +36,7 @@ SUMMARY_FORMAT = "profilerhub-summary/1"
 MAX_WARNINGS = 100
 log = logging.getLogger("profilerhub_worker.ingest")
 CHUNK_KINDS = ("annotations", "metrics", "system")
+LOGS = "logs"
 TRACE_SUFFIXES = (".json", ".json.gz")
 _ANNOTATIONS = msgspec.json.Decoder(sm.AnnotationRecord)
 _METRICS = msgspec.json.Decoder(sm.MetricRecord)
@@ -48,6 +49,8 @@ def _kind(rel: str) -> str:
         return "job"
     if top in CHUNK_KINDS and "/" in rel and rel.endswith(".jsonl.gz"):
         return top
+    if top == LOGS and rel.endswith(".jsonl.gz"):
+        return LOGS  # the printed lines: read by the hub's log routes, not by ingest
     if rel.endswith(TRACE_SUFFIXES) and top not in CHUNK_KINDS:
         return "trace"
     return "other"
@@ -97,7 +100,7 @@ def build_summary(
             rel = layout.relative_name(info.key, place.raw_prefix)
             kind = _kind(rel)
             files.setdefault(kind, []).append(rel)
-            if kind == "other":
+            if kind in ("other", LOGS):
                 continue
             if info.size > ctx.max_file_bytes:
                 warnings.append(
