@@ -46,10 +46,10 @@ PATCH_PLATFORM = {"settings": {"max_live_apps": 5}}  # ... not this one
 NEW_APP = {"app_type": "DetailedProfiler", "app_name": "second"}
 UPLOAD = {"path": "rank0.json", "size": 10}
 SIGN_IN_LINK = {"landing": "app"}
-HOOK = {"url": "https://93.184.215.14/hook"}
+HOOK = {"url": "https://93.184.215.14/hook"}  # a public IP literal: no DNS needed
 PASSWORDS = {"current_password": "not-set-yet", "new_password": "a-long-new-secret-9"}
 SIGN_IN = {"domain": "d1", "user": "alice", "password": "not-set-yet"}
-ACCEPT = {"invitation": "phi_no-such-invitation", "password": "a-long-new-secret-9"}  # a public IP literal: no DNS needed
+ACCEPT = {"invitation": "phi_no-such-invitation", "password": "a-long-new-secret-9"}
 DHOOKS = "/api/v1/domains/d1/webhooks"
 # fmt: off
 MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [

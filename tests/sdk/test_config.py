@@ -52,7 +52,8 @@ def test_the_full_preset_turns_on_what_the_operator_kernel_and_memory_views_read
 
     full = parse_torch_profiler("full")
     assert full is not None and (full.wait, full.warmup, full.active) == (1, 1, 3)
-    assert full.flags == dict.fromkeys(("record_shapes", "profile_memory", "with_stack", "with_modules"), True)
+    everything = ("record_shapes", "profile_memory", "with_stack", "with_modules")
+    assert full.flags == dict.fromkeys(everything, True)
     mine = parse_torch_profiler({"preset": "full", "active": 5, "with_stack": False})
     assert mine is not None and mine.active == 5 and mine.flags["with_stack"] is False
     assert mine.flags["profile_memory"] is True
