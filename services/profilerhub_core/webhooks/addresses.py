@@ -7,9 +7,9 @@ check is on addresses, never on names alone: the host is resolved, and *every* a
 resolves to must be public (``ipaddress``'s ``is_global``, and not multicast) or inside an
 allow-listed network. An IP literal is checked as it is, and an IPv6 address that embeds an
 IPv4 one (``::ffff:7f00:1``, ``64:ff9b::a9fe:a9fe``, ``2002:7f00:1::1``…) is checked as that IPv4
-address as well (``addresses_reached``): ``is_global`` alone calls those public. Delivery resolves again and connects to
-the address it checked (``Destination.address``, the name kept for ``Host`` and TLS), so a name
-that re-resolves to an internal address between the check and the call (DNS rebinding) gets
+address as well (``addresses_reached``): ``is_global`` alone calls those public. Delivery
+resolves again and connects to the address it checked (``Destination.address``, the name kept
+for ``Host`` and TLS), so a name that re-resolves to an internal address between the check and the call (DNS rebinding) gets
 nowhere, and redirects are never followed.
 """
 
