@@ -455,10 +455,18 @@ def records_of_chunk(data: bytes) -> list[dict[str, Any]]:
         raise ValueError(f"not a gzip file ({exc})") from None
     if len(text) > MAX_CHUNK_BYTES:
         raise ValueError(f"over {MAX_CHUNK_BYTES} bytes once decompressed")
+    return records_of_lines(text)
+
+
+def records_of_lines(text: bytes) -> list[dict[str, Any]]:
+    """The records of one decompressed chunk; ``ValueError`` for what is not JSON objects."""
     try:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        out = [json.loads(line) for line in text.splitlines() if line.strip()]
     except ValueError as exc:
         raise ValueError(f"not JSON lines ({exc})") from None
+    if not all(isinstance(r, dict) for r in out):
+        raise ValueError("a line is not a JSON object")
+    return out
 
 
 def _decode(v: Any) -> float:
@@ -531,5 +539,6 @@ __all__ = [
     "nearest_edge",
     "record",
     "records_of_chunk",
+    "records_of_lines",
     "reduce_array",
 ]

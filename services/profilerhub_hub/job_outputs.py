@@ -15,10 +15,11 @@ import orjson
 from profilerhub_analysis.html_report import render_report
 from profilerhub_analysis.metrics_api import MetricQueryError, datapoints, final_values, metric_names
 from profilerhub_analysis.series import SERIES, JobSeries, unpack
+from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Conflict, InvalidInput, NotFound
 from profilerhub_core.jobstorage import SUMMARY, JobPlace
-from profilerhub_core.storage import ObjectStore
+from profilerhub_core.storage import ObjectStore, layout
 from profilerhub_hub import job_control
 
 RULES = "rules.json"
@@ -40,7 +41,11 @@ def report(store: ObjectStore, place: JobPlace, job: Job) -> str:
     """The job's profiling report (HTML)."""
     _ready(job)
     summary = orjson.loads(store.get(place.processed_key(SUMMARY)))
-    return render_report(summary, job.rule_results, _series(store, place))
+    try:
+        tensors = TensorTable.unpack(store.get(place.processed_key(layout.TENSORS)))
+    except NotFound:  # the run watched no model
+        tensors = None
+    return render_report(summary, job.rule_results, _series(store, place), tensors)
 
 
 def metrics(

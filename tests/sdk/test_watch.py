@@ -12,8 +12,7 @@ import pytest
 import profilerhub as ph
 from profilerhub.debug import TensorUnavailableForStep, create_trial
 from profilerhub_analysis.tensors import STATS as TABLE_STATS
-
-from .watchtrain import ALL, Recorder, assert_trial_matches
+from tests.support.watchtrain import ALL, Recorder, assert_trial_matches
 
 
 def _run(torch: ModuleType, out: Path, **watch: object) -> Recorder:

@@ -61,12 +61,15 @@ def _mode(mode: Any) -> str | None:
     return str(mode)
 
 
-def create_trial(job_or_path: str, *, hub_url: str | None = None, token: str | None = None) -> Trial:
+def create_trial(
+    job_or_path: str, *, hub_url: str | None = None, token: str | None = None, http: Any = None
+) -> Trial:
     """A trial over one job: a hub job's name (its newest job of that name) or id, a local output
     folder (one run's ``<output>/<job>`` or a folder of runs, e.g. one per rank) or an
     ``s3://bucket/prefix[/job]`` location. The hub is ``$PROFILERHUB_URL`` with
-    ``$PROFILERHUB_TOKEN`` unless given."""
-    return Trial(source_for(job_or_path, hub_url=hub_url, token=token))
+    ``$PROFILERHUB_TOKEN`` unless given; ``http``: an httpx-style client already pointed at the hub
+    and signed in (it makes ``job_or_path`` a hub job)."""
+    return Trial(source_for(job_or_path, hub_url=hub_url, token=token, http=http))
 
 
 class Trial:

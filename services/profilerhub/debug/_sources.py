@@ -10,14 +10,12 @@ from the processed table, or while the job runs from the chunks so far.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from profilerhub_analysis.tensors import TensorTable, records_of_chunk
-
-_CHUNK = re.compile(r"(?:^|/)tensors/\d{6}\.jsonl\.gz$")
+from profilerhub_analysis.tensor_chunks import ChunkedTable
+from profilerhub_analysis.tensors import TensorTable
 
 
 @dataclass(frozen=True)
@@ -42,38 +40,26 @@ class Source(Protocol):
 
 
 class _ChunkSource:
-    """The incremental part shared by the local and S3 sources: chunks read once, merged."""
+    """The incremental part shared by the local and S3 sources (``ChunkedTable``)."""
 
     name = ""
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._table = TensorTable.empty()
-        self._full: list[FullRef] = []
+        self._chunks = ChunkedTable()
 
-    def _chunks(self) -> list[tuple[str, str]]:
-        """``(run folder, chunk key)`` of every chunk there now, in name order."""
+    def _keys(self) -> list[str]:
         raise NotImplementedError
 
     def _read(self, key: str) -> bytes:
         raise NotImplementedError
 
     def load(self) -> tuple[TensorTable, list[FullRef]]:
-        new = [(run, key) for run, key in self._chunks() if key not in self._seen]
-        records: list[dict[str, Any]] = []
-        for run, key in new:
-            for rec in records_of_chunk(self._read(key)):
-                if rec.get("kind") == "full":
-                    where = f"{run.rstrip('/')}/{rec['path']}" if run else rec["path"]
-                    self._full.append(
-                        FullRef(rec["name"], rec["mode"], int(rec["rank"]), int(rec["step"]), where)
-                    )
-                else:
-                    records.append(rec)
-            self._seen.add(key)
-        if records:
-            self._table = self._table.merge(TensorTable.from_records(records))
-        return self._table, list(self._full)
+        table = self._chunks.update(self._keys(), self._read)
+        full = [
+            FullRef(f.name, f.mode, f.rank, f.step, f"{f.run}/{f.path}" if f.run else f.path)
+            for f in self._chunks.full
+        ]
+        return table, full
 
     def read_full(self, ref: FullRef) -> bytes:
         return self._read(ref.where)
@@ -92,10 +78,8 @@ class LocalSource(_ChunkSource):
             return [self.folder]
         return sorted(p.parent for p in self.folder.glob("*/job.json"))
 
-    def _chunks(self) -> list[tuple[str, str]]:
-        return [
-            (str(run), str(p)) for run in self._runs() for p in sorted((run / "tensors").glob("*.jsonl.gz"))
-        ]
+    def _keys(self) -> list[str]:
+        return [str(p) for run in self._runs() for p in sorted((run / "tensors").glob("*.jsonl.gz"))]
 
     def _read(self, key: str) -> bytes:
         return Path(key).read_bytes()
@@ -116,7 +100,7 @@ class S3Source(_ChunkSource):
         endpoint = os.environ.get("PROFILERHUB_S3_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
         self._s3 = boto3.client("s3", endpoint_url=endpoint)
 
-    def _keys(self) -> list[str]:
+    def _list(self) -> list[str]:
         keys: list[str] = []
         token: dict[str, Any] = {}
         base = f"{self.prefix}/" if self.prefix else ""
@@ -127,18 +111,15 @@ class S3Source(_ChunkSource):
                 return keys
             token = {"ContinuationToken": page["NextContinuationToken"]}
 
-    def _chunks(self) -> list[tuple[str, str]]:
-        keys = self._keys()
-        return sorted(
-            (k.rsplit("/tensors/", 1)[0] if "/tensors/" in k else "", k) for k in keys if _CHUNK.search(k)
-        )
+    def _keys(self) -> list[str]:
+        return self._list()
 
     def _read(self, key: str) -> bytes:
         body: bytes = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         return body
 
     def finished(self) -> bool:
-        keys = self._keys()
+        keys = self._list()
         runs = [k.removesuffix("job.json") for k in keys if k.endswith("job.json")]
         return bool(runs) and all(f"{r}_SUCCESS" in keys for r in runs)
 
@@ -146,14 +127,17 @@ class S3Source(_ChunkSource):
 class HubSource:
     """A hub job, by id or (its newest job of that) name."""
 
-    def __init__(self, job: str, hub_url: str | None, token: str | None) -> None:
-        from profilerhub.hubhttp import HubHTTP
+    def __init__(self, job: str, hub_url: str | None, token: str | None, http: Any = None) -> None:
+        if http is None:
+            import httpx
 
-        url = hub_url or os.environ.get("PROFILERHUB_URL")
-        if not url:
-            raise ValueError(f"{job!r} is not a folder or s3:// URL, and no hub is set (PROFILERHUB_URL)")
-        token = token or os.environ.get("PROFILERHUB_TOKEN")
-        self._http = HubHTTP(url, token, component="debug")  # the hub's one client (hubhttp)
+            url = hub_url or os.environ.get("PROFILERHUB_URL")
+            if not url:
+                raise ValueError(f"{job!r} is not a folder or s3:// URL, and no hub is set (PROFILERHUB_URL)")
+            token = token or os.environ.get("PROFILERHUB_TOKEN")
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30.0)
+        self._http = http
         me = self._get("/api/v1/me").json()
         jobs = f"/api/v1/domains/{me['domain']}/users/{me['user']}/jobs"
         self.job_id = self._find(jobs, job)
@@ -161,15 +145,17 @@ class HubSource:
         self.name = f"{job} ({self.job_id})"
 
     def _get(self, path: str, **params: Any) -> Any:
-        from profilerhub.hubhttp import error_of
-
-        resp = self._http.send("GET", path, params=params)
+        resp = self._http.get(path, params=params or None)
         if resp.status_code >= 400:
-            raise LookupError(f"GET {path}: HTTP {resp.status_code}: {error_of(resp)[1]}")
+            try:
+                message = resp.json()["error"]["message"]
+            except Exception:
+                message = resp.text[:200]
+            raise LookupError(f"GET {path}: HTTP {resp.status_code}: {message}")
         return resp
 
     def _find(self, jobs: str, job: str) -> str:
-        resp = self._http.send("GET", f"{jobs}/{job}")
+        resp = self._http.get(f"{jobs}/{job}")
         if resp.status_code == 200:
             return str(resp.json()["job_id"])
         token: str | None = None
@@ -197,7 +183,11 @@ class HubSource:
         return status in ("Ready", "Failed", "Stopped")
 
 
-def source_for(job_or_path: str, *, hub_url: str | None = None, token: str | None = None) -> Source:
+def source_for(
+    job_or_path: str, *, hub_url: str | None = None, token: str | None = None, http: Any = None
+) -> Source:
+    if http is not None:
+        return HubSource(job_or_path, hub_url, token, http)
     if job_or_path.startswith("s3://"):
         return S3Source(job_or_path)
     path = Path(os.path.expanduser(job_or_path))

@@ -16,8 +16,10 @@ from starlette.routing import Route
 
 from profilerhub_analysis.html_report import render_report
 from profilerhub_analysis.series import SERIES, JobSeries, unpack
+from profilerhub_analysis.tensors import TensorTable
 from profilerhub_app.http import answer, owned_job, ready_job, services
 from profilerhub_core.errors import NotFound
+from profilerhub_core.storage import layout
 
 RULES = "processed/rules.json"
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -48,7 +50,11 @@ def _report(request: Request, job_id: str) -> Response:
         rules = json.loads(job.store.get(job.key(RULES)))
     except NotFound:
         rules = None
-    html = render_report(jd.summary(job), rules, series)
+    try:
+        tensors = TensorTable.unpack(job.store.get(job.key(f"processed/{layout.TENSORS}")))
+    except NotFound:  # the run watched no model
+        tensors = None
+    html = render_report(jd.summary(job), rules, series, tensors)
     headers = {"Content-Security-Policy": REPORT_CSP}
     if request.query_params.get("download"):
         headers["Content-Disposition"] = f'attachment; filename="profiling-report-{job_id}.html"'

@@ -97,6 +97,9 @@ def _relative(name: str) -> str:
 
 __all__ = [
     "LIVE_SERIES",
+    "LIVE_TENSORS",
+    "RAW_TENSORS",
+    "TENSORS",
     "STATUS",
     "SUMMARY",
     "JOBS",
@@ -122,3 +125,12 @@ ingest ends, so a reader of storage alone (the profiler app) knows the outcome."
 LIVE_SERIES = "live/series.npz"
 """``processed/live/series.npz``: a running job's series as the live rules last read its chunks
 (written by the worker's live scan, read by the hub's metrics, CloudWatch and training-job answers)."""
+RAW_TENSORS = "tensors"
+"""``raw/tensors/``: ``ph.watch``'s chunks (``NNNNNN.jsonl.gz``) and, under ``raw/tensors/full/``,
+the tensors saved whole (``rank<r>/NNNNNNNN.npy``), named by the chunks' ``"kind": "full"`` lines."""
+TENSORS = "tensors.npz"
+"""``processed/tensors.npz``: the job's ``TensorTable`` (``profilerhub_analysis.tensors``), written
+at ingest from every ``raw/tensors/`` chunk."""
+LIVE_TENSORS = "live/tensors.npz"
+"""``processed/live/tensors.npz``: a running job's ``TensorTable`` as the live scan last read its
+chunks (read by the live rules; the hub and app read new chunks on top of it)."""

@@ -18,6 +18,7 @@ from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
 from profilerhub_hub import job_logs, job_outputs, job_uploads
+from profilerhub_hub import job_tensors as job_tensors_out
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.job_schemas import (
@@ -162,6 +163,79 @@ def job_log(
     job = _job(session, target, job_id)
     session.close()  # no connection held while storage is read
     return job_logs.page(job_uploads.job_store(request.app.state), job, rank, offset, limit)
+
+
+TensorFormat = Annotated[
+    str,
+    Query(pattern="^(json|npz)$", description="json: the listing; npz: the whole table (the trial's form)."),
+]
+
+
+@router.get(ONE_JOB + "/tensors", openapi_extra=OF_USER, response_model=None)
+def job_tensors(
+    job_id: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.ReadJob)],
+    format: TensorFormat = "json",
+) -> dict[str, Any] | Response:
+    """The job's ``ph.watch`` tensors: names (collection, shape, module type), collections,
+    modes, ranks and steps per mode; also while the job runs (``live``: from its chunks so far)."""
+    job = _job(session, target, job_id)
+    store, place = job_uploads.job_store(request.app.state), _place(target, job_id)
+    if format == "npz":
+        return Response(job_tensors_out.table_bytes(store, place, job), media_type="application/octet-stream")
+    return job_tensors_out.index(store, place, job)
+
+
+@router.get(ONE_JOB + "/tensors/full", openapi_extra=OF_USER)
+def job_full_tensors(
+    job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
+) -> dict[str, Any]:
+    """The tensors saved whole (``ph.watch(full_tensors=…)``): name, mode, rank, step, path."""
+    job = _job(session, target, job_id)
+    return job_tensors_out.full_list(job_uploads.job_store(request.app.state), _place(target, job_id), job)
+
+
+@router.get(ONE_JOB + "/tensors/full/{path:path}", openapi_extra=OF_USER, response_class=Response)
+def job_full_tensor(
+    job_id: str,
+    path: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.ReadJob)],
+) -> Response:
+    """One tensor saved whole, as a ``.npy`` file (``numpy.load`` reads it)."""
+    job = _job(session, target, job_id)
+    store, place = job_uploads.job_store(request.app.state), _place(target, job_id)
+    data = job_tensors_out.full_file(store, place, job, path)
+    return Response(data, media_type="application/octet-stream")
+
+
+@router.get(ONE_JOB + "/tensors/{name:path}", openapi_extra=OF_USER)
+def job_tensor(
+    job_id: str,
+    name: str,
+    request: Request,
+    session: SessionDep,
+    target: Annotated[Resolved, allow(Action.ReadJob)],
+    stat: Annotated[
+        str,
+        Query(
+            max_length=20, description="min, max, mean, std, l1, l2, nan, inf, zero_frac, numel, dead_frac"
+        ),
+    ] = "l2",
+    mode: Annotated[str, Query(max_length=10, description="train, eval or predict.")] = "train",
+    rank: Annotated[int, Query(ge=0, le=1_000_000, description="The rank (worker).")] = 0,
+    hist: Annotated[bool, Query(description="Add the histogram over the steps.")] = False,
+    start: Annotated[int | None, Query(ge=0, description="From this step (inclusive).")] = None,
+    end: Annotated[int | None, Query(ge=0, description="To this step (exclusive).")] = None,
+) -> dict[str, Any]:
+    """One tensor's statistic over the steps (and its histogram with ``hist=true``)."""
+    job = _job(session, target, job_id)
+    store, place = job_uploads.job_store(request.app.state), _place(target, job_id)
+    query = {"stat": stat, "mode": mode, "rank": rank, "hist": hist, "start": start, "end": end}
+    return job_tensors_out.series(store, place, job, name, **query)
 
 
 @router.post(ONE_JOB + "/stop", status_code=202, openapi_extra=OF_USER)

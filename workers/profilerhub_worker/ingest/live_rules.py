@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import zlib
 from datetime import timedelta
 from typing import Any
@@ -35,6 +36,8 @@ import sqlalchemy as sa
 from profilerhub_analysis.rules.base import WindowMemo
 from profilerhub_analysis.rules.job import evaluate_job, job_series
 from profilerhub_analysis.series import JobSeries, extras, pack, unpack
+from profilerhub_analysis.tensor_chunks import ChunkedTable
+from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import NotFound
 from profilerhub_core.jobstorage import place_of
@@ -96,6 +99,32 @@ def _concat(a: JobSeries, b: JobSeries) -> tuple[JobSeries, bool]:
     return series, appended
 
 
+def _live_tensors(
+    ctx: IngestContext, place: Any, state: dict[str, Any], chunks: dict[str, str]
+) -> tuple[TensorTable | None, bool]:
+    """The running job's ``TensorTable``: the cached one (``processed/live/tensors.npz``) with the
+    chunks not read before merged in (cached again when there were any); None without tensors."""
+    done = set(state.get("tensors_read", []))
+    try:
+        cached = TensorTable.unpack(ctx.store.get(place.processed_key(layout.LIVE_TENSORS))) if done else None
+    except (NotFound, ValueError, KeyError):
+        cached, done = None, set()
+    grown = ChunkedTable(cached, done)
+    table = grown.update(chunks, lambda rel: _gunzip_checked(ctx, chunks[rel]))
+    fresh = grown.read - done
+    if fresh and len(table):
+        ctx.store.put(place.processed_key(layout.LIVE_TENSORS), table.pack())
+        state["tensors_read"] = sorted(grown.read)
+    return (table if len(table) else None), bool(fresh)
+
+
+def _gunzip_checked(ctx: IngestContext, key: str) -> bytes:
+    """A chunk's bytes, refused (``ValueError``) when it inflates past the trace limit."""
+    data = ctx.store.get(key)
+    _gunzip(data, ctx.max_trace_bytes)
+    return data
+
+
 def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     """Evaluate one running job's rules on what it has streamed; what happened."""
     with ctx.sessions() as session:
@@ -112,9 +141,13 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     read = set(state["read"])
     records: dict[str, list[Any]] = {kind: [] for kind in KINDS}
     fresh = []
+    tensor_chunks: dict[str, str] = {}  # rel -> key, of ph.watch's chunks (size-checked)
     for info in ctx.store.list(place.raw_prefix):
         rel = layout.relative_name(info.key, place.raw_prefix)
         kind = rel.split("/", 1)[0]
+        if kind == layout.RAW_TENSORS and info.size <= ctx.max_file_bytes:
+            tensor_chunks[rel] = info.key
+            continue
         if rel == "job.json" and state.get("start_ns") is None:
             try:
                 doc = json.loads(ctx.store.get(info.key))
@@ -140,9 +173,21 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     )
     windows = WindowMemo(memo if appended else None)
     job_section = {"start_ns": state.get("start_ns")}
-    results = stamped(evaluate_job(configs, series, [], job_section, finished=False, windows=windows))
+    tensors, tensors_fresh = _live_tensors(ctx, place, state, tensor_chunks)
+    results = stamped(
+        evaluate_job(
+            configs,
+            series,
+            [],
+            job_section,
+            finished=False,
+            windows=windows,
+            tensors=tensors,
+            now_ns=time.time_ns(),
+        )
+    )
     state["read"] = sorted(read | set(fresh))
-    if fresh:
+    if fresh or tensors_fresh:
         ctx.store.put(place.processed_key(CACHE), pack(series, extra=windows.arrays(), flat=True))
         ctx.store.put(place.processed_key(STATE), json.dumps(state).encode())
     with ctx.sessions() as session:

@@ -26,6 +26,7 @@ from profilerhub_analysis.errors import TraceError
 from profilerhub_analysis.rules.job import evaluate_job, job_series
 from profilerhub_analysis.series import SERIES, pack
 from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.tensors import TensorTable, records_of_lines
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
@@ -35,7 +36,7 @@ from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR, OverLimit, cop
 SUMMARY_FORMAT = "profilerhub-summary/1"
 MAX_WARNINGS = 100
 log = logging.getLogger("profilerhub_worker.ingest")
-CHUNK_KINDS = ("annotations", "metrics", "system")
+CHUNK_KINDS = ("annotations", "metrics", "system", layout.RAW_TENSORS)
 LOGS = "logs"
 TRACE_SUFFIXES = (".json", ".json.gz")
 _ANNOTATIONS = msgspec.json.Decoder(sm.AnnotationRecord)
@@ -51,9 +52,22 @@ def _kind(rel: str) -> str:
         return top
     if top == LOGS and rel.endswith(".jsonl.gz"):
         return LOGS  # the printed lines: read by the hub's log routes, not by ingest
+    if rel.startswith(f"{layout.RAW_TENSORS}/full/") and rel.endswith(".npy"):
+        return "full_tensor"  # read on demand (the trial, the tensors API), not at ingest
     if rel.endswith(TRACE_SUFFIXES) and top not in CHUNK_KINDS:
         return "trace"
     return "other"
+
+
+def tensor_table(records: list[dict[str, Any]], warnings: list[str]) -> TensorTable | None:
+    """The job's ``TensorTable`` of ``ph.watch``'s records; None without any."""
+    if not any(r.get("kind", "reductions") == "reductions" for r in records):
+        return None
+    try:
+        return TensorTable.from_records(records)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        warnings.append(f"raw/{layout.RAW_TENSORS}/: a record ingest cannot read ({exc!r})"[:300])
+        return None
 
 
 def _reason(rel: str, exc: Exception) -> str:
@@ -90,6 +104,7 @@ def build_summary(
     annotations: list[sm.AnnotationRecord] = []
     metrics: list[sm.MetricRecord] = []
     samples: list[sm.SystemSample] = []
+    tensor_records: list[dict[str, Any]] = []
     job_doc: dict[str, Any] = {}
     traces: list[dict[str, Any]] = []
     warnings: list[str] = []
@@ -100,7 +115,7 @@ def build_summary(
             rel = layout.relative_name(info.key, place.raw_prefix)
             kind = _kind(rel)
             files.setdefault(kind, []).append(rel)
-            if kind in ("other", LOGS):
+            if kind in ("other", LOGS, "full_tensor"):
                 continue
             if info.size > ctx.max_file_bytes:
                 warnings.append(
@@ -133,6 +148,8 @@ def build_summary(
                             annotations.extend(_ANNOTATIONS.decode_lines(data))
                         elif kind == "metrics":
                             metrics.extend(_METRICS.decode_lines(data))
+                        elif kind == layout.RAW_TENSORS:
+                            tensor_records.extend(records_of_lines(data))
                         else:
                             samples.extend(_SAMPLES.decode_lines(data))
                         del data
@@ -168,7 +185,13 @@ def build_summary(
     }
     series = job_series(samples, annotations, metrics)
     ctx.store.put(place.processed_key(SERIES), pack(series))
-    summary["rules"] = evaluate_job(job.get("rules"), series, traces, job_section, finished=True)
+    tensors = tensor_table(tensor_records, warnings)
+    if tensors is not None:
+        ctx.store.put(place.processed_key(layout.TENSORS), tensors.pack())
+        summary["tensors"] = {"names": len(tensors.names()), "rows": len(tensors), "ranks": tensors.ranks()}
+    summary["rules"] = evaluate_job(
+        job.get("rules"), series, traces, job_section, finished=True, tensors=tensors
+    )
     return summary
 
 

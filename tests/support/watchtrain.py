@@ -130,3 +130,20 @@ def assert_trial_matches(torch: ModuleType, trial: Any, rec: Recorder, *, rank: 
         assert counts[list(steps).index(step)].tolist() == torch_hist(torch, t), (name, mode, step)
         compared += 1
     return compared
+
+
+def watched_run(
+    torch: ModuleType, out: Any, *, steps: int = 4, **watch: Any
+) -> tuple[dict[str, bytes], Recorder]:
+    """A local run of ``Recorder`` watched with every collection every step (and one tensor saved
+    whole, ``full_tensors``): its raw files by relative path, and the recorder."""
+    from pathlib import Path
+
+    rec = Recorder(torch)
+    ph.init(job="watched", output=str(out), chunk_interval_s=0.2)
+    watch = {"collections": ALL, "every": 1, "full_tensors": [r"^weights/0\.weight$"]} | watch
+    ph.watch(rec.model, rec.opt, rec.loss_fn, **watch)
+    rec.train(steps)
+    folder = Path(ph.finish()["location"])
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return files, rec

@@ -1,0 +1,108 @@
+"""The tensors API through the hub, on a real ``ph.watch`` CPU run: it answers while the job runs
+(from the chunks so far) and once Ready (from ``processed/tensors.npz``); ``create_trial`` over the
+hub reads reductions equal to torch's own statistics; bad queries are 400, unknown tensors 404."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from profilerhub.debug import create_trial
+from profilerhub_analysis.tensors import TensorTable
+from profilerhub_core.db.models import Job
+from profilerhub_core.jobstorage import place_of
+from profilerhub_core.storage import layout
+from profilerhub_hub import job_uploads
+from profilerhub_worker.ingest import IngestContext, ingest_job
+from tests.support.hub import auth
+from tests.support.watchtrain import assert_trial_matches, torch_stats, watched_run
+
+JOBS = "/api/v1/domains/d1/users/alice/jobs"
+
+
+class _Signed:
+    """The test client with the caller's token on every request (what ``create_trial`` needs)."""
+
+    def __init__(self, client: Any, token: str) -> None:
+        self.client, self.headers = client, auth(token)
+
+    def get(self, path: str, params: Any = None) -> Any:
+        return self.client.get(path, params=params, headers=self.headers)
+
+
+@pytest.fixture(scope="module")
+def torch() -> ModuleType:
+    import torch
+
+    torch.set_num_threads(1)
+    return torch
+
+
+def test_tensors_while_running_and_when_ready_equal_torchs_statistics(
+    torch: ModuleType, jobs_client: Any, jobs_seed: Any, jobs_hub: Any, tmp_path: Path
+) -> None:
+    import profilerhub as ph
+
+    files, rec = watched_run(torch, tmp_path)
+    ph.finish()
+    token = jobs_seed.user_token("d1", "alice")
+    body = {"name": "watched", "rules": ["VanishingGradient", "ExplodingTensor"]}
+    job_id = jobs_client.post(JOBS, json=body, headers=auth(token)).json()["job_id"]
+    store = job_uploads.job_store(jobs_hub.state)
+    with jobs_hub.state.sessions() as session:
+        place = place_of(session.get(Job, job_id))
+    chunks = sorted(n for n in files if n.startswith("tensors/") and n.endswith(".jsonl.gz"))
+    store.put(place.raw_key(chunks[0]), files[chunks[0]])  # the first chunk only: the run goes on
+    one = f"{JOBS}/{job_id}/tensors"
+    early = jobs_client.get(one, headers=auth(token)).json()
+    assert early["live"] and early["steps"]["train"][0] == 0
+    for name, data in files.items():
+        store.put(place.raw_key(name), data)
+    live = jobs_client.get(one, headers=auth(token)).json()
+    assert live["live"] and live["steps"]["train"] == [0, 1, 2, 3] and live["ranks"] == [0]
+
+    assert jobs_client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
+    ctx = IngestContext(sessions=jobs_hub.state.sessions, store=store, max_file_bytes=4 << 20,
+                        max_trace_bytes=64 << 20, stale_after=timedelta(minutes=5))  # fmt: skip
+    assert ingest_job(job_id, ctx) == "Ready"
+    stored = TensorTable.unpack(store.get(place.processed_key(layout.TENSORS)))
+    ready = jobs_client.get(one, headers=auth(token)).json()
+    assert (
+        not ready["live"]
+        and ready["tensors"] == live["tensors"]
+        and ready["tensors"] == stored.index()["tensors"]
+    )
+    rules = {
+        r["rule"]: r for r in jobs_client.get(f"{JOBS}/{job_id}/rules", headers=auth(token)).json()["rules"]
+    }
+    assert rules["ExplodingTensor"]["status"] == "NoIssuesFound", rules["ExplodingTensor"]
+
+    series = jobs_client.get(
+        f"{one}/gradients/0.weight", params={"stat": "l2", "hist": "true"}, headers=auth(token)
+    ).json()
+    want = [torch_stats(torch, rec.seen[("gradients/0.weight", "train", s)])["l2"] for s in range(4)]
+    assert series["steps"] == [0, 1, 2, 3] and np.allclose(series["values"], want, rtol=2e-5)
+    assert len(series["hist"]) == 4 and len(series["hist"][0]) == len(series["hist_edges"]) + 2
+    eval_loss = jobs_client.get(
+        f"{one}/losses/loss", params={"stat": "mean", "mode": "eval"}, headers=auth(token)
+    )
+    assert eval_loss.json()["steps"] == [0, 1, 2, 3]
+
+    trial = create_trial(job_id, http=_Signed(jobs_client, token))
+    assert assert_trial_matches(torch, trial, rec) > 80
+    full = trial.tensor("weights/0.weight").value(2)
+    assert np.array_equal(full, rec.seen[("weights/0.weight", "train", 2)].numpy())
+    by_name = create_trial("watched", http=_Signed(jobs_client, token))
+    assert by_name.steps() == [0, 1, 2, 3]
+
+    for params, status in (({"stat": "median"}, 400), ({"mode": "test"}, 400), ({"rank": -1}, 422)):
+        got = jobs_client.get(f"{one}/losses/loss", params=params, headers=auth(token))
+        assert got.status_code == status and set(got.json()["error"]) == {"code", "message"}, got.text
+    assert jobs_client.get(f"{one}/gradients/nope", headers=auth(token)).status_code == 404
+    assert jobs_client.get(f"{one}/full/tensors/full/rank0/nope.npy", headers=auth(token)).status_code == 404
+    assert jobs_client.get(one, params={"format": "xml"}, headers=auth(token)).status_code == 422
