@@ -13,9 +13,11 @@ module never imports another route module (the hub's ``routes/paths.py``, shared
 routes, excepted) nor the factory above it (``main``), and nothing of the app below its routes
 (``owned``, ``jobdata``, ``live``, ``services``, ``http``, …) imports a route or ``main``.
 
-Server packages may import exactly one SDK module, ``profilerhub.cli.toolkit`` (what every
-sub-command uses). Every ``import`` counts, inside functions and under TYPE_CHECKING too: a lazy
-import is still a dependency. ``python tests/test_import_graph.py`` prints the graph.
+Server packages may import exactly two SDK modules, both standard library only at import:
+``profilerhub.cli.toolkit`` (what every sub-command uses) and ``profilerhub.hubhttp`` (the one HTTP
+client of the hub's API, the profiler app's too). Every ``import`` counts, inside functions and
+under TYPE_CHECKING too: a lazy import is still a dependency. ``python tests/test_import_graph.py``
+prints the graph.
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ PACKAGES = {
     "profilerhub_worker": ROOT / "workers" / "profilerhub_worker",
 }
 TOOLKIT = "profilerhub.cli.toolkit"
+HUBHTTP = "profilerhub.hubhttp"
+SHARED_SDK = (TOOLKIT, HUBHTTP)
 ALLOWED: dict[str, set[str]] = {
     "profilerhub": {"profilerhub_analysis"},
     "profilerhub_analysis": set(),
     "profilerhub_core": {TOOLKIT},
-    "profilerhub_hub": {"profilerhub_core", "profilerhub_analysis", TOOLKIT},
-    "profilerhub_worker": {"profilerhub_core", "profilerhub_analysis", TOOLKIT},
-    "profilerhub_app": {"profilerhub_core", "profilerhub_analysis", TOOLKIT},
+    "profilerhub_hub": {"profilerhub_core", "profilerhub_analysis", *SHARED_SDK},
+    "profilerhub_worker": {"profilerhub_core", "profilerhub_analysis", *SHARED_SDK},
+    "profilerhub_app": {"profilerhub_core", "profilerhub_analysis", *SHARED_SDK},
 }
 # The SDK reaches the analysis engine only from its command line and the trial API
 # (`profilerhub.debug`, which needs the `analysis` extra like `analyze`), never from `import profilerhub`.
@@ -69,8 +73,9 @@ def dependencies() -> dict[str, dict[str, list[str]]]:
                 top = module.split(".")[0]
                 if top == name or top not in PACKAGES:
                     continue
-                if top == "profilerhub" and (module == TOOLKIT or module.startswith(TOOLKIT + ".")):
-                    target = TOOLKIT
+                shared = [m for m in SHARED_SDK if module == m or module.startswith(m + ".")]
+                if top == "profilerhub" and shared:
+                    target = shared[0]
                 elif top == "profilerhub" and module == "profilerhub.cli":
                     continue  # the `from profilerhub.cli import toolkit` form names its module next
                 else:
@@ -89,6 +94,13 @@ def test_each_package_imports_only_what_the_architecture_allows() -> None:
         if target not in ALLOWED[name]
     ]
     assert wrong == [], "imports against docs/architecture.md:\n" + "\n".join(wrong)
+
+
+def test_the_hub_client_the_server_packages_share_imports_nothing_of_the_sdk_but_its_version() -> None:
+    """``profilerhub.hubhttp`` stays a leaf: the profiler app importing it pulls in no SDK run code."""
+    path = PACKAGES["profilerhub"] / "hubhttp.py"
+    ours = sorted({m for _, m in imports(path) if m.split(".")[0] in PACKAGES})
+    assert ours == ["profilerhub", "profilerhub.__version__"], ours
 
 
 def test_the_sdk_reaches_analysis_only_from_its_command_line_and_the_trial() -> None:

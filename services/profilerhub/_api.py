@@ -59,7 +59,7 @@ def init(
     job: str | None = None,
     *,
     output: str | os.PathLike[str] | None = None,
-    torch_profiler: Mapping[str, Any] | bool | None = None,
+    torch_profiler: Mapping[str, Any] | bool | str | None = None,
     sample_interval_s: float = 0.1,
     chunk_interval_s: float = 5.0,
     metric_definitions: Sequence[Mapping[str, str]] | None = None,
@@ -83,7 +83,9 @@ def init(
     ``torch_profiler``: ``{"wait", "warmup", "active", "repeat", "skip_first"}`` (a
     ``torch.profiler.schedule`` counted in ``ph.step`` calls) plus ``record_shapes``,
     ``profile_memory``, ``with_stack``, ``with_flops``, ``with_modules``; ``True`` for
-    ``{"wait": 1, "warmup": 1, "active": 3}``.  ``sample_interval_s``: system-metrics period
+    ``{"wait": 1, "warmup": 1, "active": 3}``; ``"full"`` (or ``{"preset": "full", ...}``) for
+    that schedule with shapes, memory, stacks and modules, what the operator, kernel and memory
+    views read.  ``sample_interval_s``: system-metrics period
     (0.1-60 s).  ``chunk_interval_s``: how often buffered records are written out.
     ``metric_definitions``: SageMaker-style ``[{"Name", "Regex"}]`` (at most 40) matched against
     lines the script prints.  ``rules``: profiler rules the hub runs on the job (names or

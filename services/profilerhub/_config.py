@@ -32,6 +32,11 @@ JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 TORCH_SCHEDULE_KEYS = {"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0}
 TORCH_FLAG_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 DEFAULT_TORCH_PROFILER = {"wait": 1, "warmup": 1, "active": 3}
+#: ``torch_profiler="full"`` (or ``{"preset": "full", ...}``): everything the operator, kernel,
+#: memory and module views read. Its cost is in docs/sdk.md ("The full preset").
+TORCH_PRESETS: dict[str, dict[str, bool]] = {
+    "full": {"record_shapes": True, "profile_memory": True, "with_stack": True, "with_modules": True},
+}
 
 DEFAULT_LOCAL_OUTPUT = "./profilerhub-traces"
 
@@ -137,13 +142,21 @@ def parse_metric_definitions(defs: Sequence[Mapping[str, str]] | None) -> tuple[
     return tuple(out)
 
 
-def parse_torch_profiler(spec: Mapping[str, Any] | bool | None) -> TorchProfilerConfig | None:
+def parse_torch_profiler(spec: Mapping[str, Any] | bool | str | None) -> TorchProfilerConfig | None:
     if spec is None or spec is False:
         return None
     if spec is True:
         spec = DEFAULT_TORCH_PROFILER
+    if isinstance(spec, str):
+        spec = {**DEFAULT_TORCH_PROFILER, "preset": spec}
     if not isinstance(spec, Mapping):
         raise ValueError('torch_profiler must be a dict like {"wait": 5, "warmup": 2, "active": 10}')
+    if "preset" in spec:
+        preset = spec["preset"]
+        if preset not in TORCH_PRESETS:
+            known = ", ".join(TORCH_PRESETS)
+            raise ValueError(f"torch_profiler preset {preset!r} is unknown; presets: {known}")
+        spec = {**TORCH_PRESETS[preset], **{k: v for k, v in spec.items() if k != "preset"}}
     unknown = set(spec) - set(TORCH_SCHEDULE_KEYS) - set(TORCH_FLAG_KEYS)
     if unknown:
         allowed = ", ".join([*TORCH_SCHEDULE_KEYS, *TORCH_FLAG_KEYS])
@@ -185,7 +198,7 @@ def build_config(
     *,
     job: str | None,
     output: str | os.PathLike[str] | None,
-    torch_profiler: Mapping[str, Any] | bool | None,
+    torch_profiler: Mapping[str, Any] | bool | str | None,
     sample_interval_s: float,
     chunk_interval_s: float,
     metric_definitions: Sequence[Mapping[str, str]] | None,

@@ -20,7 +20,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,10 +107,7 @@ def _plan_sdk_dir(directory: Path, meta_path: Path, job: str | None) -> Plan:
         ) from exc
     plan = Plan(job=_valid_name(name), kind="sdk")
     last: list[PlannedFile] = []
-    for p in sorted(directory.rglob("*")):
-        rel = p.relative_to(directory).as_posix()
-        if not p.is_file() or any(part.startswith(".") for part in rel.split("/")):
-            continue  # the resume state, temporary files of a run still writing
+    for p, rel in _files_in(directory, plan):
         f = PlannedFile(rel, p, p.stat().st_size)
         (last if rel in ("job.json", "_SUCCESS") else plan.files).append(f)
     plan.files += sorted(last, key=lambda f: f.path != "job.json")  # job.json, then _SUCCESS
@@ -119,6 +116,23 @@ def _plan_sdk_dir(directory: Path, meta_path: Path, job: str | None) -> Plan:
         marker = json.dumps({"job": plan.job, "incomplete_run": True}).encode()
         plan.files.append(PlannedFile("_SUCCESS", None, len(marker), data=marker))
     return plan
+
+
+def _files_in(directory: Path, plan: Plan) -> Iterator[tuple[Path, str]]:
+    """The files under ``directory`` to consider, with their relative paths: hidden ones (the
+    resume state, temporary files of a run still writing) left out, and so is a symbolic link
+    that leads out of the folder (noted): what is uploaded is what the folder holds, never a file
+    elsewhere on the machine that a link there names."""
+    root = directory.resolve()
+    for p in sorted(directory.rglob("*")):
+        rel = p.relative_to(directory).as_posix()
+        if not p.is_file() or any(part.startswith(".") for part in rel.split("/")):
+            continue
+        target = p.resolve()
+        if not target.is_relative_to(root):
+            plan.notes.append(f"not uploading {rel}: it is a symbolic link to {target}, outside {directory}")
+            continue
+        yield p, rel
 
 
 def _trace_source(plan: Plan) -> str:
@@ -135,10 +149,7 @@ def _plan_trace_dir(directory: Path, job: str | None) -> Plan:
             "profilerhub upload DIR --job NAME",
         )
     plan = Plan(job=_valid_name(job), kind="torch")
-    for p in sorted(directory.rglob("*")):
-        rel = p.relative_to(directory).as_posix()
-        if not p.is_file() or any(part.startswith(".") for part in rel.split("/")):
-            continue
+    for p, rel in _files_in(directory, plan):
         if not rel.endswith((".json", ".json.gz")) or not _looks_like_chrome_trace(p):
             plan.skipped.append(rel)
             continue

@@ -1,7 +1,8 @@
 """A small client for the hub's job API (the "Hub upload protocol" in ``docs/sdk.md``).
 
-Used by the SDK's hub sink and by ``profilerhub upload``.  ``httpx`` is imported when a client is
-made, not when this module is.
+Used by the SDK's hub sink and by ``profilerhub upload``; it speaks through the one client of the
+hub's API (``hubhttp.HubHTTP``: its user agent, error parser and retry policy).  ``httpx`` is
+imported when a client is made, not when this module is.
 
     HubError(status, code, message)
     ├── retryable=True    no answer, timeout, 5xx, 408, 429: try again later
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-API = "/api/v1"
+from .hubhttp import API, RETRY, HubHTTP, HubUnreachable, error_of
+
 STOP_HEADER = "X-ProfilerHub-Stop"
 
 
@@ -57,26 +59,11 @@ class HubClient:
     """
 
     def __init__(self, url: str, token: str | None, *, timeout: float = 30.0, transport: Any = None) -> None:
-        import httpx
-
-        self.url = url.rstrip("/")
-        headers = {"User-Agent": _user_agent()}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-            transport=transport,
-        )
-        # Presigned URLs carry their own signature: never send them our token.
-        self._bare = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), transport=transport
-        )
+        self._http = HubHTTP(url, token, component="sdk", timeout=timeout, transport=transport)
+        self.url = self._http.url
 
     def close(self) -> None:
         self._http.close()
-        self._bare.close()
 
     def me(self) -> dict[str, Any]:
         """``GET /api/v1/me`` -> ``{"user", "domain", "role"}``."""
@@ -128,7 +115,7 @@ class HubClient:
     def app_job_url(self, job: HubJob) -> str | None:
         """Where the job opens in its owner's running profiler app (None: no app InService)."""
         path = f"{API}/domains/{quote(job.domain)}/users/{quote(job.user)}/apps"
-        resp = self._send(self._http, "GET", f"{path}?status=InService&limit=50", what="the app list")
+        resp = self._send("GET", f"{path}?status=InService&limit=50", what="the app list")
         for app in (resp.json() or {}).get("items") or []:
             if app.get("app_type") == "DetailedProfiler" and str(app.get("url", "")).startswith("/"):
                 return f"{self.url}{app['url']}jobs/{quote(job.job_id)}"
@@ -143,9 +130,7 @@ class HubClient:
 
         Returns the hub's ``X-ProfilerHub-Stop`` (the rule it asks the run to stop for), if any."""
         if job.upload_mode == "s3":
-            answer = self._send(
-                self._http, "POST", f"{job.path}/uploads", json_body={"path": path, "size": len(data)}
-            )
+            answer = self._send("POST", f"{job.path}/uploads", json_body={"path": path, "size": len(data)})
             try:
                 grant = answer.json()
             except ValueError as exc:
@@ -156,12 +141,12 @@ class HubClient:
             except (KeyError, TypeError, AttributeError) as exc:
                 raise HubError(f"the hub's upload grant for {path} lacks a url", retryable=True) from exc
             headers.setdefault("Content-Type", content_type)
+            # A presigned URL carries its own signature: never send it our token.
             self._send(
-                self._bare, method, url, content=data, headers=headers, what=f"upload of {path} to storage"
+                method, url, content=data, headers=headers, what=f"upload of {path} to storage", bare=True
             )
         else:
             answer = self._send(
-                self._http,
                 "PUT",
                 f"{job.files_url or job.path + '/files/'}{quote(path, safe='/')}",
                 content=data,
@@ -174,12 +159,12 @@ class HubClient:
         """``POST …/jobs/{job_id}/complete`` -> 202: the hub starts ingesting the job.
 
         ``report`` (``{"missing_files", ...}``) tells it which files the run could not deliver."""
-        self._send(self._http, "POST", f"{job.path}/complete", json_body=report, what="job completion")
+        self._send("POST", f"{job.path}/complete", json_body=report, what="job completion")
 
     def _json(
         self, method: str, path: str, *, json_body: Any = None, missing_is_fatal: bool = False
     ) -> dict[str, Any]:
-        resp = self._send(self._http, method, path, json_body=json_body, missing_is_fatal=missing_is_fatal)
+        resp = self._send(method, path, json_body=json_body, missing_is_fatal=missing_is_fatal)
         try:
             data = resp.json()
         except ValueError as exc:
@@ -192,7 +177,6 @@ class HubClient:
 
     def _send(
         self,
-        client: Any,
         method: str,
         url: str,
         *,
@@ -201,19 +185,16 @@ class HubClient:
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
         missing_is_fatal: bool = False,
+        bare: bool = False,
     ) -> Any:
-        import httpx
-
         what = what or f"{method} {url}"
         try:
-            resp = client.request(method, url, json=json_body, content=content, headers=headers)
-        except httpx.TransportError as exc:
-            raise HubError(
-                f"{what}: cannot reach {self.url} ({type(exc).__name__}: {exc})", retryable=True
-            ) from exc
+            resp = self._http.send(method, url, json=json_body, content=content, headers=headers, bare=bare)
+        except HubUnreachable as exc:
+            raise HubError(f"{what}: {exc.message}", retryable=True) from exc
         if resp.status_code < 300:
             return resp
-        code, message = _error_of(resp)
+        code, message = error_of(resp)
         status = resp.status_code
         text = f"{what}: HTTP {status} {code}: {message}".rstrip(": ")
         if status == 401:
@@ -222,21 +203,6 @@ class HubClient:
             text,
             status=status,
             code=code,
-            retryable=status >= 500 or status in (408, 429),
+            retryable=RETRY.retryable(status),
             fatal=status in (401, 403) or (missing_is_fatal and status == 404),
         )
-
-
-def _error_of(resp: Any) -> tuple[str, str]:
-    """The ``{"error": {"code", "message"}}`` of a failed answer, or its status text."""
-    try:
-        err = resp.json().get("error") or {}
-        return str(err.get("code", "")), str(err.get("message", ""))
-    except (ValueError, AttributeError):
-        return "", (resp.text or resp.reason_phrase or "")[:200]
-
-
-def _user_agent() -> str:
-    from . import __version__
-
-    return f"profilerhub-sdk/{__version__}"

@@ -1,8 +1,13 @@
 """Read a Kineto / Chrome-trace JSON file (plain or gzipped) into typed events.
 
 Fast path: one typed ``msgspec`` decode of only the fields the store needs. A document that the
-typed decoder refuses (a field of the wrong type somewhere) is decoded again leniently, event by
-event, and the events that still do not fit are counted as skipped instead of failing the file.
+typed decoder refuses (a field of the wrong type somewhere: a string ``args.bytes``) costs only
+the events it refuses, not the fast path: the document is split into its events' raw JSON (a
+tokenizing pass, no objects), and the typed decoder runs over them again; where it refuses one,
+it names its index (``at `$[i]...```), the events before it are decoded typed, that one alone
+leniently (numbers written as strings are read, an event that still does not fit is counted as
+skipped), and the typed decode resumes after it (``_decode_tolerantly``). ``Decoded.lenient_events``
+says how many events took the slow way.
 
 TensorFlow traces are decoded with event types of their own (``TfComplete``: their arguments
 have other names and string values), chosen when TF's plane names (``/host:CPU``,
@@ -21,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -191,6 +196,8 @@ class Decoded:
         self._events = events
         self._raw = raw_events
         self._batch_size = batch_size or BATCH_EVENTS
+        self.lenient_events = 0
+        """How many events the typed decoder refused, decoded one by one instead."""
 
     def batches(self) -> Iterator[list[TraceEvent]]:
         """The events in file order, in batches; lenient decoding may add to ``skipped``."""
@@ -198,11 +205,10 @@ class Decoded:
             yield self._events or []
             return
         for start in range(0, len(self._raw), self._batch_size):
-            chunk = b"[" + b",".join(self._raw[start : start + self._batch_size]) + b"]"
-            try:
-                yield self.dialect.events.decode(chunk)
-            except msgspec.ValidationError:
-                yield _convert_leniently(msgspec.json.decode(chunk), self.skipped, self.dialect)
+            part = self._raw[start : start + self._batch_size]
+            events, lenient = _decode_tolerantly(part, self.skipped, self.dialect)
+            self.lenient_events += lenient
+            yield events
 
 
 #: The end of a document whose event list closes with TensorFlow's empty end marker ``{}``.
@@ -233,10 +239,18 @@ def decode(data: bytes | bytearray, source: str = "trace") -> Decoded:
         if batched is not None:
             return batched
     skipped: dict[str, int] = {}
+    lenient = 0
     try:
         parsed = dialect.doc.decode(data)
     except msgspec.ValidationError:
-        parsed = _decode_leniently(data, source, skipped, dialect)
+        split = _decode_in_batches(data, dialect)  # the typed decoder again, around what it refused
+        if split is not None and split._raw is not None:
+            events, lenient = _decode_tolerantly(split._raw, skipped, dialect)
+            split.doc.traceEvents = events
+            parsed = split.doc
+        else:  # a header field the raw split refuses too: every event the slow way
+            parsed = _decode_leniently(data, source, skipped, dialect)
+            lenient = len(parsed if isinstance(parsed, list) else parsed.traceEvents or [])
     except msgspec.DecodeError as exc:
         raise TraceFormatError(f"{source}: not valid JSON ({exc})") from exc
     doc = TraceDoc(traceEvents=parsed) if isinstance(parsed, list) else parsed
@@ -246,7 +260,9 @@ def decode(data: bytes | bytearray, source: str = "trace") -> Decoded:
         )
     events = doc.traceEvents
     total = len(events) + sum(skipped.values())
-    return Decoded(doc=doc, events_total=total, skipped=skipped, events=events, dialect=dialect)
+    decoded = Decoded(doc=doc, events_total=total, skipped=skipped, events=events, dialect=dialect)
+    decoded.lenient_events = lenient
+    return decoded
 
 
 def _decode_in_batches(data: bytes | bytearray, dialect: Dialect) -> Decoded | None:
@@ -269,6 +285,55 @@ def _decode_in_batches(data: bytes | bytearray, dialect: Dialect) -> Decoded | N
             traceName=parsed.traceName,
         )
     return Decoded(doc=doc, events_total=len(raw), skipped={}, raw_events=raw, dialect=dialect)
+
+
+_REFUSED_AT = re.compile(r"at `\$\[(\d+)\]")
+
+
+def _refused_index(exc: msgspec.ValidationError) -> int | None:
+    """The index of the event the typed decoder refused (``... - at `$[12].args.bytes```)."""
+    m = _REFUSED_AT.search(str(exc))
+    return int(m.group(1)) if m else None
+
+
+def _joined(raw: Sequence[msgspec.Raw]) -> bytes:
+    return b"[" + b",".join(raw) + b"]"
+
+
+def _decode_tolerantly(
+    raw: Sequence[msgspec.Raw], skipped: dict[str, int], dialect: Dialect
+) -> tuple[list[TraceEvent], int]:
+    """The events of ``raw`` (each one event's JSON), typed where the typed decoder takes them.
+
+    Where it refuses one, the events before it (which it validated) are decoded typed, that one
+    leniently, and the typed decode resumes after it over a window twice as long as the stretch
+    that had passed (at least ``_MIN_WINDOW``; doubling while it succeeds), so a refused event costs
+    about the stretch before it once more, never the whole document. Returns the events and how
+    many went the lenient way.
+    """
+    events: list[TraceEvent] = []
+    lenient, pos, window = 0, 0, len(raw)
+    while pos < len(raw):
+        part = raw[pos : pos + window]
+        try:
+            events += dialect.events.decode(_joined(part))
+            pos, window = pos + len(part), window * 2
+            continue
+        except msgspec.ValidationError as exc:
+            bad = _refused_index(exc)
+        if bad is None or bad >= len(part):  # not said where: this window the slow way
+            bad = len(part)
+        elif bad:
+            events += dialect.events.decode(_joined(part[:bad]))
+        refused = part[bad : bad + 1] if bad < len(part) else part
+        events += _convert_leniently([msgspec.json.decode(r) for r in refused], skipped, dialect)
+        lenient += len(refused)
+        pos += bad + 1 if bad < len(part) else len(part)
+        window = max(2 * bad, _MIN_WINDOW)
+    return events, lenient
+
+
+_MIN_WINDOW = 1024
 
 
 def _convert_leniently(raw_events: list[Any], skipped: dict[str, int], dialect: Dialect) -> list[TraceEvent]:

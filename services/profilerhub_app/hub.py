@@ -4,12 +4,15 @@ Which jobs the owner has is the hub's to say, never storage's: the app asks
 ``GET /api/v1/apps/{app_id}/owner/jobs`` with the hub-signed token of the request it serves, and
 shows exactly what the hub lists (``profilerhub_app.owned`` reads storage for those jobs only).
 Tests pass an in-process hub (``HttpHub(..., client=TestClient)``) or any other :class:`HubJobs`.
+It speaks through the one client of the hub's API (``profilerhub.hubhttp.HubHTTP``: its user
+agent, error parser and retry policy, the SDK's and the CLI's too).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from profilerhub.hubhttp import API, HubHTTP, HubUnreachable, error_of
 from profilerhub_core.errors import InvalidInput, Unauthorized, Unavailable
 from profilerhub_core.outage import tracker
 
@@ -40,29 +43,28 @@ class HttpHub:
         self.base_url = base_url.rstrip("/")
         self.app_id = app_id
         self._client = client
+        self._hub: HubHTTP | None = None
 
-    def _http(self) -> Any:
-        if self._client is None:
-            import httpx
-
-            self._client = httpx.Client(timeout=HUB_TIMEOUT_SECONDS)
-        return self._client
+    def _http(self) -> HubHTTP:
+        if self._hub is None:  # made on first use: an app that never lists jobs opens no client
+            self._hub = HubHTTP(
+                self.base_url, component="app", timeout=HUB_TIMEOUT_SECONDS, client=self._client
+            )
+        return self._hub
 
     def owner_jobs(
         self, token: str, job_id: str | None = None, query: dict[str, str] | None = None
     ) -> dict[str, Any]:
         if not self.base_url:
             raise Unavailable("This app does not know where the hub is (PROFILERHUB_APP_HUB_API_URL)")
-        url = f"{self.base_url}/api/v1/apps/{self.app_id}/owner/jobs"
+        url = f"{self.base_url}{API}/apps/{self.app_id}/owner/jobs"
+        params = {**(query or {}), **({"job_id": job_id} if job_id else {})}
         try:
-            answer = self._http().get(
-                url,
-                headers={"Authorization": f"Bearer {token}"},
-                params={**(query or {}), **({"job_id": job_id} if job_id else {})},
-            )
-        except Exception as exc:  # any transport error: the hub is unreachable for now
-            HUB.failed(exc)  # one line when the hub stops answering, one when it answers again
-            raise Unavailable(f"The hub did not answer ({type(exc).__name__}); try again shortly") from exc
+            answer = self._http().send("GET", url, token=token, params=params)
+        except HubUnreachable as exc:  # the hub is unreachable for now
+            HUB.failed(exc.cause)  # one line when the hub stops answering, one when it answers again
+            name = type(exc.cause).__name__
+            raise Unavailable(f"The hub did not answer ({name}); try again shortly") from exc
         HUB.recovered()
         if answer.status_code == 401:
             raise Unauthorized("the hub refused this app's token")
@@ -79,10 +81,7 @@ class HttpHub:
 
 
 def _message(answer: Any) -> str:
-    try:
-        return str(answer.json()["error"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return "the hub refused the list parameters"
+    return error_of(answer)[1] or "the hub refused the list parameters"
 
 
 __all__ = ["HUB", "HttpHub", "HubJobs", "HubRejected"]

@@ -24,6 +24,7 @@ from profilerhub_app.http import error as _error
 from profilerhub_app.hub import HubJobs
 from profilerhub_app.routes import analysis as analysis_routes
 from profilerhub_app.routes import jobs as job_routes
+from profilerhub_app.routes import model as model_routes
 from profilerhub_app.routes import rules as rules_routes
 from profilerhub_app.routes import tensors as tensor_routes
 from profilerhub_app.routes import timeline as timeline_routes
@@ -71,6 +72,7 @@ def create_app(settings: AppServiceSettings, *, hub: HubJobs | None = None) -> S
             *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
             *analysis_routes.routes(f"{base}api"),  # dashboard, ranks, compare, raw download
             *rules_routes.routes(f"{base}api"),  # rule results and the HTML profiling report
+            *model_routes.routes(f"{base}api"),  # the Model page's tensors (ph.watch)
             *tensor_routes.routes(f"{base}api"),  # ph.watch's tensors (the Model page)
             *timeline_routes.routes(f"{base}api"),  # lanes, binary windows, events, search
             *views_routes.routes(f"{base}api"),  # the TensorBoard plugin's views

@@ -13,6 +13,7 @@ Pages:
     ``/jobs/{job_id}/views``    views       the TensorBoard plugin's views: overview, operators,
                                             kernels, memory (``?tab=``, ``?trace=``)
     ``/compare?base=…&test=…``  compare     two jobs side by side, with both timelines
+    ``/jobs/{job_id}/model``    model       the job's ph.watch tensors: losses, heat maps, findings
 
 ``?embed=1`` on the timeline page drops the top bar and crumbs (``<body data-embed>``): the compare
 page shows two timelines so, one above the other, each the timeline page itself in a frame.
@@ -74,7 +75,7 @@ class SecurityHeaders:
 TEMPLATES = Path(__file__).parent / "templates"
 _BODIES = {
     name: (TEMPLATES / f"{name}.html").read_text()
-    for name in ("jobs", "dashboard", "timeline", "compare", "views")
+    for name in ("jobs", "dashboard", "timeline", "compare", "views", "model")
 }
 
 _TITLES = {
@@ -83,6 +84,7 @@ _TITLES = {
     "timeline": "Timeline",
     "compare": "Compare",
     "views": "Profile",
+    "model": "Model",
 }
 
 
@@ -143,6 +145,7 @@ def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[Base
         Route(f"{base}jobs/{{job_id}}", page("dashboard", True)),
         Route(f"{base}jobs/{{job_id}}/timeline", page("timeline", True)),
         Route(f"{base}jobs/{{job_id}}/views", page("views", True)),
+        Route(f"{base}jobs/{{job_id}}/model", page("model", True)),
         Route(f"{base}compare", page("compare")),
         Mount(f"{base}static/base", app=Static(directory=SHARED_WEB), name="static-base"),
         Mount(f"{base}static", app=Static(directory=STATIC), name="static"),

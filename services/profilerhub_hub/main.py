@@ -34,6 +34,7 @@ from profilerhub_hub.routes import api_routers, health
 from profilerhub_hub.routes.paths import API_PREFIX, JOB_FILES, path_regex
 from profilerhub_hub.sagemaker import SageMakerDoor
 from profilerhub_hub.shared import shared_key, shared_redis
+from profilerhub_hub.slashes import install_slash_redirects
 from profilerhub_hub.tokencache import SharedEpoch, TokenCache
 
 # Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
@@ -77,6 +78,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     install_app_proxy(app)
     install_openapi(app, settings)
     install_console(app)
+    install_slash_redirects(app)
     # boto3's door, /sagemaker (docs/sagemaker-api.md): inside the middleware below, before the router.
     app.add_middleware(SageMakerDoor)
     app.add_middleware(SessionCloser)

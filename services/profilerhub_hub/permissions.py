@@ -16,10 +16,12 @@ Roles:
 credential an administrator made for them, whatever the domain allows.
 
 One rule overrides the roles: ``Rule.SELF`` actions (opening an app, which shows the user's
-traces) are for the owner alone. An administrator can create and delete a user's app but never
-open it; they get ``AccessDenied``, since they may already see that the app exists. Nor through a
-token or sign-in link they made for the user (``Caller.impersonated_by``): that passes only where
-the domain's ``allow_impersonation`` is on (off by default), and is audited as impersonation.
+traces) are for the owner alone. An administrator can create and delete a user's app but opens it
+only where the user's domain has ``allow_impersonation`` on (off by default; SageMaker's portal
+pattern, ``CreatePresignedDomainUrl`` for a user's profile), audited as impersonation; elsewhere
+they get ``AccessDenied`` naming that setting, since they may already see that the app exists.
+The same holds for a token or sign-in link an administrator made for the user
+(``Caller.impersonated_by``).
 
 Outcomes: allowed; ``AccessDenied`` (403) when the caller may see the target but not do this; and
 ``NotFound`` (404, worded exactly like a missing resource) when the target is in another domain
@@ -199,6 +201,8 @@ class Target:
     domain_id: str | None = None
     owner_id: str | None = None
     not_found: NotFound | None = None
+    # The target's domain lets administrators open its users' apps (``allow_impersonation``).
+    allow_impersonation: bool = False
 
 
 def _hidden(target: Target) -> NotFound:
@@ -273,7 +277,8 @@ def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
         if caller.impersonated_by and not caller.allow_impersonation:
             raise AccessDenied(
                 f"{action.value}: this credential was made for you by {caller.impersonated_by}, and your "
-                "domain does not allow impersonation; sign in yourself, or use a token you created"
+                "domain does not allow impersonation (its allow_impersonation setting); sign in "
+                "yourself, or use a token you created"
             )
         return
     admin_of_target = caller.is_platform_admin or (
@@ -281,9 +286,12 @@ def _authorize_self(caller: Caller, action: Action, target: Target) -> None:
     )
     if not admin_of_target:
         raise _hidden(target)
+    if target.allow_impersonation:  # SageMaker's portal pattern: audited as impersonation
+        return
     raise AccessDenied(
-        f"{action.value} is for the owner alone: administrators can create and delete "
-        "a user's app but not open it"
+        f"{action.value} is for the owner alone: an administrator opens a user's app only where the "
+        "user's domain allows impersonation (its allow_impersonation setting, which a platform "
+        "administrator turns on with PATCH /domains/{domain})"
     )
 
 

@@ -33,7 +33,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.background import BackgroundTask
 
 from profilerhub_core.apptokens import hub_signing_key, issue_app_token
-from profilerhub_core.db.models import App, AppStatus, utcnow
+from profilerhub_core.db.models import App, AppStatus, UserProfile, utcnow
+from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import InvalidInput, NotFound, Unauthorized, Unavailable
 from profilerhub_core.outage import is_outage
 from profilerhub_core.pagination import decode_page_token, encode_page_token
@@ -50,7 +51,7 @@ from profilerhub_hub.browser import (
     cookie_options,
 )
 from profilerhub_hub.deps import caller_from_token, lineage
-from profilerhub_hub.permissions import Action, Caller, Target, authorize
+from profilerhub_hub.permissions import Action, Caller, Target, authorize, impersonator
 from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, client_address
 
 log = logging.getLogger("profilerhub.proxy")
@@ -134,13 +135,14 @@ def presigned_app_url(settings: Settings, caller: Caller, app: App, ttl: int) ->
     """The one-time URL that opens ``app`` for ``caller`` (``OpenApp`` already authorized; the use
     case ``usecases.apps.open_app`` audits an opening by impersonation). The app session it starts
     keeps the caller's token (revoking it ends the session; a console session's: the token it
-    began with) and impersonator, and ends no later than the caller's credential."""
+    began with) and impersonator (an administrator opening a user's app is one), and ends no later
+    than the caller's credential."""
     seconds = int(settings.app_session_hours * 3600)
     if caller.expires_at is not None:
         seconds = max(1, min(seconds, int((caller.expires_at - utcnow()).total_seconds())))
     return app_login_url(
         settings, app.id, app.user_id, ttl, session_seconds=seconds, source=lineage(caller),
-        impersonated_by=caller.impersonated_by, scopes=caller.scopes,
+        impersonated_by=impersonator(caller, app.user_id), scopes=caller.scopes,
     )  # fmt: skip
 
 
@@ -187,9 +189,17 @@ class AppProxy:
                 session.commit()  # the token's last-used time
                 if app is None:
                     raise _not_found(app_id)
-                authorize(caller, Action.OpenApp, Target(app.domain_id, app.user_id, _not_found(app_id)))
-                if caller.impersonated_by:
-                    self._audit_impersonation(session, caller.impersonated_by, caller.actor, app)
+                as_user, allowed = caller.actor, False
+                if caller.user_id != app.user_id:  # an administrator: their domain's setting decides
+                    owner_row = session.get(UserProfile, app.user_id)
+                    if owner_row is not None:
+                        as_user = f"{owner_row.domain.name}/{owner_row.name}"
+                        allowed = DomainSettings.of(owner_row.domain.settings).allow_impersonation
+                target = Target(app.domain_id, app.user_id, _not_found(app_id), allowed)
+                authorize(caller, Action.OpenApp, target)
+                by = impersonator(caller, app.user_id)
+                if by:
+                    self._audit_impersonation(session, by, as_user, app)
             elif cookie:
                 try:
                     owner = sessions.authenticate_session(session, cookie, kind=sessions.APP)

@@ -291,3 +291,32 @@ def test_events_of_unknown_or_missing_phase_are_counted_not_dropped() -> None:
     assert store.meta.events_total == 3
     assert store.meta.phases == {"X": 1, "?": 2}
     assert store.meta.skipped == {}
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["whole", "batched"])
+def test_a_mistyped_field_costs_its_event_not_the_documents_fast_path(
+    batched: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string ``args.bytes`` in one event of a large trace (as in a real MI300X trace) used to send
+    every event down the per-event path, 10x slower; now only that event takes it (the rate is
+    benchmarks/bench_reader_mistyped.py's to measure)."""
+    import profilerhub_analysis.reader as reader_module
+    from profilerhub_analysis.build import build_store
+
+    if batched:
+        monkeypatch.setattr(reader_module, "BATCH_THRESHOLD_BYTES", 1000)
+        monkeypatch.setattr(reader_module, "BATCH_EVENTS", 7_000)
+    events = [runtime("cudaMemcpyAsync", 10 * i, 2, i) for i in range(10_000)]
+    events += [kernel(f"k{i % 5}", 10 * i + 5, 1, i, bytes=4096) for i in range(10_000)]
+    bad = [dict(e) for e in events]
+    bad[15_000] = bad[15_000] | {"args": {**bad[15_000]["args"], "bytes": "n/a"}}
+    bad[15_001] = bad[15_001] | {"args": {**bad[15_001]["args"], "bytes": "8192"}}  # a number as text: kept
+    clean = parse_trace(encode(events))
+    decoded = reader_module.decode(encode(bad))
+    store = build_store(decoded)
+    assert decoded.lenient_events == 2  # the fast path took the other 19,998
+    assert store.meta.skipped == {"malformed event": 1} and store.meta.events_total == 20_000
+    assert len(store) == len(clean) - 1
+    keep = np.ones(len(clean), dtype=bool)
+    keep[int(np.flatnonzero(clean.col("ts_ns") == 10 * 5_000 * 1000 + 5_000)[0])] = False
+    assert (store.col("ts_ns") == clean.col("ts_ns")[keep]).all()

@@ -22,7 +22,13 @@ def test_every_page_is_a_shell_with_a_strict_csp_and_nothing_inline(
     ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
 ) -> None:
     with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as app:
-        for path in ("", "jobs/0a1b2c3d-0000-4000-8000-000000000001", "jobs/x/timeline", "compare"):
+        for path in (
+            "",
+            "jobs/0a1b2c3d-0000-4000-8000-000000000001",
+            "jobs/x/timeline",
+            "compare",
+            "jobs/x/model",
+        ):
             page = app.get(path)
             assert page.status_code == 200, path
             csp = page.headers["content-security-policy"]

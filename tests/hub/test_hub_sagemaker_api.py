@@ -264,10 +264,21 @@ def test_a_key_an_administrator_made_for_a_user_opens_their_app_only_where_imper
     made_for_carol = sm_client(issue_keys("imp-on", "carol", token=seed.admin_token))
     link = made_for_carol.create_presigned_domain_url(DomainId=opened, UserProfileName="carol")
     assert "token=" in link["AuthorizedUrl"]
+    # SageMaker's portal pattern: an administrator's own key, for the user's profile, where allowed...
+    portal = admin.create_presigned_domain_url(DomainId=opened, UserProfileName="carol")
+    assert apps_client.get(portal["AuthorizedUrl"], follow_redirects=False).status_code in (302, 303, 307)
+    # ... and where not, the refusal names the setting that would allow it.
+    admin.create_user_profile(DomainId=closed, UserProfileName="dave")
+    with pytest.raises(ClientError) as closed_portal:
+        admin.create_presigned_domain_url(DomainId=closed, UserProfileName="dave")
+    assert _code(closed_portal) == "AccessDeniedException" and "allow_impersonation" in str(
+        closed_portal.value
+    )
     audit = apps_client.get("/api/v1/audit?action=OpenApp", headers=auth(seed.admin_token)).json()["items"]
     assert [(e["actor"], e["detail"]) for e in audit] == [
+        ("system/root", {"impersonation": True, "as": "imp-on/carol", "via": "sagemaker"}),
         # the seed's platform admin
-        ("system/admin", {"impersonation": True, "as": "imp-on/carol", "via": "sagemaker"})
+        ("system/admin", {"impersonation": True, "as": "imp-on/carol", "via": "sagemaker"}),
     ]
     carol.delete_app(DomainId=opened, UserProfileName="carol", **APP)
     wait_for(lambda: _status(carol, opened, "carol") == "Deleted", "carol's app Deleted", 180)

@@ -26,13 +26,13 @@ JOBS = "/api/v1/domains/d1/users/alice/jobs"
 
 
 class _Signed:
-    """The test client with the caller's token on every request (what ``create_trial`` needs)."""
+    """The test client with the caller's token on every request, speaking ``HubHTTP.send``."""
 
     def __init__(self, client: Any, token: str) -> None:
         self.client, self.headers = client, auth(token)
 
-    def get(self, path: str, params: Any = None) -> Any:
-        return self.client.get(path, params=params, headers=self.headers)
+    def send(self, method: str, path: str, params: Any = None) -> Any:
+        return self.client.request(method, path, params=params or None, headers=self.headers)
 
 
 @pytest.fixture(scope="module")

@@ -94,6 +94,15 @@ def test_domain_webhooks_are_for_its_administrators(client: Any, seed: Any) -> N
         "http://[::1]/hook",
         "http://[::ffff:127.0.0.1]/hook",
         "http://0.0.0.0/hook",
+        # F4: IPv6 forms embedding an IPv4 address, which is_global alone calls public
+        "http://[::7f00:1]/hook",  # IPv4-compatible ::127.0.0.1
+        "http://[::ffff:0:7f00:1]/hook",  # IPv4-translated
+        "http://[64:ff9b::7f00:1]/hook",  # NAT64
+        "http://[64:ff9b:1::a9fe:a9fe]/hook",  # local-use NAT64, 169.254.169.254
+        "http://[2002:7f00:1::1]/hook",  # 6to4 of 127.0.0.1
+        "http://[2002:a9fe:a9fe::1]/hook",  # 6to4 of the metadata service
+        "http://[::a9fe:a9fe]/hook",  # IPv4-compatible 169.254.169.254
+        "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/hook",  # Teredo, client 10.0.0.1
     ],
 )
 def test_internal_addresses_are_refused_with_a_clear_400(client: Any, seed: Any, url: str) -> None:

@@ -29,6 +29,7 @@ import profilerhub as ph
         ({"torch_profiler": {"wait": 1, "active": 0}}, "'active'] must be at least 1"),
         ({"torch_profiler": {"wiat": 1}}, "unknown keys ['wiat']"),
         ({"torch_profiler": {"warmup": -1}}, "must be a non-negative integer"),
+        ({"torch_profiler": "fulll"}, "preset 'fulll' is unknown; presets: full"),
         ({"rules": ["LowGPUUtilisation"]}, "unknown rule 'LowGPUUtilisation'"),
         ({"rules": "CPUBottleneck"}, "rules must be a list"),
         ({"rules": ["CPUBottleneck"] * 21}, "at most 20"),
@@ -44,6 +45,18 @@ def test_invalid_init_arguments_raise_value_error_and_start_nothing(
         ph.init(**kwargs)
     assert message in str(exc.value)
     assert ph.current_run() is None and list(tmp_path.iterdir()) == []
+
+
+def test_the_full_preset_turns_on_what_the_operator_kernel_and_memory_views_read() -> None:
+    from profilerhub._config import parse_torch_profiler
+
+    full = parse_torch_profiler("full")
+    assert full is not None and (full.wait, full.warmup, full.active) == (1, 1, 3)
+    everything = ("record_shapes", "profile_memory", "with_stack", "with_modules")
+    assert full.flags == dict.fromkeys(everything, True)
+    mine = parse_torch_profiler({"preset": "full", "active": 5, "with_stack": False})
+    assert mine is not None and mine.active == 5 and mine.flags["with_stack"] is False
+    assert mine.flags["profile_memory"] is True
 
 
 def test_forty_metric_definitions_are_accepted(tmp_path: Path) -> None:

@@ -183,3 +183,28 @@ def test_a_folder_without_job_json_needs_a_job_name(tmp_path: Path, fakehub: Fak
     done = upload(tmp_path)
     assert done.returncode == 2
     assert "profilerhub upload DIR --job NAME" in " ".join(done.stderr.split())
+
+
+def test_upload_leaves_out_symlinks_that_lead_out_of_the_folder(tmp_path: Path, fakehub: FakeHub) -> None:
+    # F10: a link in the folder naming a file elsewhere (~/.ssh/id_rsa, another user's trace) is
+    # not followed; a link to a file inside the folder is an ordinary file of it.
+    trace = b'{"traceEvents": []}'
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.json").write_bytes(b'{"traceEvents": [], "secret": 1}')
+    folder = tmp_path / "traces"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.json").write_bytes(trace)
+    (folder / "b.json").symlink_to(outside / "secret.json")
+    (folder / "sub" / "c.json").symlink_to(folder / "a.json")
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    done = upload(folder, "--job", "links")
+    assert done.returncode == 0, done.stderr
+    job = fakehub.job_named("links")
+    assert sorted(p for p in job.files if p.startswith("torch/")) == [
+        "torch/a.json.gz",
+        "torch/sub/c.json.gz",
+    ]
+    assert all(b"secret" not in gzip.decompress(body) for p, body in job.files.items() if p.endswith(".gz"))
+    stderr = " ".join(done.stderr.split())
+    assert "not uploading b.json: it is a symbolic link" in stderr

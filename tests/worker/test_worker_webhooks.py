@@ -6,9 +6,11 @@ audited stop request."""
 from __future__ import annotations
 
 import json
+import socket
 from dataclasses import replace
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from profilerhub_core.db.models import AuditEvent, DeliveryStatus, Job, WebhookDelivery
@@ -136,6 +138,29 @@ def test_an_address_the_allow_list_refuses_at_delivery_fails_it(ctx: IngestConte
         assert deliver(ctx, delivery_id).result == "Failed"
         assert receiver.received == []
     assert "not a public address" in _delivery(ctx, delivery_id).attempts[0]["error"]
+
+
+def test_a_name_that_resolves_at_delivery_to_an_ipv6_form_of_loopback_is_refused(
+    ctx: IngestContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # F4 at delivery: the name was public when the webhook was made; it now resolves to 6to4's
+    # spelling of 127.0.0.1 (DNS rebinding), which ipaddress's is_global calls public.
+    answers = {"rebound.example": "93.184.215.14"}
+
+    def resolve(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        address = answers[host]
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        return [(family, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    _hook(ctx, "http://rebound.example:9/hook")
+    answers["rebound.example"] = "2002:7f00:1::1"
+    ctx.webhooks = replace(ctx.webhooks, allowed_networks=())
+    evaluate_live(ctx, _bottlenecked_job(ctx))
+    (delivery_id,) = _sent(ctx)
+    assert deliver(ctx, delivery_id).result == "Failed"
+    error = _delivery(ctx, delivery_id).attempts[0]["error"]
+    assert "'rebound.example' resolves to '2002:7f00:1::1', which is not a public address" in error
 
 
 def test_a_stop_on_rule_records_an_audited_stop_request_once(ctx: IngestContext) -> None:

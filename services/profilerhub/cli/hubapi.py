@@ -4,8 +4,10 @@ Every failure becomes one :class:`CliFailure` whose message says what happened a
 next; :func:`run` prints it as one line (no traceback) and exits 1 (2 for a usage problem, such
 as no hub configured).
 
-Tests hand an in-process client in through ``typer.Context.obj`` (``{"http": client}``): any
-object with ``httpx.Client.request``'s signature will do, a ``TestClient`` included.
+It speaks through the one client of the hub's API (``profilerhub.hubhttp.HubHTTP``: its user
+agent, error parser and retry policy). Tests hand an in-process client in through
+``typer.Context.obj`` (``{"http": client}``): any object with ``httpx.Client.request``'s
+signature will do, a ``TestClient`` included.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import typer
 
 from profilerhub.cli.hubconfig import ConfigError, HubConfig, config_path
 from profilerhub.cli.toolkit import err_console
+from profilerhub.hubhttp import API, HubHTTP, HubUnreachable, error_of
 
-API = "/api/v1"
 T = TypeVar("T")
 #: Items asked for per request while paging (the hub's maximum is 1000).
 PAGE_SIZE = 200
@@ -52,7 +54,6 @@ class Hub:
         self.config = config
         self.url = config.url or ""
         self._me: dict[str, Any] | None = None
-        self._owned = http is None  # a client handed in is closed by whoever made it
         if http is None:
             if not config.url:
                 raise CliFailure("no hub configured", LOGIN_HINT, exit_code=2)
@@ -64,26 +65,21 @@ class Hub:
                 )
             if not config.token and not anonymous:
                 raise CliFailure(f"no API token for {config.url}", LOGIN_HINT, exit_code=2)
-            http = _http_client(config)
-        self._http = http
+        timeout = float(os.environ.get("PROFILERHUB_TIMEOUT") or 30)
+        self._http = HubHTTP(self.url, config.token, component="cli", timeout=timeout, client=http)
 
     def close(self) -> None:
-        if self._owned:
-            self._http.close()
+        self._http.close()
 
     def request(
         self, method: str, url: str, *, params: dict[str, Any] | None = None, json: Any = None
     ) -> Any:
         """The answer's JSON (``None`` for 204); a refusal raises ``CliFailure``."""
-        import httpx
-
-        headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
-        query = {k: v for k, v in (params or {}).items() if v is not None}
         try:
-            resp = self._http.request(method, url, params=query, json=json, headers=headers)
-        except httpx.TransportError as exc:
+            resp = self._http.send(method, url, params=params, json=json)
+        except HubUnreachable as exc:
             raise CliFailure(
-                f"cannot reach the hub at {self.url} ({type(exc).__name__}: {exc})",
+                f"cannot reach the hub at {self.url} ({type(exc.cause).__name__}: {exc.cause})",
                 f"is it running (`profilerhub up`)? Check the URL (from {self.config.url_from})",
             ) from None
         if resp.status_code < 300:
@@ -119,7 +115,8 @@ class Hub:
 
     def _failure(self, resp: Any) -> CliFailure:
         status = resp.status_code
-        code, message = _error_of(resp)
+        code, message = error_of(resp)
+        message = message or "no message"
         said = f"{message} ({status} {code})" if code else f"HTTP {status}: {message}"
         hints = {
             401: f"the token (from {self.config.token_from}) is unknown, revoked or expired: get a new one "
@@ -138,19 +135,6 @@ class Hub:
         return CliFailure(said, hint, status=status)
 
 
-def _http_client(config: HubConfig) -> Any:
-    import httpx
-
-    from profilerhub import __version__
-
-    timeout = float(os.environ.get("PROFILERHUB_TIMEOUT") or 30)
-    return httpx.Client(
-        base_url=config.url or "",
-        headers={"User-Agent": f"profilerhub-cli/{__version__}"},
-        timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-    )
-
-
 def _json_of(resp: Any, method: str, url: str) -> Any:
     try:
         return resp.json()
@@ -159,14 +143,6 @@ def _json_of(resp: Any, method: str, url: str) -> Any:
             f"{method} {url}: the hub answered {resp.status_code} without JSON",
             "is PROFILERHUB_URL the hub's address (not an app's or a proxy's)?",
         ) from None
-
-
-def _error_of(resp: Any) -> tuple[str, str]:
-    try:
-        err = resp.json().get("error") or {}
-        return str(err.get("code", "")), str(err.get("message", ""))
-    except (ValueError, AttributeError):
-        return "", (resp.text or "")[:200].strip() or "no message"
 
 
 def connect(ctx: typer.Context) -> Hub:

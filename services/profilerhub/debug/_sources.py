@@ -129,15 +129,14 @@ class HubSource:
 
     def __init__(self, job: str, hub_url: str | None, token: str | None, http: Any = None) -> None:
         if http is None:
-            import httpx
+            from profilerhub.hubhttp import HubHTTP
 
             url = hub_url or os.environ.get("PROFILERHUB_URL")
             if not url:
                 raise ValueError(f"{job!r} is not a folder or s3:// URL, and no hub is set (PROFILERHUB_URL)")
             token = token or os.environ.get("PROFILERHUB_TOKEN")
-            headers = {"Authorization": f"Bearer {token}"} if token else {}
-            http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30.0)
-        self._http = http
+            http = HubHTTP(url, token, component="debug")  # the hub's one client (hubhttp)
+        self._http = http  # or a test's signed-in client with the same ``send``
         me = self._get("/api/v1/me").json()
         jobs = f"/api/v1/domains/{me['domain']}/users/{me['user']}/jobs"
         self.job_id = self._find(jobs, job)
@@ -145,17 +144,15 @@ class HubSource:
         self.name = f"{job} ({self.job_id})"
 
     def _get(self, path: str, **params: Any) -> Any:
-        resp = self._http.get(path, params=params or None)
+        from profilerhub.hubhttp import error_of
+
+        resp = self._http.send("GET", path, params=params)
         if resp.status_code >= 400:
-            try:
-                message = resp.json()["error"]["message"]
-            except Exception:
-                message = resp.text[:200]
-            raise LookupError(f"GET {path}: HTTP {resp.status_code}: {message}")
+            raise LookupError(f"GET {path}: HTTP {resp.status_code}: {error_of(resp)[1]}")
         return resp
 
     def _find(self, jobs: str, job: str) -> str:
-        resp = self._http.get(f"{jobs}/{job}")
+        resp = self._http.send("GET", f"{jobs}/{job}")
         if resp.status_code == 200:
             return str(resp.json()["job_id"])
         token: str | None = None

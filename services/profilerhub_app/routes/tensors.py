@@ -1,6 +1,7 @@
 """The owner's ``ph.watch`` tensors, as the hub's tensors API answers them (``docs/app-api.md``).
 
-``api/jobs/{id}/tensors`` (``?format=npz``: the whole table), ``api/jobs/{id}/tensors/{name}``
+(``api/jobs/{id}/tensors``, the listing, and its ``matrix``/``series``/``hist`` are the Model
+page's: ``routes/model.py``) ``api/jobs/{id}/tensors/{name}``
 (``stat``, ``mode``, ``rank``, ``hist``, ``start``, ``end``), ``api/jobs/{id}/tensors/full`` and
 ``…/tensors/full/{path}``. A Ready job's table is ``processed/tensors.npz``; a running job's is
 grown from its raw chunks so far (``AppServices.tensors``), so the Model page updates live.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from profilerhub_analysis import tensors_api
@@ -41,7 +42,7 @@ def _table(request: Request, job: OwnedJob) -> tuple[TensorTable, bool]:
         except NotFound:
             return None
 
-    return services(request).tensors.table(
+    return services(request).tensor_tables.table(
         job.job_id,
         ready=job.ready,
         processed=processed,
@@ -51,24 +52,9 @@ def _table(request: Request, job: OwnedJob) -> tuple[TensorTable, bool]:
 
 
 def _full(request: Request, job: OwnedJob) -> list[FullTensor]:
-    return services(request).tensors.full(
+    return services(request).tensor_tables.full(
         job.job_id, lambda: _raw_names(job), lambda rel: _read_raw(job, rel)
     )
-
-
-async def job_tensors(request: Request) -> Response:
-    job_id: str = request.path_params["job_id"]
-    fmt = request.query_params.get("format", "json")
-
-    def work() -> Any:
-        if fmt not in ("json", "npz"):
-            raise BadParameter("'format' must be json or npz")
-        table, live = _table(request, owned_job(request, job_id))
-        if fmt == "npz":
-            return Response(table.pack(), media_type="application/octet-stream")
-        return JSONResponse(tensors_api.index(table, job_id=job_id, live=live))
-
-    return await answer(work)
 
 
 async def job_tensor(request: Request) -> Response:
@@ -126,7 +112,6 @@ async def job_full_tensor(request: Request) -> Response:
 def routes(api_base: str) -> list[Route]:
     one = f"{api_base}/jobs/{{job_id}}/tensors"
     return [
-        Route(one, job_tensors, methods=["GET"]),
         Route(f"{one}/full", job_full_tensors, methods=["GET"]),
         Route(f"{one}/full/{{path:path}}", job_full_tensor, methods=["GET"]),
         Route(f"{one}/{{name:path}}", job_tensor, methods=["GET"]),

@@ -5,9 +5,11 @@ A user must not be able to make the hub call what only the hub can reach: its ow
 cloud's metadata service (169.254.169.254, link-local), the cluster's private network. So the
 check is on addresses, never on names alone: the host is resolved, and *every* address it
 resolves to must be public (``ipaddress``'s ``is_global``, and not multicast) or inside an
-allow-listed network. An IP literal is checked as it is. Delivery resolves again and connects to
-the address it checked (``Destination.address``, the name kept for ``Host`` and TLS), so a name
-that re-resolves to an internal address between the check and the call (DNS rebinding) gets
+allow-listed network. An IP literal is checked as it is, and an IPv6 address that embeds an
+IPv4 one (``::ffff:7f00:1``, ``64:ff9b::a9fe:a9fe``, ``2002:7f00:1::1``…) is checked as that IPv4
+address as well (``addresses_reached``): ``is_global`` alone calls those public. Delivery
+resolves again and connects to the address it checked (``Destination.address``, the name kept
+for ``Host`` and TLS), so a name that re-resolves to an internal address between the check and the call (DNS rebinding) gets
 nowhere, and redirects are never followed.
 """
 
@@ -65,12 +67,48 @@ def parse_url(url: str) -> SplitResult:
     return parts
 
 
+# IPv6 prefixes whose addresses carry an IPv4 address in their last 32 bits, and mean it: a
+# translator or relay delivers to that IPv4 address (RFC 6052's NAT64 prefixes; the IPv4-mapped,
+# -translated and -compatible forms are that IPv4 address outright).
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_AS_IPV4 = (
+    ipaddress.ip_network("::ffff:0:0/96"),  # IPv4-mapped, ::ffff:a.b.c.d
+    ipaddress.ip_network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT), ::ffff:0:a.b.c.d
+    ipaddress.ip_network("::/96"),  # IPv4-compatible (deprecated), ::a.b.c.d
+)
+
+
+def _ipv4_of(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+
+
+def addresses_reached(ip: IPAddress) -> list[IPAddress]:
+    """Every address a connection to ``ip`` may end up at: ``ip`` itself, or for the IPv6 forms
+    that embed an IPv4 address (``ipaddress``'s ``is_global`` calls ``[::7f00:1]``,
+    ``[64:ff9b::7f00:1]``, ``[2002:7f00:1::1]`` public) that IPv4 address too: mapped,
+    translated and compatible forms are the IPv4 address alone; NAT64, 6to4 and Teredo add it."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return [ip]
+    if any(ip in net for net in _AS_IPV4) and int(ip) > 1:  # "::" and "::1" are IPv6's own
+        return [_ipv4_of(ip)]
+    reached: list[IPAddress] = [ip]
+    if any(ip in net for net in _NAT64):
+        reached.append(_ipv4_of(ip))
+    if ip.sixtofour is not None:
+        reached.append(ip.sixtofour)
+    if ip.teredo is not None:
+        reached.extend(ip.teredo)  # the Teredo server and the (de-obfuscated) client
+    return reached
+
+
 def _allowed(ip: IPAddress, networks: Sequence[str]) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-    if any(ip in ipaddress.ip_network(net, strict=False) for net in networks):
-        return True
-    return ip.is_global and not ip.is_multicast
+    """Every address ``ip`` reaches is allow-listed or public (and not multicast)."""
+    allowed = [ipaddress.ip_network(net, strict=False) for net in networks]
+    return all(
+        any(each.version == net.version and each in net for net in allowed)
+        or (each.is_global and not each.is_multicast)
+        for each in addresses_reached(ip)
+    )
 
 
 def _resolve(host: str, port: int) -> list[str]:
@@ -104,4 +142,4 @@ def check_destination(url: str, allowed_networks: Sequence[str] = ()) -> Destina
     return Destination(url=url, host=host, address=addresses[0], port=port, scheme=parts.scheme)
 
 
-__all__ = ["AddressRefused", "Destination", "check_destination", "parse_url"]
+__all__ = ["AddressRefused", "Destination", "addresses_reached", "check_destination", "parse_url"]

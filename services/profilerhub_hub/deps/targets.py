@@ -11,7 +11,7 @@ log. The route gets the resolved target back:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi import Depends, Request
@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, UserProfile
 from profilerhub_core.db.session import WriteRequired
+from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, NotFound
 from profilerhub_core.names import is_valid_name
 from profilerhub_core.records import domains, users
@@ -86,6 +87,8 @@ def resolved_user(caller: Caller, user: UserProfile, domain_missing: NotFound) -
     """A found user profile (its ``domain`` loaded) as the request's target; ``domain_missing``
     when the caller may not see its domain (``authorize`` hides other users' profiles)."""
     target = owner_target(caller, user.domain_id, user.domain.name, user.id, user.name, domain_missing)
+    if DomainSettings.of(user.domain.settings).allow_impersonation:
+        target = replace(target, allow_impersonation=True)
     return Resolved(caller, target, user.domain, user)
 
 

@@ -95,7 +95,7 @@ def create_presigned_url(
     """A one-time URL that opens the app in a browser (sets its session cookie), for its owner only."""
     app = _the_app(door.session, target, app_type, app_name)
     ttl = body.expires_in_seconds if body is not None else DEFAULT_PRESIGNED_SECONDS
-    url = app_cases.open_app(door, target.caller, app, ttl)
+    url = app_cases.open_app(door, target, app, ttl)
     return PresignedUrlRead(url=url, expires_at=utcnow() + timedelta(seconds=ttl))
 
 

@@ -463,7 +463,7 @@ def create_presigned_domain_url(call: Call) -> dict[str, Any]:
             f"User profile '{target.user.name}' has no InService app to sign in to; create_app first"
         )
     ttl = call.params.get("ExpiresInSeconds") or DEFAULT_PRESIGNED_SECONDS
-    return {"AuthorizedUrl": app_cases.open_app(call.door, target.caller, app, ttl)}
+    return {"AuthorizedUrl": app_cases.open_app(call.door, target, app, ttl)}
 
 
 OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {

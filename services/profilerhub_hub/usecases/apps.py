@@ -14,7 +14,7 @@ from profilerhub_core.records import apps, tags
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
 from profilerhub_hub.audit import record_impersonated_opening
 from profilerhub_hub.deps.targets import Resolved
-from profilerhub_hub.permissions import Action, Caller
+from profilerhub_hub.permissions import Action, impersonator
 from profilerhub_hub.proxy import presigned_app_url
 from profilerhub_hub.usecases.door import Door
 
@@ -52,13 +52,16 @@ def delete_app(door: Door, target: Resolved, app: App) -> App:
     return app
 
 
-def open_app(door: Door, caller: Caller, app: App, ttl: int) -> str:
-    """The one-time URL that opens ``app`` for ``caller`` (``OpenApp`` allowed by the door), valid
+def open_app(door: Door, target: Resolved, app: App, ttl: int) -> str:
+    """The one-time URL that opens ``app`` for the caller (``OpenApp`` allowed by the door), valid
     ``ttl`` seconds: REST's presigned URL and SageMaker's ``CreatePresignedDomainUrl``. An opening
-    by impersonation is audited; the answer is committed."""
+    by impersonation (a credential an administrator made for the owner, or an administrator's own
+    where the domain allows it: SageMaker's portal pattern) is audited; the answer is committed."""
+    caller = target.caller
     url = presigned_app_url(door.settings, caller, app, ttl)
-    if caller.impersonated_by:
-        record_impersonated_opening(door.session, caller.impersonated_by, caller.actor, app.id, door.via)
+    by = impersonator(caller, app.user_id)
+    if by:
+        record_impersonated_opening(door.session, by, target.name, app.id, door.via)
     door.session.commit()
     return url
 

@@ -41,7 +41,8 @@ function mount(node, options, data) {
 }
 
 /**
- * A line chart. `x`: numbers; `series`: [{label, values, colorIndex}]. `onPick(x)` is called with
+ * A line chart. `x`: numbers; `series`: [{label, values, colorIndex, sparse}] (`sparse`: values at
+ * some x only, joined across the gaps and marked with points). `onPick(x)` is called with
  * the x under the cursor when the user clicks the plot (used to jump to the timeline).
  */
 export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, yRange, onPick, height, stepped }) {
@@ -59,7 +60,8 @@ export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, y
         fill: series.length === 1 ? `${color(s.colorIndex ?? i)}22` : undefined,
         width: 1.5,
         paths: stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
-        points: { show: x.length < 60 },
+        points: { show: x.length < 60 || Boolean(s.sparse) },
+        spanGaps: Boolean(s.sparse), // a series recorded at some x only (eval losses): joined across them
         value: (u, v) => (v === null || v === undefined ? "–" : yFormat ? yFormat(v) : v),
       })),
     ],

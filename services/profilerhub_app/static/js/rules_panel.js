@@ -23,6 +23,14 @@ function figures(obj) {
   return el("dl", { class: "rule-figures" }, entries.map(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))]));
 }
 
+/** A model rule's finding: its step range on the Model page (the tensor picked, the steps outlined). */
+function steps(f) {
+  if (f.step_start === undefined || f.step_start === null) return null;
+  const params = new URLSearchParams({ steps: `${f.step_start}-${f.step_end}` });
+  if ((f.tensors || []).length) params.set("tensor", f.tensors[0]);
+  return el("a", { class: "rule-range rule-steps", href: `${base}${jobPath}/model?${params}`, title: "open the Model page at these steps" }, `steps ${f.step_start}–${f.step_end}`);
+}
+
 function range(f) {
   if (f.start_ns === null || f.start_ns === undefined) return null;
   const ms = ((f.end_ns - f.start_ns) / 1e6).toFixed(1);
@@ -35,6 +43,8 @@ function finding(f) {
     "li",
     { class: "rule-finding" },
     el("span", { class: "rule-message" }, f.message),
+    " ",
+    steps(f),
     " ",
     range(f),
     f.evidence ? el("span", { class: "muted" }, ` evidence: ${f.evidence}`) : null,
