@@ -3,8 +3,10 @@
 ``args.bytes`` in one event used to send a whole document down the per-event path, 10x slower).
 
 Tiles the real CPU trace to ``--mib`` MiB of JSON (in memory), then makes twins of it: clean, and
-with ``--bad`` events (spread through the document) whose ``args.bytes`` is a string that is not a
-number. Prints, per twin, the best of ``--repeat`` runs of ``parse_trace`` (decode + columns: what
+with ``--bad`` events (spread through the document, one alone in the middle) mistyped two ways:
+``args.bytes`` a string that is no number (the decoder takes it; it costs that field), and
+``name`` a number (the typed decoder refuses the event; it costs that event, decoded alone the
+slow way). Prints, per twin, the best of ``--repeat`` runs of ``parse_trace`` (decode + columns: what
 ingest does with a trace) as MB/s of JSON, the events that took the lenient path, and the ratio of
 each twin's time to the clean one's. Goal: the ratio near 1.
 
@@ -41,14 +43,18 @@ def tiled_events(mib: float) -> list[dict[str, object]]:
     ]
 
 
-def mistyped(events: list[dict[str, object]], bad: int) -> bytes:
-    """The document with ``bad`` X events (evenly spread) carrying ``"args": {"bytes": "n/a"}``."""
+def mistyped(events: list[dict[str, object]], bad: int, how: str = "text") -> bytes:
+    """The document with ``bad`` X events (evenly spread) mistyped: ``text`` gives them
+    ``"args": {"bytes": "n/a"}``, ``refused`` a numeric ``name``."""
     spots = [i for i, e in enumerate(events) if e.get("ph") == "X"]
     chosen = {spots[int((k + 0.5) * len(spots) / bad)] for k in range(bad)}  # one alone: the middle
-    out = [
-        {**e, "args": {**dict(e.get("args") or {}), "bytes": "n/a"}} if i in chosen else e  # type: ignore[call-overload]
-        for i, e in enumerate(events)
-    ]
+
+    def spoilt(e: dict[str, object]) -> dict[str, object]:
+        if how == "refused":
+            return {**e, "name": 5}
+        return {**e, "args": {**dict(e.get("args") or {}), "bytes": "n/a"}}  # type: ignore[call-overload]
+
+    out = [spoilt(e) if i in chosen else e for i, e in enumerate(events)]
     return json.dumps({"schemaVersion": 1, "traceEvents": out}).encode()
 
 
@@ -75,18 +81,19 @@ def main() -> None:
     print("goal: every mistyped twin within ~1.2x of the clean one's time (it was ~10x)")
     for mib in args.mib:
         events = tiled_events(mib)
-        clean = mistyped(events, 0)
+        clean = json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
         base, _ = timed(clean, args.repeat)
         size = len(clean) / 1e6
         print(
             f"{len(clean) / 2**20:.0f} MiB, {len(events)} events: clean {size / base:.0f} MB/s ({base:.2f} s)"
         )
-        for bad in args.bad:
-            seconds, lenient = timed(mistyped(events, bad), args.repeat)
-            print(
-                f"  {bad} mistyped: {size / seconds:.0f} MB/s ({seconds:.2f} s), {lenient} events lenient, "
-                f"ratio {seconds / base:.2f}"
-            )
+        for how in ("text", "refused"):
+            for bad in args.bad:
+                seconds, lenient = timed(mistyped(events, bad, how), args.repeat)
+                print(
+                    f"  {bad} {how}: {size / seconds:.0f} MB/s ({seconds:.2f} s), {lenient} events lenient, "
+                    f"ratio {seconds / base:.2f}"
+                )
 
 
 if __name__ == "__main__":

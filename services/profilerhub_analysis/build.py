@@ -94,6 +94,28 @@ def _values(items: list[Any], attr: str) -> list[Any]:
     return list(map(attrgetter(attr), items))
 
 
+def _numbers(args: list[Any], attr: str, dtype: Any, count: int) -> np.ndarray:
+    """One numeric ``args`` field as a column. The decoder lets these fields be strings (some
+    exporters write numbers as text): numpy reads numeric text itself; only a batch holding text
+    that is no number takes the slow way, where that value (that field, not its event) is -1."""
+    try:
+        return np.fromiter(map(attrgetter(attr), args), dtype=dtype, count=count)
+    except (ValueError, TypeError, OverflowError):
+        return np.fromiter(
+            (_number_or_absent(v) for v in map(attrgetter(attr), args)), dtype=dtype, count=count
+        )
+
+
+def _number_or_absent(value: Any) -> float:
+    if not isinstance(value, str):
+        return float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        return -1.0
+    return number if np.isfinite(number) and abs(number) < 2**62 else -1.0
+
+
 class _Interner(dict[Any, int]):
     def __missing__(self, key: Any) -> int:
         value = self[key] = len(self)
@@ -198,11 +220,11 @@ class _Columns:
             dur_ns=dur_ns,
             ts_ok=ts_ok,
             dur_ok=dur_ok,
-            correlation=np.fromiter(map(attrgetter("correlation"), args), dtype=np.int64, count=m),
-            bytes=np.fromiter(map(attrgetter("bytes"), args), dtype=np.int64, count=m),
-            bandwidth=np.fromiter(map(attrgetter("bandwidth"), args), dtype=np.float32, count=m),
-            blocks_per_sm=np.fromiter(map(attrgetter("blocks_per_sm"), args), dtype=np.float32, count=m),
-            occupancy=np.fromiter(map(attrgetter("occupancy"), args), dtype=np.float32, count=m),
+            correlation=_numbers(args, "correlation", np.int64, m),
+            bytes=_numbers(args, "bytes", np.int64, m),
+            bandwidth=_numbers(args, "bandwidth", np.float32, m),
+            blocks_per_sm=_numbers(args, "blocks_per_sm", np.float32, m),
+            occupancy=_numbers(args, "occupancy", np.float32, m),
         )
         if self.tensorflow:
             # kept beside Kineto's: the sniff may take a Kineto trace that names a TF plane for TF's

@@ -17,17 +17,22 @@ NAN = math.nan
 
 
 class XArgs(msgspec.Struct, frozen=True, gc=False):
-    """The ``args`` of a complete event that the store keeps."""
+    """The ``args`` of a complete event that the store keeps.
+
+    The numeric fields also take strings (a real MI300X trace writes ``"bytes"`` as one): a
+    number written as text is read as that number when the columns are built, other text costs
+    that field (-1), never the event nor the document's typed decode (``build._numbers``).
+    """
 
     device: int = -1
     stream: int | str | None = -1
-    correlation: int = -1
-    bytes: int = -1
+    correlation: int | str = -1
+    bytes: int | str = -1
     #: Kineto's own per-op figure on memcpy/memset ops.
-    bandwidth: float = msgspec.field(name="memory bandwidth (GB/s)", default=-1.0)
+    bandwidth: float | str = msgspec.field(name="memory bandwidth (GB/s)", default=-1.0)
     #: CUPTI launch figures on kernels (what TensorBoard's SM efficiency and occupancy use).
-    blocks_per_sm: float = msgspec.field(name="blocks per SM", default=-1.0)
-    occupancy: float = msgspec.field(name="est. achieved occupancy %", default=-1.0)
+    blocks_per_sm: float | str = msgspec.field(name="blocks per SM", default=-1.0)
+    occupancy: float | str = msgspec.field(name="est. achieved occupancy %", default=-1.0)
 
 
 class TfArgs(XArgs, frozen=True, gc=False):
