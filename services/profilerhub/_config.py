@@ -284,6 +284,7 @@ MAX_RULES = 20
 RULE_NAMES = (
     "LowGPUUtilization", "CPUBottleneck", "IOBottleneck", "StepOutlier", "BatchSize", "Dataloader",
     "GPUMemoryIncrease", "MaxInitializationTime", "OverallSystemUsage", "LoadBalancing", "ProfilerReport",
+    "DataLoaderTime", "CommunicationTime", "TensorCoresUnused", "DataParallelUsed",
     "VanishingGradient", "ExplodingTensor", "Overfit", "Overtraining", "LossNotDecreasing",
     "WeightUpdateRatio", "SaturatedActivation", "DeadRelu", "PoorWeightInitialization", "TensorVariance",
     "AllZero", "UnchangedTensor", "ClassImbalance", "StalledTrainingRule",

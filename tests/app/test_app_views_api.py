@@ -47,6 +47,7 @@ def test_the_views_of_each_trace_are_those_of_profilerhub_analyze(
         cli = _analyze(shared_dir, trace)
         for section in SECTIONS:
             assert doc["views"][section] == cli[section], (trace, section)
+        assert isinstance(doc["recommendations"], list)
     mlp = app_client.get(f"api/jobs/{job_id}/views").json()["views"]
     assert mlp["tb_memory"] and any(r["input_shape"] for r in mlp["tb_operators_by_shape"])
 

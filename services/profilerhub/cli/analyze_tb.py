@@ -39,6 +39,12 @@ def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
             f"tensor cores {_num(g['tensor_core_kernel_pct'])} of kernel time",
             highlight=False,
         )
+    for advice in recommendations(r):
+        console.print(
+            f"[bold]recommendation[/bold] ({advice['rule']}): {advice['message']}. "
+            f"{advice['recommendation']}",
+            highlight=False,
+        )
     for note in r.get("tb_notes") or []:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     ops = r.get("tb_operators") or []
@@ -91,6 +97,16 @@ def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
                 "yes" if k["tensor_cores"] else "no",
             )
         console.print(t)
+
+
+def recommendations(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The plugin's recommendations for this trace (the rules engine's, imported here: the SDK's
+    CLI reaches the analysis package only inside commands)."""
+    if r.get("tb_facts") is None:
+        return []
+    from profilerhub_analysis.rules.tb_recommendations import brief, recommend
+
+    return recommend(brief(r))
 
 
 def _num(pct: float | None) -> str:

@@ -127,6 +127,9 @@ class RuleData:
     """The ``ph.watch`` reductions (``profilerhub_analysis.tensors``); None: the job recorded none."""
     now_ns: int | None = None
     """When a live evaluation runs (epoch ns); None at the final one (``job_end_ns`` then)."""
+    tb: list[dict[str, Any]] = field(default_factory=list)
+    """Per trace, what the TensorBoard plugin's recommendations read: ``{"file", "rank", "average"
+    (its step-time roles, µs), "facts" (``tbviews.views.facts``)}``; empty for a job without traces."""
 
 
 @dataclass

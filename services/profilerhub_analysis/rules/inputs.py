@@ -75,6 +75,11 @@ def from_columns(
     data.cpu_count = len(cores) or None
     if not data.gpu_util:
         data.gpu_util = _trace_gpu_util(traces)
+    data.tb = [
+        {"file": t.get("file"), "rank": t.get("report", {}).get("rank"), **t["tb_brief"]}
+        for t in traces
+        if isinstance(t.get("tb_brief"), dict)
+    ]
     if steps is not None and len(steps[0]):
         data.step_start_ns, data.step_dur_ns, data.step_numbers = (np.asarray(a, np.int64) for a in steps)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from profilerhub_analysis.rules import model, profiler_report
+from profilerhub_analysis.rules import model, profiler_report, tb_recommendations
 from profilerhub_analysis.rules.base import (
     RuleData,
     RuleParamError,
@@ -18,9 +18,11 @@ from profilerhub_analysis.rules.base import (
 MAX_RULES = 20
 """Rules per job (SageMaker's limit)."""
 RULES: dict[str, RuleSpec] = {
-    spec.name: spec for spec in (*profiler_report.MEMBERS, profiler_report.SPEC, *model.MEMBERS)
+    spec.name: spec
+    for spec in (*profiler_report.MEMBERS, profiler_report.SPEC, *tb_recommendations.MEMBERS, *model.MEMBERS)
 }
-"""The profiler rules, ProfilerReport (which runs them), then the model rules (``rules.model``)."""
+"""The profiler rules, ProfilerReport (which runs them), the TensorBoard plugin's recommendations
+(``rules.tb_recommendations``), then the model rules (``rules.model``)."""
 DEFAULT_RULES: list[dict[str, Any]] = [{"rule": "ProfilerReport", "parameters": {}}]
 """What a job runs when neither it nor its domain configures rules (as SageMaker runs ProfilerReport)."""
 

@@ -35,6 +35,7 @@ SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_sh
 def tb_views(data: bytes | bytearray) -> dict[str, Any]:
     """The seven sections of one (decompressed) Kineto trace document.
 
+    ``tb_facts`` holds what the plugin's recommendations read beyond the tables (``views.facts``).
     ``tb_notes`` says what a reader should know (launches that cannot be tied to operators).
     ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
     event: it would divide by a negative span), and ``tb_gpu_summary`` is then empty.
@@ -53,6 +54,7 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
         "tb_kernels_by_op": kernels_by_op,
         "tb_memory": views.memory(trace, forest),
         "tb_notes": _notes(forest),
+        "tb_facts": views.facts(trace, forest),
     }
 
 

@@ -71,10 +71,12 @@ class Event(msgspec.Struct, gc=False):
 
 class _Doc(msgspec.Struct):
     traceEvents: list[Event] = []  # noqa: N815 - the format's own key
+    deviceProperties: Any = None  # noqa: N815
 
 
 class _LooseDoc(msgspec.Struct):
     traceEvents: list[Any] = []  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
 
 
 class T(enum.IntEnum):
@@ -140,6 +142,7 @@ class TbTrace:
     events: list[Event] = field(default_factory=list)
     memory: list[MemoryRecord] = field(default_factory=list)
     skipped: int = 0
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
 
     @cached_property
     def types(self) -> np.ndarray:
@@ -221,14 +224,18 @@ def parse(data: bytes | bytearray) -> TbTrace:
     try:
         doc = msgspec.json.decode(data, type=_Doc)
         events = doc.traceEvents
+        props = doc.deviceProperties
     except msgspec.ValidationError:
         loose = msgspec.json.decode(data, type=_LooseDoc)
+        props = loose.deviceProperties
         events = []
         for raw in loose.traceEvents:
             try:
                 events.append(msgspec.convert(raw, Event))
             except msgspec.ValidationError:
                 out.skipped += 1
+    if isinstance(props, list):
+        out.device_properties = [p for p in props if isinstance(p, dict)]
     for ev in events:
         _typed(ev, out)
     out.events.sort(key=lambda e: e.ts)  # stable: ties keep the document's order

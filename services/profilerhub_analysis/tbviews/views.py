@@ -407,4 +407,34 @@ def _memory_totals(top: Node, visited: set[int]) -> list[tuple[Node, dict[str, l
     return out
 
 
-__all__ = ["gpu_summary", "kernels", "memory", "operators", "overview"]
+def facts(trace: TbTrace, forest: Forest) -> dict[str, Any]:
+    """What the plugin's recommendations read (its ``RunProfileData.analyze``): whether the model
+    ran under ``DataParallel`` / ``DistributedDataParallel``, on how many devices, the first GPU's
+    compute capability, the share of kernel time that used tensor cores (``tc_used_pct``, over
+    every kernel) and the share launched by tensor-core eligible operators (``tc_eligible_pct``,
+    over the kernels of operators' launches); ``None`` where the trace has no kernel."""
+    names = {n.name for n in forest.nodes}
+    kernels = [g for g in forest.gpu_ops if g.type == T.KERNEL]
+    total = sum(k.end - k.ts for k in kernels)
+    used = sum(k.end - k.ts for k in kernels if TC_KERNEL(k.name))
+    eligible = of_operators = 0.0
+    for node, rt in _holders(forest):
+        if node.is_operator:
+            d = sum(k.end - k.ts for k in rt.kernels())
+            of_operators += d
+            eligible += d if node.tc_eligible else 0.0
+    props = trace.device_properties
+    major = props[0].get("computeMajor") if props else None
+    name = props[0].get("name") if props else None
+    return {
+        "device_name": name if isinstance(name, str) else None,
+        "data_parallel": "DataParallel.forward" in names,
+        "distributed_data_parallel": "DistributedDataParallel.forward" in names,
+        "devices": len({g.pid for g in forest.gpu_ops}),
+        "compute_major": major if isinstance(major, int) else None,
+        "tc_used_pct": 100.0 * used / total if total > 0 else None,
+        "tc_eligible_pct": 100.0 * eligible / of_operators if of_operators > 0 else None,
+    }
+
+
+__all__ = ["facts", "gpu_summary", "kernels", "memory", "operators", "overview"]

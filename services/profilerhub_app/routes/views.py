@@ -2,7 +2,8 @@
 
 Ingest computed them once (``profilerhub_analysis.tbviews``, stored as the trace's
 ``tb_views.json``); this route hands them over as stored, with the job's trace list for the
-picker. Shapes: ``docs/app-api.md``.
+picker and the plugin's recommendations for that trace (``rules.tb_recommendations.recommend``,
+at the default thresholds). Shapes: ``docs/app-api.md``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from profilerhub_analysis.rules.tb_recommendations import recommend
 from profilerhub_app.http import MAX_TRACES, answer, int_param, ready_job, services
 from profilerhub_app.jobdata import trace_list
 
@@ -28,6 +30,7 @@ def _views(request: Request, job_id: str) -> dict[str, Any]:
         "trace": index,
         "traces": trace_list(summary),
         "views": jd.tb_views(job, index),
+        "recommendations": recommend(jd.trace(job, index).get("tb_brief") or {}),
     }
 
 

@@ -27,6 +27,7 @@ import orjson
 
 from profilerhub_analysis.dashboard import trace_panels
 from profilerhub_analysis.reader import read_bytes
+from profilerhub_analysis.rules.tb_recommendations import brief
 from profilerhub_analysis.sdk_records import AnnotationRecord
 from profilerhub_analysis.store import EventStore
 from profilerhub_analysis.tbviews import tb_views
@@ -84,6 +85,7 @@ def put_tb_views(
         return
     store.put(place.processed_key(f"{folder}/{TB_VIEWS}"), orjson.dumps(views))
     entry["tb_views"] = f"processed/{folder}/{TB_VIEWS}"
+    entry["tb_brief"] = brief(views)  # what the recommendation rules read; small, in the summary
 
 
 __all__ = ["DASHBOARD", "DONE", "TB_VIEWS", "TIMELINE", "put_tb_views", "put_trace"]

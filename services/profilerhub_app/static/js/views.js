@@ -156,7 +156,16 @@ function overviewTab(v) {
       o.steps,
     );
   const gpus = v.tb_gpu_summary || [];
+  const advice = view.data.recommendations || [];
   const out = [
+    section(
+      "vw-advice",
+      "Recommendations",
+      advice.length
+        ? el("ul", { class: "advice" }, advice.map((r) => el("li", { "data-rule": r.rule }, el("b", {}, r.message), ". ", r.recommendation)))
+        : el("p", { class: "empty" }, "None: the DataLoader, communication, tensor-core and DataParallel checks found nothing."),
+      "TensorBoard's plugin's checks at its thresholds; as rules (DataLoaderTime, CommunicationTime, TensorCoresUnused, DataParallelUsed) a job can run them too.",
+    ),
     panel({
       id: "vw-average",
       title: `Step time by role (mean of ${count(o.kept_steps)} step${o.kept_steps === 1 ? "" : "s"}: ${us(avg.total_us)})`,
