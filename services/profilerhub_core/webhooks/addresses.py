@@ -9,8 +9,8 @@ allow-listed network. An IP literal is checked as it is, and an IPv6 address tha
 IPv4 one (``::ffff:7f00:1``, ``64:ff9b::a9fe:a9fe``, ``2002:7f00:1::1``…) is checked as that IPv4
 address as well (``addresses_reached``): ``is_global`` alone calls those public. Delivery
 resolves again and connects to the address it checked (``Destination.address``, the name kept
-for ``Host`` and TLS), so a name that re-resolves to an internal address between the check and the call (DNS rebinding) gets
-nowhere, and redirects are never followed.
+for ``Host`` and TLS), so a name that re-resolves to an internal address between the check and
+the call (DNS rebinding) gets nowhere, and redirects are never followed.
 """
 
 from __future__ import annotations
