@@ -138,6 +138,13 @@ class Settings(BaseSettings):
         le=3600,
         description="How often the rules of a running job are evaluated on what it has streamed so far.",
     )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks (CIDR, JSON list: '[\"10.0.0.0/8\"]') of the reverse proxies "
+        "in front of the hub. Only a request whose peer is one of them has its X-Forwarded-For read (the "
+        "nearest address in it that is not a trusted proxy is the client's, for rate limits and audit). "
+        "Empty (the default): X-Forwarded-For is ignored, whoever sends it.",
+    )
     # -- webhooks (docs/webhooks.md) --
     webhook_allowed_networks: list[str] = Field(
         default_factory=list,
@@ -323,11 +330,12 @@ class Settings(BaseSettings):
     def _check_webhook_networks(self) -> Settings:
         import ipaddress
 
-        for net in self.webhook_allowed_networks:
-            try:
-                ipaddress.ip_network(net, strict=False)
-            except ValueError as exc:
-                raise ValueError(f"webhook_allowed_networks: {net!r} is not a network ({exc})") from exc
+        for name in ("webhook_allowed_networks", "trusted_proxies"):
+            for net in getattr(self, name):
+                try:
+                    ipaddress.ip_network(net, strict=False)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {net!r} is not a network ({exc})") from exc
         return self
 
     @property

@@ -43,7 +43,10 @@ def hub(
         if bootstrap:
             bootstrap_and_announce(settings, engine)
     config = {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
-              "access_log": settings.access_log, "server_header": False}  # fmt: skip
+              "access_log": settings.access_log, "server_header": False,
+              # The peer's address is the client's; X-Forwarded-For is read by the hub alone, and only
+              # from PROFILERHUB_TRUSTED_PROXIES (ratelimit.client_address): uvicorn trusts 127.0.0.1's.
+              "proxy_headers": False}  # fmt: skip
     if settings.effective_hub_workers > 1:
         engine.dispose()
         factory = "profilerhub_hub.main:app_from_env"

@@ -299,8 +299,6 @@ async def app_login(request: Request, app_id: str, token: Annotated[str, Query(m
 async def app_proxy(request: Request, app_id: str, path: str) -> Response:
     proxy: AppProxy = request.app.state.app_proxy
     bearer, limits, address = _bearer(request), request.app.state.rate_limits, client_address(request)
-    if bearer:
-        await run_in_threadpool(limits.check, TOKEN_FAILURES, address)
     try:
         opened = await run_in_threadpool(proxy.open, app_id, bearer, request.cookies.get(SESSION_COOKIE))
     except Unauthorized:

@@ -12,6 +12,10 @@ counts together and the limit holds across replicas. Without Redis, or while it 
 each process counts alone: the limit is then per process (N processes let N times as many
 through), which still stops a brute force; the outage is logged (``profilerhub_hub.shared``).
 
+Whose address: the peer's (``client_address``); ``X-Forwarded-For`` only when the peer is one of
+``trusted_proxies``. A valid API token is never refused for its address's failures: past the
+limit only the address's bad tokens answer 429 (so one NAT address cannot lock out a team).
+
 A refusal answers 429 ``ThrottlingException`` with ``Retry-After`` (seconds to the window's end).
 The first refusal of a window is audited (action ``RateLimited``, target the address); the ones
 after it are not, so a flood cannot turn into a flood of audit rows.
@@ -19,6 +23,8 @@ after it are not, so a flood cannot turn into a flood of audit rows.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import threading
 import time
 from collections.abc import Callable
@@ -67,9 +73,34 @@ BUCKETS = (SIGNIN, PRESIGNED, TOKEN_FAILURES, PASSWORD_ACCOUNT, PASSWORD_ADDRESS
 
 
 def client_address(connection: HTTPConnection) -> str:
-    """The client's address as the server saw it (behind a proxy: run uvicorn with
-    ``--forwarded-allow-ips`` so that this is the browser's, not the proxy's)."""
-    return connection.client.host if connection.client else "unknown"
+    """The client's address: the peer's, unless the peer is one of ``trusted_proxies``; then the
+    nearest address of ``X-Forwarded-For`` (read right to left) that is not a trusted proxy.
+    Anyone else's ``X-Forwarded-For`` is ignored (the hub runs uvicorn without proxy headers)."""
+    peer = connection.client.host if connection.client else "unknown"
+    settings: Settings = connection.app.state.settings
+    if not settings.trusted_proxies or not _trusted(peer, tuple(settings.trusted_proxies)):
+        return peer
+    forwarded = ",".join(connection.headers.getlist("x-forwarded-for"))
+    hops = [h.strip() for h in forwarded.split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not _trusted(hop, tuple(settings.trusted_proxies)):
+            return hop[:64] if _address(hop) is not None else peer
+    return hops[0][:64] if hops and _address(hops[0]) is not None else peer
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _trusted(host: str, networks: tuple[str, ...]) -> bool:
+    address = _address(host)
+    return address is not None and any(
+        address in ipaddress.ip_network(net, strict=False) for net in networks
+    )
 
 
 class _LocalCounters:

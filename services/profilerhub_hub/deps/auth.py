@@ -109,9 +109,11 @@ def authenticate(
     request: Request, session: Session, settings: Settings, credentials: Credentials, read_only: bool = False
 ) -> Caller:
     """The request's caller, authenticated once per request (cached on ``request.state``) and
-    looked up in the database at most once per token every ``token_cache_seconds``. An address
-    whose token checks failed ``rate_limit_token_failures`` times in a window gets 429 for any
-    token not already cached, until the window ends."""
+    looked up in the database at most once per token every ``token_cache_seconds``. A valid token
+    is always accepted; a bad one counts against its address, and past
+    ``rate_limit_token_failures`` in a window the address's bad tokens answer 429 instead of 401
+    until the window ends (a whole team behind one NAT address keeps working while a guesser
+    there is throttled)."""
     cached: Caller | None = getattr(request.state, "caller", None)
     if cached is not None:
         return cached
@@ -125,7 +127,6 @@ def authenticate(
     limits: RateLimits = request.app.state.rate_limits
 
     def load() -> tuple[Caller, datetime | None]:
-        limits.check(TOKEN_FAILURES, address)  # an address that failed too often is refused first
         try:
             owner = _owner(session, secret, settings, read_only)
         except Unauthorized:
