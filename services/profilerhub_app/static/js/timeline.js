@@ -6,7 +6,8 @@
 import { api, apiBinary, base, count, el, errorBox, fill, jobId, ns, query } from "./common.js";
 import { drawFrame, formatNs, GUTTER, hitTest, layout, ROW, RULER } from "./tl/draw.js";
 import { TimeScale } from "./tl/scale.js";
-import { decodeWindow, WindowCache } from "./tl/window.js";
+import { decodeWindow } from "./tl/phw1.js";
+import { WindowCache } from "./tl/window.js";
 
 const jobPath = `jobs/${encodeURIComponent(jobId)}`;
 const view = document.getElementById("tl-view");

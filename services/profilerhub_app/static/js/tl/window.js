@@ -1,39 +1,8 @@
 // Window answers of the timeline (`timeline/window`, the binary `PHW1` format of docs/app-api.md):
-// decoding into typed-array views (no copy), and a small cache that always has something to
-// draw at once and asks the app for a better window in the background.
+// a small cache that always has something to draw at once and asks the app for a better window
+// in the background. The decoding is phw1.js's.
 import { apiBinary } from "../common.js";
-
-const TYPES = { f32: Float32Array, u32: Uint32Array, u16: Uint16Array, u8: Uint8Array };
-
-/** Decode one answer: `{header, cols, lanes: Map(lane_id -> {ev: [from, to], bl: [from, to]}), counters}`. */
-export function decodeWindow(buffer) {
-  const bytes = new Uint8Array(buffer, 0, 4);
-  const magic = String.fromCharCode(...bytes);
-  if (magic !== "PHW1") throw new Error(`not a timeline window (magic ${magic})`);
-  const headerLength = new DataView(buffer).getUint32(4, true);
-  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 16, headerLength)));
-  const bodyStart = 16 + headerLength;
-  const cols = {};
-  for (const [name, col] of Object.entries(header.columns)) {
-    cols[name] = new TYPES[col.type](buffer, bodyStart + col.offset, col.length);
-  }
-  const lanes = new Map();
-  let ev = 0;
-  let bl = 0;
-  for (const lane of header.lanes) {
-    lanes.set(lane.lane_id, { ev: [ev, ev + lane.events], bl: [bl, bl + lane.blocks], info: lane });
-    ev += lane.events;
-    bl += lane.blocks;
-  }
-  const counters = new Map();
-  let ct = 0;
-  for (const counter of header.counters) {
-    counters.set(counter.counter_id, [ct, ct + counter.runs]);
-    ct += counter.runs;
-  }
-  const names = new Map(Object.entries(header.names || {}).map(([id, name]) => [Number(id), name]));
-  return { header, cols, lanes, counters, names, t0: header.t0, t1: header.t1, nsPerPx: header.ns_per_px, bytes: buffer.byteLength };
-}
+import { decodeWindow } from "./phw1.js";
 
 /**
  * Keeps the last few windows and fetches new ones for the view. `plan(start, end, nsPerPx)` says
