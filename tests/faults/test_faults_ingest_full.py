@@ -1,7 +1,9 @@
 """Storage full while ingest writes ``processed/`` (the raw files fit): the job is Failed at once
 with that reason, parsed once, never retried into "the worker ingesting this job died", and the
 worker says so in its log. On a real 4 MiB tmpfs under the local store through a real Celery
-worker (root only, as CI runs), and with an S3 endpoint answering MinIO's ``XMinioStorageFull``."""
+worker (root only, as CI runs), and with an S3 endpoint answering MinIO's ``XMinioStorageFull``.
+Storage that keeps failing otherwise is retried, and once the retries are spent the job is Failed
+with that failure, not left to be taken for a dead worker's."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from profilerhub_core.db.models import JobStatus
+from profilerhub_core.errors import Unavailable
 from profilerhub_core.storage import LocalStore
 from profilerhub_core.storage.s3 import S3Store
 from profilerhub_core.tasks import INGEST_JOB
@@ -116,3 +119,41 @@ def test_s3_answering_storage_full_during_ingest_fails_the_job_at_once(
     assert reason.startswith("Storage is full") and "XMinioStorageFull" in reason, reason
     assert refuse.refused >= 1 and parses == [job_id]
     assert any(f"job {job_id} failed: Storage is full" in r.getMessage() for r in caplog.records), caplog.text
+
+
+class _ProcessedWritesUnavailable:
+    """A local store whose writes under ``processed/`` fail as an unreachable store's do (503)."""
+
+    def __init__(self, store: LocalStore) -> None:
+        self._store = store
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def put(self, key: str, data: bytes) -> int:
+        if "/processed/" in f"/{key}":
+            self.refused += 1
+            raise Unavailable(
+                "S3 at http://s3.example answered SlowDown for bucket 'traces': reduce your request rate"
+            )
+        return self._store.put(key, data)
+
+
+def test_storage_failing_through_every_retry_fails_the_job_saying_so_not_a_dead_worker(
+    ctx: IngestContext, redis_url: str, hub_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flaky = _ProcessedWritesUnavailable(ctx.store)  # type: ignore[arg-type]
+    failing = dataclasses.replace(ctx, store=flaky)  # type: ignore[arg-type]
+    job_id, _ = make_job(failing, sdk_files())
+    with ingest_worker(failing, redis_url, monkeypatch) as app:
+        monkeypatch.setattr(app.tasks[INGEST_JOB], "max_retries", 1)  # one retry (after 1 s), then give up
+        app.send_task(INGEST_JOB, args=[job_id])
+        # Before the fix: the task's retries ran out, its claim lapsed, and the reconciler took the
+        # job over as a dead worker's, ten times, ending "the worker ingesting this job died".
+        wait_for(lambda: job_row(failing, job_id).status is JobStatus.Failed, "the job Failed", 60)
+    row = job_row(failing, job_id)
+    reason = row.failure_reason or ""
+    assert reason.startswith("Ingest was interrupted 2 times in a row") and "SlowDown" in reason, reason
+    assert "died" not in reason and row.ingest_takeovers == 0 and flaky.refused == 2
+    assert_settled(hub_db_url)

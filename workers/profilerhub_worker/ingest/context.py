@@ -107,6 +107,7 @@ class IngestInterrupted(Exception):
     def __init__(self, claim: str, cause: Exception) -> None:
         super().__init__(f"ingest interrupted ({type(cause).__name__}: {cause}); retry with the claim")
         self.claim = claim
+        self.cause = cause
 
 
 __all__ = ["BadUpload", "IngestContext", "IngestInterrupted", "WebhookPolicy"]

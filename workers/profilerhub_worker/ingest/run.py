@@ -123,6 +123,29 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
     return "Ready" if moved else "lost"
 
 
+def give_up(job_id: str, ctx: IngestContext, interrupted: IngestInterrupted, tries: int) -> str:
+    """Fail a job whose ingest was interrupted ``tries`` times in a row (storage or the database
+    kept failing), with the last failure as the reason: its claim must not just lapse, or the
+    reconciler would take it over as if its worker had died. ``Failed``, or ``lost`` when the
+    claim is gone (or the database does not answer: then the reconciler has it, as before)."""
+    cause = interrupted.cause
+    detail = cause.message if isinstance(cause, Unavailable) else f"{type(cause).__name__}: {cause}"
+    reason = (
+        f"Ingest was interrupted {tries} times in a row and is not retried again; the last time: {detail}"
+    )
+    try:
+        stamp = claim(ctx, job_id, resume=interrupted.claim)
+        if stamp is None:
+            return "lost"
+        log.warning("job %s failed: %s", job_id, reason)
+        failed = finish(ctx, job_id, stamp, JobStatus.Failed, failure_reason=reason[:2000])
+    except OperationalError:  # the database is down: the claim lapses and the reconciler has it
+        return "lost"
+    if failed:
+        _act(ctx, job_id, None)
+    return "Failed" if failed else "lost"
+
+
 def storage_full(exc: BaseException) -> str | None:
     """The failure reason when ``exc`` means there is no space to write in, else None."""
     if isinstance(exc, StorageFull):
@@ -166,4 +189,4 @@ def _act(ctx: IngestContext, job_id: str, rules: tuple[Any, dict[str, Any]] | No
             log.exception("job %s: webhook deliveries could not be recorded", job_id)
 
 
-__all__ = ["ingest_job", "storage_full"]
+__all__ = ["give_up", "ingest_job", "storage_full"]

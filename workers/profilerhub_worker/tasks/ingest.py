@@ -1,8 +1,10 @@
 """Job ingest tasks: thin Celery wrappers over ``profilerhub_worker.ingest``.
 
 Arguments are job ids only. ``ingest`` retries storage and database failures with exponential
-backoff and jitter, keeping its claim on the job (``claim``); a worker killed mid-ingest has its
-task delivered again (``acks_late``), and the reconciler re-sends jobs whose claim went stale.
+backoff and jitter, keeping its claim on the job (``claim``), and fails the job with the last
+failure once its retries are spent (``give_up``: the claim is not left to lapse, which the
+reconciler would take for a dead worker); a worker killed mid-ingest has its task delivered again
+(``acks_late``), and the reconciler re-sends jobs whose claim went stale.
 
 The ingest context (database, object store, limits) is built once per worker process from the
 worker's settings (its ``WorkerRuntime``; the environment when the worker set none).
@@ -17,6 +19,7 @@ from celery import Task, shared_task
 from profilerhub_core.tasks import INGEST_JOB, LIVE_RULES, RECONCILE_JOBS, SERIES_RETENTION, SWEEP_STORAGE
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from profilerhub_worker.ingest.live_rules import evaluate_running_jobs
+from profilerhub_worker.ingest.run import give_up
 from profilerhub_worker.outages import quiet_in_outages
 from profilerhub_worker.retention import apply_series_retention
 from profilerhub_worker.runtime import runtime_of
@@ -32,9 +35,12 @@ def ingest_context(task: Task) -> IngestContext:
 @shared_task(name=INGEST_JOB, bind=True, max_retries=8)
 def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
     """InProgress (completed) -> Processing -> Ready | Failed."""
+    ctx = ingest_context(self)
     try:
-        return ingest_job(job_id, ingest_context(self), claim)
+        return ingest_job(job_id, ctx, claim)
     except IngestInterrupted as exc:
+        if self.max_retries is not None and self.request.retries >= self.max_retries:
+            return give_up(job_id, ctx, exc, self.request.retries + 1)  # Failed, saying why
         countdown = min(60, 2**self.request.retries)
         raise self.retry(args=[job_id], kwargs={"claim": exc.claim}, countdown=countdown, exc=exc) from exc
 
