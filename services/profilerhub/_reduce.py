@@ -72,43 +72,56 @@ def reduce_rows(torch: Any, tensors: Sequence[Any], *, batched: bool | None = No
     """``(len(tensors), ROW)`` float64 rows (float32 on MPS) on the tensors' (one) device.
 
     ``batched`` picks the path (default: per tensor on the CPU, batched elsewhere)."""
+    return fold(torch, partial(torch, tensors, batched=batched))
+
+
+def partial(torch: Any, tensors: Sequence[Any], *, batched: bool | None = None) -> list[Any]:
+    """Each tensor's reduction, not yet folded: ``fold`` turns any number of these (of one
+    device, from several calls) into rows at once, so a step's many small calls (one per layer's
+    output) share one fold."""
     device = tensors[0].device
     if batched is None:
         batched = device.type != "cpu"
     with torch.no_grad():
         if not batched:
-            done = [_reduce_one(torch, t) for t in tensors]
-            if all(isinstance(d, tuple) for d in done):  # the common case: one fold for all
-                stats = torch.tensor([d[0] for d in done], dtype=torch.float64)
-                fine = torch.stack([d[1] for d in done])
-                counts = _coarse(torch, fine, stats[:, ZEROS]).to(torch.float64)
-                stats[:, ZEROS] /= stats[:, NUMEL]
-                return torch.cat([stats, counts], dim=1)
-            return torch.stack([_row_of(torch, d) for d in done])
+            return [_reduce_one(torch, t) for t in tensors]
         out: list[Any] = []
         group: list[Any] = []
         size = 0
         for t in tensors:
             if group and size + t.numel() > GROUP_ELEMENTS:
-                out.append(_reduce_group(torch, group))
+                out.extend(_reduce_group(torch, group))
                 group, size = [], 0
             group.append(t)
             size += t.numel()
-        out.append(_reduce_group(torch, group))
-        return out[0] if len(out) == 1 else torch.cat(out)
+        out.extend(_reduce_group(torch, group))
+        return out
+
+
+def fold(torch: Any, parts: Sequence[Any]) -> Any:
+    """``(len(parts), ROW)`` rows of ``partial``'s results (of one device), in order."""
+    with torch.no_grad():
+        pending = [i for i, d in enumerate(parts) if isinstance(d, tuple)]
+        if len(pending) == len(parts):  # the CPU's common case: one fold for all
+            return _fold_cpu(torch, parts)
+        rows = list(parts)
+        if pending:
+            folded = _fold_cpu(torch, [parts[i] for i in pending])
+            for j, i in enumerate(pending):
+                rows[i] = folded[j]
+        return torch.stack(rows)
+
+
+def _fold_cpu(torch: Any, done: Sequence[Any]) -> Any:
+    stats = torch.tensor([d[0] for d in done], dtype=torch.float64)
+    fine = torch.stack([d[1] for d in done])
+    counts = _coarse(torch, fine, stats[:, ZEROS]).to(torch.float64)
+    stats[:, ZEROS] /= stats[:, NUMEL]
+    return torch.cat([stats, counts], dim=1)
 
 
 ZEROS = STATS.index("zero_frac")  # holds the zero *count* until the fold divides it
 NUMEL = STATS.index("numel")
-
-
-def _row_of(torch: Any, done: Any) -> Any:
-    if not isinstance(done, tuple):
-        return done
-    stats, fine = torch.tensor(done[0], dtype=torch.float64), done[1]
-    counts = _coarse(torch, fine[None], stats[None, ZEROS])[0].to(torch.float64)
-    stats[ZEROS] /= stats[NUMEL]
-    return torch.cat([stats, counts])
 
 
 def _as_float(torch: Any, t: Any) -> tuple[Any, Any]:
@@ -147,13 +160,14 @@ def _reduce_one(torch: Any, t: Any) -> Any:
     n = x.numel()
     if n == 0:
         return _reduce_group(torch, [t])[0]
+    total = float(x.sum())
+    if not math.isfinite(total):  # NaN or Inf in it (or a sum past the float range): masked path
+        return _reduce_group(torch, [t])[0]
     a = x32.abs()
     fine = torch.bincount((a.view(torch.int32) >> 19).reshape(-1), minlength=FINE)
-    if bool(fine[0xFF0:].any()):  # NaN or Inf: the masked path
-        return _reduce_group(torch, [t])[0]
     if x is not x32:
         a = x.abs()
-    mean = float(x.sum()) / n
+    mean = total / n
     lo, hi = torch.aminmax(x)
     l1 = float(a.sum())
     l2 = float(torch.linalg.vector_norm(x))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._clock import now_ns
 from ._log import log_once, logger
-from ._reduce import N_BINS, reduce_rows, scalar_row
+from ._reduce import N_BINS, fold, partial, scalar_row
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -418,9 +418,11 @@ class Watcher:
             return
         mode, step = self.current_key()
         for group in by_device.values():
-            rows = reduce_rows(self.torch, [t for _, t in group])
+            parts = partial(self.torch, [t for _, t in group])
             with self._lock:
-                self._rows.append(([n for n, _ in group], [list(t.shape) for _, t in group], rows))
+                self._rows.append(
+                    ([n for n, _ in group], [list(t.shape) for _, t in group], (group[0][1].device, parts))
+                )
             if self.full is not None:
                 for name, t in group:
                     if self.full.wants(name, step):
@@ -472,10 +474,10 @@ class Watcher:
         torch = self.torch
         latest: dict[str, tuple[list[int], list[float]]] = {}
         by_device: dict[Any, list[int]] = {}
-        for i, (_, _, r) in enumerate(rows):
-            by_device.setdefault(r.device, []).append(i)
-        for idx in by_device.values():
-            host = torch.cat([rows[i][2].to(torch.float64) for i in idx]).cpu().tolist()
+        for i, (_, _, (device, _)) in enumerate(rows):
+            by_device.setdefault(device, []).append(i)
+        for idx in by_device.values():  # one fold and one copy to the host per device
+            host = fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64).cpu().tolist()
             names = [(n, s) for i in idx for n, s in zip(rows[i][0], rows[i][1], strict=True)]
             for (name, shape), row in zip(names, host, strict=True):
                 latest[name] = (shape, row)
@@ -535,11 +537,11 @@ def _dead_fraction(torch: Any, t: Any) -> Any:
     active = t.detach() > 0
     if active.numel() == 0:
         return torch.tensor(math.nan, device=t.device)
-    if active.dim() >= 2:
-        share = active.transpose(0, 1).reshape(active.shape[1], -1).float().mean(1)
-    else:
-        share = active.reshape(-1).float()
-    return (share < 0.01).float().mean()
+    if active.dim() < 2:
+        return (~active).float().mean()
+    dims = [d for d in range(active.dim()) if d != 1]
+    per_unit = active.numel() // active.shape[1]
+    return (active.sum(dim=dims) < 0.01 * per_unit).float().mean()
 
 
 def _enc(v: float) -> float | str | None:

@@ -154,7 +154,7 @@ def test_a_failing_hook_is_logged_and_training_goes_on(
     def broken(*a: object, **k: object) -> None:
         raise RuntimeError("reduction broke")
 
-    monkeypatch.setattr(_watch, "reduce_rows", broken)
+    monkeypatch.setattr(_watch, "partial", broken)
     rec = Recorder(torch)
     ph.init(job="broken", output=str(tmp_path))
     ph.watch(rec.model, rec.opt, rec.loss_fn, every=1)
