@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from tests.e2e.pages_stack import launch_browser
-from tests.support.hub import STACK_HUB_WORKERS, auth, cli_command, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, cli_command, own_token, wait_for
 
 APPS = "/api/v1/domains/{domain}/users/{user}/apps"
 
@@ -116,14 +116,9 @@ class AppStack:
     def user_token(self, domain: str, user: str, role: str = "user", **domain_settings: Any) -> str:
         with httpx.Client(base_url=self.url, headers=self.admin, timeout=30) as client:
             if client.get(f"/api/v1/domains/{domain}").status_code == 404:
-                # The admin makes the user's token, so opening apps with it is impersonation: these
-                # test domains allow it (tests/e2e/test_e2e_console.py pins the default, off).
-                settings = {"allow_impersonation": True, **domain_settings}
-                client.post("/api/v1/domains", json={"name": domain, "settings": settings})
+                client.post("/api/v1/domains", json={"name": domain, "settings": domain_settings})
             client.post(f"/api/v1/domains/{domain}/users", json={"name": user, "role": role})
-            answer = client.post(f"/api/v1/domains/{domain}/users/{user}/tokens", json={})
-            answer.raise_for_status()
-            return str(answer.json()["token"])
+            return own_token(client, self.admin, domain, user)  # the user's own: no impersonation
 
     def create(
         self, token: str, domain: str, user: str, name: str = "default", app_type: str = "DetailedProfiler"

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import testservices
 
-from tests.support.hub import STACK_HUB_WORKERS, TEST_SECRET_KEY, auth, cli_command, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, TEST_SECRET_KEY, auth, cli_command, own_token, wait_for
 
 # A small PyTorch model trained on the CPU, instrumented with the SDK the way the README shows.
 # ``GATES`` (env) lists "step:file" pairs: at that step the script writes file.reached and waits
@@ -157,16 +157,10 @@ class JobStack:
     def user_token(self, domain: str, user: str) -> str:
         with httpx.Client(base_url=f"{self.url}/api/v1", headers=self.admin(), timeout=30) as http:
             if http.get(f"/domains/{domain}").status_code == 404:
-                # The admin makes the user's token below, so opening the user's app with it is
-                # impersonation: the test domain allows it (off by default).
-                settings = {"allow_impersonation": True}
-                http.post("/domains", json={"name": domain, "settings": settings}).raise_for_status()
+                http.post("/domains", json={"name": domain}).raise_for_status()
             http.post(f"/domains/{domain}/users", json={"name": user}).raise_for_status()
-        # A user's own token: the admin creates it through the same route the user would.
-        with httpx.Client(base_url=f"{self.url}/api/v1", headers=self.admin(), timeout=30) as http:
-            answer = http.post(f"/domains/{domain}/users/{user}/tokens", json={"note": "e2e"})
-            answer.raise_for_status()
-            return str(answer.json()["token"])
+        with httpx.Client(base_url=self.url, timeout=30) as hub:
+            return own_token(hub, self.admin(), domain, user)  # the user's own: no impersonation
 
     def train(
         self,

@@ -8,7 +8,7 @@ import httpx
 import psutil
 
 from tests.e2e.apps_stack import FAST
-from tests.support.hub import STACK_HUB_WORKERS, auth, wait_for
+from tests.support.hub import STACK_HUB_WORKERS, auth, own_token, wait_for
 
 
 def test_up_runs_apps_leaves_nothing_behind_and_brings_them_back(hub_process: Any) -> None:
@@ -18,13 +18,9 @@ def test_up_runs_apps_leaves_nothing_behind_and_brings_them_back(hub_process: An
     admin = auth(up.admin_token())
     with httpx.Client(base_url=up.url, timeout=30) as client:
         assert client.get("/readyz").json()["checks"]["redis"] == "ok"  # the embedded Redis
-        # alice's token is the admin's making: opening her app with it needs impersonation allowed
-        d1 = {"name": "d1", "settings": {"allow_impersonation": True}}
-        client.post("/api/v1/domains", json=d1, headers=admin).raise_for_status()
+        client.post("/api/v1/domains", json={"name": "d1"}, headers=admin).raise_for_status()
         client.post("/api/v1/domains/d1/users", json={"name": "alice"}, headers=admin).raise_for_status()
-        alice = auth(
-            client.post("/api/v1/domains/d1/users/alice/tokens", json={}, headers=admin).json()["token"]
-        )
+        alice = auth(own_token(client, admin, "d1", "alice"))  # hers: invited, her password
         app_id = client.post("/api/v1/domains/d1/users/alice/apps", json={}, headers=alice).json()["app_id"]
         describe = "/api/v1/domains/d1/users/alice/apps/DetailedProfiler/default"
         wait_for(

@@ -75,6 +75,29 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+TEST_PASSWORD = "fern-quartz-meadow-31"
+
+
+def own_token(client: Any, admin: dict[str, str], domain: str, user: str) -> str:
+    """A new token of ``domain/user``'s own, as a person gets one (never an administrator's
+    making): the first time, the administrator (``admin``: their headers) invites and the user
+    chooses ``TEST_PASSWORD`` with the link (``POST /sign-in/invitation``); after that the user
+    signs in with it (``POST /sign-in/password``). ``client``'s base URL is the hub."""
+    base = f"/api/v1/domains/{domain}/users/{user}/invitations"
+    listed = client.get(base, headers=admin)
+    assert listed.status_code == 200, listed.text
+    if any(i["status"] == "used" for i in listed.json()["items"]):
+        body = {"domain": domain, "user": user, "password": TEST_PASSWORD, "note": "test"}
+        answer = client.post("/api/v1/sign-in/password", json=body)
+    else:
+        invited = client.post(base, json={}, headers=admin)
+        assert invited.status_code == 201, invited.text
+        body = {"invitation": invited.json()["url"], "password": TEST_PASSWORD, "note": "test"}
+        answer = client.post("/api/v1/sign-in/invitation", json=body)
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["token"])
+
+
 def wait_for(
     check: Callable[[], bool], what: str | Callable[[], str], timeout: float = 30.0, interval: float = 0.05
 ) -> None:
