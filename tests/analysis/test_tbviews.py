@@ -86,3 +86,27 @@ def test_a_field_of_an_unexpected_type_costs_that_event_not_the_document() -> No
         _x("cpu_op", "aten::sub", 30, 5),
     )
     assert {r["name"] for r in v["tb_operators"]} == {"aten::add", "aten::sub"}
+
+
+def test_the_distributed_view_splits_each_step_into_computation_overlap_communication_and_other() -> None:
+    ar = {"External id": 9, "Input Dims": [[1024, 256]], "Input type": ["float"]}
+    v = _views(
+        _x("cpu_op", "ProfilerStep#1", 0, 100),
+        _x("cpu_op", "nccl:all_reduce", 10, 30, **ar),  # a collective: communication 10-40
+        _x("cuda_runtime", "cudaLaunchKernel", 12, 2, correlation=3, **{"External id": 4}),
+        _x("cpu_op", "aten::mm", 11, 5, **{"External id": 4}),
+        _x("kernel", "sgemm", 30, 40, tid=7, correlation=3, device=0),  # computation 30-70
+    )
+    d = v["tb_distributed"]
+    step = d["steps"][0]
+    # by hand: computation |30,70| = 40, communication |10,40| = 30, overlap |30,40| = 10,
+    # other = step (100) + overlap - computation - communication = 40
+    assert (step["computation_us"], step["communication_us"], step["overlap_us"], step["other_us"]) == (
+        40,
+        30,
+        10,
+        40,
+    )
+    assert d["collectives"] == [
+        {"name": "nccl:all_reduce", "calls": 1, "bytes": 1024 * 256 * 4, "total_us": 30.0}
+    ]

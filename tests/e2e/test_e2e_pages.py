@@ -737,3 +737,21 @@ def test_the_profile_views_show_the_kernels_with_launch_figures_and_the_gpu_summ
     assert f"{gpu['achieved_occupancy_pct']:.1f}" in app.locator("#vw-gpu").inner_text()
     app.keyboard.press("ArrowRight")  # the tabs take the arrow keys
     expect(app.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
+
+
+def test_the_profile_views_distributed_tab_splits_each_rank_and_lists_its_collectives(
+    app: Any, jobs: PagesJobs
+) -> None:
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    cli = [analyze(p) for p in TRACE_JOBS["two-ranks"]]
+    open_page(app, f"jobs/{jobs.ids['two-ranks']}/views?tab=distributed")
+    app.wait_for_selector("#vw-ranks .rank-split")
+    expect(app.locator("#vw-ranks .rank-split")).to_have_count(2)
+    rows = table_of(app, "vw-ranks")
+    first = cli[0]["tb_distributed"]["average"]
+    cells = rows.first.locator("td").all_inner_texts()
+    assert len(cells) == 5 and cells[2]  # rank, computation, overlapped, communication, other
+    assert _shown_total(app, "vw-collectives") == len(cli[0]["tb_distributed"]["collectives"])
+    assert first["communication_us"] > 0
+    shot(app, "views-distributed")

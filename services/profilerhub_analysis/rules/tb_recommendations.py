@@ -161,10 +161,15 @@ MEMBERS = (DATALOADER, COMMUNICATION, TENSOR_CORES, DATA_PARALLEL)
 
 
 def brief(views: dict[str, Any]) -> dict[str, Any]:
-    """What these rules read of one trace's views (``tbviews.tb_views``): ingest keeps it in the
-    trace's summary entry (``tb_brief``)."""
+    """What these rules read of one trace's views (``tbviews.tb_views``), and its distributed
+    figures for the per-rank table: ingest keeps it in the trace's summary entry (``tb_brief``)."""
     overview = views.get("tb_overview")
-    return {"average": overview["average"] if overview else None, "facts": views.get("tb_facts")}
+    dist = views.get("tb_distributed")
+    return {
+        "average": overview["average"] if overview else None,
+        "facts": views.get("tb_facts"),
+        "distributed": dist["average"] if dist else None,
+    }
 
 
 def recommend(trace_brief: dict[str, Any]) -> list[dict[str, Any]]:

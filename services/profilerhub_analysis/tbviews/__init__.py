@@ -35,6 +35,7 @@ SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_sh
 def tb_views(data: bytes | bytearray) -> dict[str, Any]:
     """The seven sections of one (decompressed) Kineto trace document.
 
+    ``tb_distributed`` is the plugin's distributed view of this worker (``views.distributed``).
     ``tb_facts`` holds what the plugin's recommendations read beyond the tables (``views.facts``).
     ``tb_notes`` says what a reader should know (launches that cannot be tied to operators).
     ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
@@ -45,14 +46,16 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
     steps = find_steps(trace, forest)
     ops, ops_by_shape = views.operators(forest)
     kernels, kernels_by_op = views.kernels(forest)
+    roles = views.role_ranges(trace, forest)
     return {
-        "tb_overview": views.overview(trace, forest, steps) if steps is not None else None,
+        "tb_overview": views.overview(roles, steps) if steps is not None else None,
         "tb_gpu_summary": views.gpu_summary(trace, forest, steps),
         "tb_operators": ops,
         "tb_operators_by_shape": ops_by_shape,
         "tb_kernels": kernels,
         "tb_kernels_by_op": kernels_by_op,
         "tb_memory": views.memory(trace, forest),
+        "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
         "tb_notes": _notes(forest),
         "tb_facts": views.facts(trace, forest),
     }

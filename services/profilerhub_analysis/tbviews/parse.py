@@ -44,6 +44,7 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     device_type: Any = msgspec.field(name="Device Type", default=None)
     device_id: Any = msgspec.field(name="Device Id", default=None)
     call_stack: Any = msgspec.field(name="Call stack", default=None)
+    input_type: Any = msgspec.field(name="Input type", default=None)
 
 
 _NO_ARGS = _Args()

@@ -20,8 +20,9 @@ from profilerhub_analysis.tbviews.tree import Forest, Node
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 
 
-def _role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
-    """Each role's ranges (the plugin's ``StepParser._parse_step``), merged."""
+def role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
+    """Each role's ranges in ``ROLES`` order (the plugin's ``StepParser._parse_step``), merged:
+    what the overview and the distributed view read."""
     ev = trace.events
     t, ts, end = trace.types, trace.ts, trace.end
     comm_ext = forest.collective_ext_ids
@@ -46,9 +47,8 @@ def _role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
     return [rg.merge(ts[m], end[m]) for m in masks]
 
 
-def overview(trace: TbTrace, forest: Forest, steps: Steps) -> dict[str, Any]:
+def overview(roles: list[rg.Ranges], steps: Steps) -> dict[str, Any]:
     """Step time by role: each role takes what earlier roles left of the steps (Kernel first)."""
-    roles = _role_ranges(trace, forest)
     costs: list[rg.Ranges] = []
     slots: rg.Ranges = rg.EMPTY
     for role in roles:
@@ -437,4 +437,72 @@ def facts(trace: TbTrace, forest: Forest) -> dict[str, Any]:
     }
 
 
-__all__ = ["facts", "gpu_summary", "kernels", "memory", "operators", "overview"]
+_TYPE_BYTES = {"long int": 8, "float": 4, "int": 4, "c10::Half": 2, "c10::BFloat16": 2, "unsigned char": 1,
+               "double": 8, "bool": 1}  # fmt: skip
+
+
+def distributed(trace: TbTrace, forest: Forest, roles: list[rg.Ranges], steps: Steps) -> dict[str, Any]:
+    """The plugin's distributed view of one worker: per step, computation (kernel time, or CPU
+    time without kernels), communication, their overlap and the rest of the step; and the
+    collectives (``nccl:``/``gloo:`` ops) by name: calls, bytes (input shapes x element sizes)
+    and time (the union of the op's range and its kernels')."""
+    compute = roles[0] if len(roles[0]) else roles[6]
+    comm = roles[3]
+    both = rg.intersect(compute, comm)
+    rows = []
+    for name, (start, end) in zip(steps.names, steps.ranges, strict=True):
+        overlap = rg.within(both, start, end)
+        computation = rg.within(compute, start, end)
+        communication = rg.within(comm, start, end)
+        rows.append(
+            {
+                "step": name,
+                "computation_us": computation,
+                "overlap_us": overlap,
+                "communication_us": communication,
+                "other_us": (end - start) + overlap - computation - communication,
+            }
+        )
+    keys = ("computation_us", "overlap_us", "communication_us", "other_us")
+    average = {k: sum(r[k] for r in rows) / len(rows) for k in keys} if rows else None
+    kernels_of: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    for g in forest.gpu_ops:
+        if g.type == T.KERNEL and g.ext in forest.collective_ext_ids:
+            kernels_of[g.ext].append((g.ts, g.end))
+    ops: dict[str, dict[str, Any]] = {}
+    for ev in trace.events:
+        if ev.name not in COLLECTIVES or ev.type not in (T.OPERATOR, T.PYTHON, T.ANNOTATION):
+            continue
+        row = ops.setdefault(ev.name, {"name": ev.name, "calls": 0, "bytes": 0, "_ranges": []})
+        row["calls"] += 1
+        row["bytes"] += _collective_bytes(ev)
+        row["_ranges"] += [(ev.ts, ev.end), *kernels_of.get(ev.ext, [])]
+    collectives = []
+    for row in ops.values():
+        spans = row.pop("_ranges")
+        starts = np.array([a for a, _ in spans])
+        ends = np.array([b for _, b in spans])
+        collectives.append({**row, "total_us": rg.total(rg.merge(starts, ends))})
+    return {
+        "steps": rows,
+        "average": average,
+        "collectives": sorted(collectives, key=lambda r: -r["total_us"]),
+    }
+
+
+def _collective_bytes(ev: Any) -> int:
+    raw = ev.args.dims if len(ev.args.dims) else ev.args.dims_lower
+    shapes, types = raw_value(raw), ev.args.input_type
+    if not isinstance(shapes, list) or not isinstance(types, list):
+        return 0
+    total = 0
+    for shape, kind in zip(shapes, types, strict=False):
+        if isinstance(shape, list) and all(isinstance(n, int) for n in shape):
+            size = 1
+            for n in shape:
+                size *= n
+            total += size * _TYPE_BYTES.get(kind, 0)
+    return total
+
+
+__all__ = ["distributed", "facts", "gpu_summary", "role_ranges", "kernels", "memory", "operators", "overview"]

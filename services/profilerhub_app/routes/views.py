@@ -31,6 +31,10 @@ def _views(request: Request, job_id: str) -> dict[str, Any]:
         "traces": trace_list(summary),
         "views": jd.tb_views(job, index),
         "recommendations": recommend(jd.trace(job, index).get("tb_brief") or {}),
+        "ranks": [
+            {**t, **((entry.get("tb_brief") or {}).get("distributed") or {})}
+            for t, entry in zip(trace_list(summary), summary.get("traces", []), strict=True)
+        ],
     }
 
 

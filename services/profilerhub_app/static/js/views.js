@@ -6,7 +6,7 @@ import { barList, dataTable, panel, stackBar } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
 
 const LIMIT = 500; // rows drawn per table (the search reaches all of them)
-const TABS = ["overview", "operators", "kernels", "memory"];
+const TABS = ["overview", "operators", "kernels", "memory", "distributed"];
 const node = document.getElementById("vw-panel");
 const title = document.getElementById("job-title");
 const tracePicker = document.getElementById("vw-trace");
@@ -329,10 +329,77 @@ function memoryTab(v) {
   ];
 }
 
+const SPLIT = [
+  ["computation_us", "computation"],
+  ["overlap_us", "overlapped"],
+  ["communication_us", "communication"],
+  ["other_us", "other"],
+];
+
+function splitBar(node, row) {
+  // the plugin's four parts: computation and communication each without the overlap, the overlap, the rest
+  const parts = [
+    { label: "computation only", value: row.computation_us - row.overlap_us, text: us(row.computation_us - row.overlap_us), colorIndex: 0 },
+    { label: "overlapped", value: row.overlap_us, text: us(row.overlap_us), colorIndex: 2 },
+    { label: "communication only", value: row.communication_us - row.overlap_us, text: us(row.communication_us - row.overlap_us), colorIndex: 1 },
+    { label: "other", value: row.other_us, text: us(row.other_us), colorIndex: 7 },
+  ];
+  return stackBar(node, parts);
+}
+
+function rankRow(r) {
+  const bar = el("div", {});
+  splitBar(bar, r);
+  const label = r.label || (r.rank === null || r.rank === undefined ? r.file : `rank ${r.rank}`);
+  return el("div", { class: "rank-split" }, el("span", { class: "label" }, label), bar);
+}
+
+function distributedTab(v) {
+  const d = v.tb_distributed;
+  const ranks = (view.data.ranks || []).filter((r) => r.computation_us !== undefined);
+  const comm = d && (d.collectives.length || (d.average && d.average.communication_us > 0));
+  if (!d || !comm) {
+    return [section("vw-dist", "Distributed", el("p", { class: "empty" }, "No collective communication (nccl:/gloo: operations) in this trace."))];
+  }
+  const splitColumns = SPLIT.map(([k, label]) => ({ label, num: true, get: (r) => us(r[k]) }));
+  return [
+    panel({
+      id: "vw-ranks",
+      title: `Per rank (mean step, ${count(ranks.length)} rank${ranks.length === 1 ? "" : "s"})`,
+      note: "Computation is kernel time (CPU time in a job without kernels); overlapped is communication hidden behind it; other is the rest of the step.",
+      wide: true,
+      draw: (n) => fill(n, ranks.map(rankRow)),
+      table: () => dataTable([{ label: "rank", get: (r) => (r.rank ?? r.file) }, ...splitColumns], ranks),
+    }),
+    panel({
+      id: "vw-dist-steps",
+      title: "This trace, per step",
+      wide: true,
+      draw: (n) => fill(n, d.steps.map((r) => rankRow({ ...r, label: `step ${r.step}` }))),
+      table: () => dataTable([{ label: "step", get: (r) => r.step }, ...splitColumns], d.steps),
+    }),
+    section(
+      "vw-collectives",
+      "Collective operations",
+      tableView(
+        [
+          { key: "name", label: "operation", get: (r) => cut(r.name, timelineHref(r.name)), value: (r) => r.name },
+          { key: "calls", label: "calls", num: true, get: (r) => count(r.calls), value: (r) => r.calls },
+          { key: "bytes", label: "size", num: true, get: (r) => bytes(r.bytes), value: (r) => r.bytes },
+          { key: "total_us", label: "time", num: true, get: (r) => us(r.total_us), value: (r) => r.total_us },
+        ],
+        d.collectives,
+        { defaultSort: "total_us", searchLabel: "Operation" },
+      ),
+      "Size: the inputs' shapes times their element sizes; time: the operation's range with its kernels.",
+    ),
+  ];
+}
+
 /** The engine's notes on this trace, above the tables they concern. */
 const notes = (v) => (v.tb_notes || []).map((n) => el("p", { class: "vw-note", role: "note" }, n));
 
-const DRAW = { overview: overviewTab, operators: operatorsTab, kernels: kernelsTab, memory: memoryTab };
+const DRAW = { overview: overviewTab, operators: operatorsTab, kernels: kernelsTab, memory: memoryTab, distributed: distributedTab };
 
 function draw() {
   for (const t of tabs) {
