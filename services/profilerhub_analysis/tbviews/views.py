@@ -449,7 +449,7 @@ def distributed(trace: TbTrace, forest: Forest, roles: list[rg.Ranges], steps: S
     compute = roles[0] if len(roles[0]) else roles[6]
     comm = roles[3]
     both = rg.intersect(compute, comm)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, (start, end) in zip(steps.names, steps.ranges, strict=True):
         overlap = rg.within(both, start, end)
         computation = rg.within(compute, start, end)
