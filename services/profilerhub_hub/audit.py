@@ -100,4 +100,22 @@ def record_impersonated_opening(session: Session, by: str, as_actor: str, app_id
     )  # fmt: skip
 
 
-__all__ = ["TARGET_TYPES", "commit_audited", "commit_refused", "record_impersonated_opening"]
+def record_refused_opening(
+    session: Session, actor: str, owner: str, app_id: str, reason: str, via: str
+) -> None:
+    """The audit row of a refused attempt to open ``owner``'s app where the door has no resolved
+    target (the proxy, with a token). Flushed; the caller commits."""
+    audit.record_audit(
+        session, actor=actor, action=Action.OpenApp.value, target_type="App", target=app_id,
+        domain=owner.partition("/")[0], outcome=audit.DENIED,
+        detail={"reason": reason, "via": via, "owner": owner},
+    )  # fmt: skip
+
+
+__all__ = [
+    "TARGET_TYPES",
+    "commit_audited",
+    "commit_refused",
+    "record_impersonated_opening",
+    "record_refused_opening",
+]

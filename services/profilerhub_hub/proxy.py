@@ -35,14 +35,14 @@ from starlette.background import BackgroundTask
 from profilerhub_core.apptokens import hub_signing_key, issue_app_token
 from profilerhub_core.db.models import App, AppStatus, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
-from profilerhub_core.errors import InvalidInput, NotFound, Unauthorized, Unavailable
+from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized, Unavailable
 from profilerhub_core.outage import is_outage
 from profilerhub_core.pagination import decode_page_token, encode_page_token
 from profilerhub_core.records import sessions
 from profilerhub_core.records.apps import record_activity
 from profilerhub_core.settings import Settings
 from profilerhub_hub.app_hosts import app_base_url, app_origin
-from profilerhub_hub.audit import record_impersonated_opening
+from profilerhub_hub.audit import record_impersonated_opening, record_refused_opening
 from profilerhub_hub.browser import (
     APP_COOKIE,
     CONSOLE_COOKIE,
@@ -196,7 +196,11 @@ class AppProxy:
                         as_user = f"{owner_row.domain.name}/{owner_row.name}"
                         allowed = DomainSettings.of(owner_row.domain.settings).allow_impersonation
                 target = Target(app.domain_id, app.user_id, _not_found(app_id), allowed)
-                authorize(caller, Action.OpenApp, target)
+                try:
+                    authorize(caller, Action.OpenApp, target)
+                except (AccessDenied, NotFound) as refused:
+                    self._audit_refusal(session, caller, as_user, app, refused.message)
+                    raise
                 by = impersonator(caller, app.user_id)
                 if by:
                     self._audit_impersonation(session, by, as_user, app)
@@ -225,6 +229,17 @@ class AppProxy:
                 return
             self._impersonations[key] = now
         record_impersonated_opening(session, by, as_user, app.id, "proxy")
+        session.commit()
+
+    def _audit_refusal(self, session: Session, caller: Caller, as_user: str, app: App, reason: str) -> None:
+        """A refused opening through the proxy with a token: audited, once a minute per token and
+        app (a page retried asset by asset is one attempt, not a hundred rows)."""
+        key, now = f"refused>{caller.token_id}>{app.id}", time.monotonic()
+        with self._lock:
+            if now - self._impersonations.get(key, float("-inf")) < 60:
+                return
+            self._impersonations[key] = now
+        record_refused_opening(session, caller.actor, as_user, app.id, reason, "proxy")
         session.commit()
 
     def login(self, app_id: str, token: str) -> tuple[str, int]:

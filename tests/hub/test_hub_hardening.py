@@ -79,3 +79,23 @@ def test_a_trusted_proxys_x_forwarded_for_names_the_client(hub_settings: Any, hu
             for i in (20, 21)
         ]
         assert [a.status_code for a in answers] == [401, 429]
+
+
+def test_refused_openings_of_an_app_are_audited(client: Any, seed: Any) -> None:
+    # F9: the REST presigned URL and the proxy with a token refused administrators and other
+    # users without a trace (CreatePresignedDomainUrl goes through the same authorize_resolved).
+    alice = seed.user_token("d1", "alice")
+    bob = seed.user_token("d1", "bob")
+    made = client.post(
+        "/api/v1/domains/d1/users/alice/apps", json={"app_type": "DetailedProfiler"}, headers=auth(alice)
+    )
+    assert made.status_code == 202, made.text
+    app_id = made.json()["app_id"]
+    url = "/api/v1/domains/d1/users/alice/apps/DetailedProfiler/default/presigned-url"
+    assert client.post(url, headers=auth(seed.admin_token)).status_code == 403
+    assert client.post(url, headers=auth(bob)).status_code == 404  # hidden from him, as if missing
+    for _ in range(3):  # a page's assets, one attempt
+        assert client.get(f"/apps/{app_id}/", headers=auth(bob)).status_code == 404
+    events = client.get("/api/v1/audit?action=OpenApp&outcome=denied", headers=auth(seed.admin_token)).json()
+    seen = sorted((e["actor"], e["detail"].get("via", "rest")) for e in events["items"])
+    assert seen == [("d1/bob", "proxy"), ("d1/bob", "rest"), ("system/admin", "rest")], events

@@ -105,14 +105,16 @@ def authorize_resolved(
     session: Session, resolved: Resolved, action: Action, read_only: bool = False
 ) -> Resolved:
     """``authorize`` the caller's ``action`` on ``resolved``; a refused change is audited (and
-    committed alone). Every door onto the API (REST routes, the SageMaker endpoint) calls this."""
+    committed alone), and so is any refused ``OpenApp`` (an administrator's, an impersonating
+    credential's, another user's: the answer hides what the audit log records). Every door onto
+    the API (REST routes, the SageMaker endpoint) calls this."""
     try:
         authorize(resolved.caller, action, resolved.target)
-    except AccessDenied as denied:
-        if action in MUTATING:
+    except (AccessDenied, NotFound) as refused:
+        if action is Action.OpenApp or (action in MUTATING and isinstance(refused, AccessDenied)):
             if read_only:
-                raise WriteRequired("a refusal is audited") from denied
-            commit_refused(session, resolved, action, denied.message)
+                raise WriteRequired("a refusal is audited") from refused
+            commit_refused(session, resolved, action, refused.message)
         raise
     return resolved
 
