@@ -174,6 +174,11 @@ def finding(
     start, end = step_times(data, table, tensors[0], mode, rank, first, last) if tensors else (None, None)
     if len(table.ranks()) > 1:
         figures = {"rank": rank, **figures}
+    if mode != "train" and tensors:  # where on the train axis: the train step current then
+        steps, _ = table.series(tensors[0], "numel", mode, rank)
+        glob = table.global_steps(tensors[0], mode, rank)[steps == first]
+        if len(glob):
+            figures = {**figures, "train_step": int(glob[0])}
     return Finding(
         message, start, end, figures, tensors[0] if tensors else None, (first, last), mode, list(tensors)
     )
@@ -214,17 +219,17 @@ def outcome(
     """IssuesFound (``found``: the reason, or a function of the sorted findings that makes it;
     the first finding's step leads it) or NoIssuesFound saying how many tensors (``what``) were
     checked; findings ordered by their first step."""
-    findings.sort(key=lambda f: (f.steps or (0, 0))[0])
+    findings.sort(key=train_step)
     figures = {"checked": checked, "evidence_axis": EVIDENCE_AXIS, **(figures or {})}
     if not findings:
         reason = f"checked {checked} {what}: nothing triggered the rule"
         return RuleResult(rule, RuleStatus.NoIssuesFound, reason, params, figures=figures)
-    first = findings[0].steps or (0, 0)
-    figures["first_step"] = first[0]
+    first = train_step(findings[0])
+    figures["first_step"] = first
     return RuleResult(
         rule,
         RuleStatus.IssuesFound,
-        f"at step {first[0]}: {found if isinstance(found, str) else found(findings)}",
+        f"at step {first}: {found if isinstance(found, str) else found(findings)}",
         params,
         findings,
         figures,
@@ -262,6 +267,12 @@ class Collected:
         return outcome(rule, params, self.findings, evidence=self.evidence, **kwargs)
 
 
+def train_step(f: Finding) -> int:
+    """Where a finding starts on the train axis (an eval finding: the train step it ran at)."""
+    at = f.figures.get("train_step")
+    return int(at) if isinstance(at, int) else (f.steps or (0, 0))[0]
+
+
 def tensor_list(names: Iterable[str], limit: int = 3) -> str:
     """``a, b, c and 4 more``: the layers a reason names."""
     names = list(names)
@@ -290,4 +301,5 @@ __all__ = [
     "table_of",
     "tensor_list",
     "train_mode",
+    "train_step",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec, not_enough
 from profilerhub_analysis.rules.model._common import Collected, fig, label, ranks, short, sig, table_of
 
 NAME = "ClassImbalance"
@@ -106,12 +106,8 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
                     {"imbalance": fig(ratio), "largest_class": big, "smallest_class": small},
                 )
     if not checked and not out.findings:
-        return short(
-            NAME,
-            data,
-            params,
-            f"fewer than {params['samples']} labels counted (or more than two classes without class counts)",
-        )
+        what = f"fewer than {params['samples']} labels counted (or more classes than two without counts)"
+        return not_enough(NAME, data, params, what)
     return out.result(
         NAME,
         params,

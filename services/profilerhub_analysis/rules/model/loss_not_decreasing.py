@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec, not_enough
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
@@ -103,7 +103,7 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
                 out.add(msg, [name], mode, rank, start, last, figures)
                 out.see(name, steps, v)
     if not checked and not out.findings:
-        return short(NAME, data, params, f"fewer than {2 * n} {mode} steps of loss")
+        return not_enough(NAME, data, params, f"fewer than {2 * n} {mode} steps of loss")
     return out.result(
         NAME,
         params,
