@@ -4,9 +4,8 @@ Everything a route needs beyond its request lives here, typed, made before the f
 (nothing is created lazily on ``app.state``): the settings, the owner's jobs as the hub lists them
 (:class:`profilerhub_app.owned.OwnedJobs`, which also holds the owner's store), the readers of
 Ready jobs (:class:`profilerhub_app.jobdata.JobData`) and the live view of running ones
-(:class:`profilerhub_app.live.LiveView`), the jobs' tensors for the Model page
-(:class:`profilerhub_app.tensordata.TensorData`) and the running jobs' tensor tables of the
-tensors API (:class:`profilerhub_analysis.tensors_api.JobTensors`). Routes reach it through
+(:class:`profilerhub_app.live.LiveView`), and the running jobs' tensor tables of the tensors API
+and the Model page (:class:`profilerhub_analysis.tensors_api.JobTensors`). Routes reach it through
 :func:`profilerhub_app.http.services`.
 """
 
@@ -20,7 +19,6 @@ from profilerhub_app.jobdata import JobData
 from profilerhub_app.live import LiveView
 from profilerhub_app.owned import OwnedJobs
 from profilerhub_app.settings import AppServiceSettings
-from profilerhub_app.tensordata import TensorData
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,6 @@ class AppServices:
     jobs: OwnedJobs
     data: JobData
     live: LiveView
-    tensors: TensorData
     tensor_tables: JobTensors
 
     @classmethod
@@ -44,7 +41,6 @@ class AppServices:
             jobs=OwnedJobs(settings, hub),
             data=JobData(settings.cache_dir, settings.open_timelines),
             live=LiveView(),
-            tensors=TensorData(),
             tensor_tables=JobTensors(),
         )
 

@@ -53,10 +53,10 @@ def watched_job(tmp_path: Path, redis_url: str) -> Iterator[tuple[JobStack, Page
         with httpx.Client(base_url=stack.url, headers=auth(jobs.token), timeout=60) as http:
             job_id = http.post(jobs.jobs_url, json={"name": "watched"}).json()["job_id"]
             for i, part in enumerate((range(0, 30), range(30, 60))):
-                url = f"{jobs.jobs_url}/{job_id}/files/tensors/{i:04d}.jsonl.gz"
+                url = f"{jobs.jobs_url}/{job_id}/files/tensors/{i:06d}.jsonl.gz"
                 assert http.put(url, content=tensor_chunk(part)).status_code == 201
             other = http.post(jobs.jobs_url, json={"name": "baseline"}).json()["job_id"]
-            url = f"{jobs.jobs_url}/{other}/files/tensors/0000.jsonl.gz"
+            url = f"{jobs.jobs_url}/{other}/files/tensors/000000.jsonl.gz"
             assert http.put(url, content=tensor_chunk(range(0, 20))).status_code == 201
         jobs.app_id = jobs.start_app(stack)
         yield stack, jobs, job_id, other

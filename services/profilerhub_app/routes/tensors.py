@@ -27,8 +27,8 @@ RAW = "raw/"
 
 
 def _raw_names(job: OwnedJob) -> list[str]:
-    base = job.key(RAW)
-    return [o.key[len(base) :] for o in job.store.list(job.key(f"{RAW}{layout.RAW_TENSORS}/"))]
+    base = job.key("raw") + "/"  # a key never ends in "/": validate_key refuses an empty segment
+    return [o.key[len(base) :] for o in job.store.list(job.key(f"{RAW}{layout.RAW_TENSORS}") + "/")]
 
 
 def _read_raw(job: OwnedJob, rel: str) -> bytes:

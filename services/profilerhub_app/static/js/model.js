@@ -1,4 +1,6 @@
-// The Model page: a job's ph.watch tensors as the engine cuts them (api/jobs/{id}/tensors…).
+// The Model page: a job's ph.watch tensors as the engine cuts them: the index and one tensor's
+// series from the tensors API (api/jobs/{id}/tensors, …/tensors/{name}), the heat map and the
+// histogram shares from the page's views (…/tensors/matrix, …/tensors/hist).
 // Losses by mode on one chart (eval drawn at the train step it ran), a per-layer heat map of any
 // statistic over steps (click or Enter on a cell: that tensor's series and its histogram over
 // steps), the model rules' findings with buttons that outline their step range, and two jobs'
@@ -22,6 +24,8 @@ const controls = {
 const state = { index: null, rows: -1, heat: null, tensor: query().tensor || "", band: null };
 const num = (v) => (v === null || v === undefined ? "–" : Number(v).toPrecision(4));
 const q = (o) => new URLSearchParams(o).toString();
+/** A tensor's name in a path: each part escaped, the slashes kept (`gradients/fc.weight`). */
+const tensorPath = (name) => name.split("/").map(encodeURIComponent).join("/");
 
 function options(select, values, chosen) {
   fill(select, values.map((v) => el("option", { value: String(v), selected: String(v) === String(chosen) }, String(v))));
@@ -65,7 +69,7 @@ async function lossesPanel(index, rank) {
   const lines = [];
   for (const name of names) {
     for (const mode of index.modes) {
-      const s = await api(`${jobPath}/tensors/series?${q({ name, stat: "mean", mode, rank })}`).catch(() => null);
+      const s = await api(`${jobPath}/tensors/${tensorPath(name)}?${q({ stat: "mean", mode, rank })}`).catch(() => null);
       if (!s || !s.steps.length) continue;
       lines.push({ label: `${name.split("/").slice(1).join("/")} (${mode})`, x: mode === "train" ? s.steps : s.global_steps, y: s.values });
     }
@@ -115,7 +119,7 @@ function histRows(h) {
 
 async function tensorPanels(name, c) {
   const [s, h] = await Promise.all([
-    api(`${jobPath}/tensors/series?${q({ name, stat: c.stat, mode: c.mode, rank: c.rank })}`),
+    api(`${jobPath}/tensors/${tensorPath(name)}?${q({ stat: c.stat, mode: c.mode, rank: c.rank })}`),
     api(`${jobPath}/tensors/hist?${q({ name, mode: c.mode, rank: c.rank })}`),
   ]);
   const data = { x: s.steps, series: [{ label: `${c.stat}`, values: s.values }] };
@@ -281,13 +285,16 @@ async function render() {
 
 async function load() {
   const index = await api(`${jobPath}/tensors`);
+  index.final = !index.live;
+  // what has streamed: tensors and saved steps (a new chunk changes it)
+  const rows = index.tensors.length + Object.values(index.steps || {}).reduce((n, s) => n + s.length, 0);
   if (!index.final || !state.index) loadFindings();
   live.textContent = index.final ? "" : "live: what the run has streamed so far";
-  if (index.rows === state.rows && state.index) return;
+  if (rows === state.rows && state.index) return;
   const first = !state.index;
   state.index = index;
-  state.rows = index.rows;
-  if (!index.rows) {
+  state.rows = rows;
+  if (!index.tensors.length) {
     fill(panels, el("p", { class: "empty" }, "No tensors recorded for this job: ph.watch(model, optimizer=opt, loss_fn=criterion) after ph.init (docs/debugging.md)."));
     panels.dataset.ready = "true";
     return;
