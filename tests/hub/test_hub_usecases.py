@@ -189,3 +189,21 @@ def test_opening_by_impersonation_is_audited_once_by_either_door(client: Any, se
         ("OpenApp", "system/admin", "App", opened | {"via": "api"}),
         ("OpenApp", "system/admin", "App", opened | {"via": "sagemaker"}),
     ]
+
+
+def test_stopping_a_job_is_audited_once_by_either_door_and_asking_again_changes_nothing(
+    client: Any, seed: Any
+) -> None:
+    token = seed.user_token("d1", "alice")
+    jobs = "/api/v1/domains/d1/users/alice/jobs"
+    by_rest, by_sm = (client.post(jobs, json={"name": n}, headers=auth(token)).json()["job_id"] for n in "ab")
+    sm = _sagemaker(client, _keys(client, token, "d1", "alice"))
+    watch = AuditWatch(seed)
+    for _ in range(2):  # the second ask finds the stop asked for already: no row
+        assert client.post(f"{jobs}/{by_rest}/stop", headers=auth(token)).status_code == 202
+        assert sm("StopTrainingJob", TrainingJobName=by_sm) == {}
+    rows = [(e.action, e.actor, e.target_type, e.target, e.detail) for e in watch.new()]
+    assert rows == [
+        ("StopJob", "d1/alice", "Job", by_rest, {"via": "api"}),
+        ("StopJob", "d1/alice", "Job", by_sm, {"via": "sagemaker"}),
+    ]
