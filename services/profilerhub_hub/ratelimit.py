@@ -98,9 +98,7 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 @functools.lru_cache(maxsize=1024)
 def _trusted(host: str, networks: tuple[str, ...]) -> bool:
     address = _address(host)
-    return address is not None and any(
-        address in ipaddress.ip_network(net, strict=False) for net in networks
-    )
+    return address is not None and any(address in ipaddress.ip_network(net, strict=False) for net in networks)
 
 
 class _LocalCounters:

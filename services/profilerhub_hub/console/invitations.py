@@ -3,7 +3,7 @@
     GET  /console/invitation?token=phi_…   the form (or why the link cannot be used)
     POST /console/invitation               set the password (login-CSRF and same origin checked)
 
-The operation is ``profilerhub_hub.accounts.accept_invitation``; a refused password leaves the
+The operation is ``profilerhub_hub.usecases.accounts.accept_invitation``; a refused password leaves the
 invitation open and shows the form again with the reason.
 """
 
@@ -18,7 +18,6 @@ from fastapi.responses import Response
 from profilerhub_core.errors import AccessDenied, InvalidInput, Unauthorized
 from profilerhub_core.records import accounts as account_records
 from profilerhub_core.settings import Settings
-from profilerhub_hub import accounts
 from profilerhub_hub.browser import check_same_origin, signin_token
 from profilerhub_hub.console.forms import (
     error_note,
@@ -31,6 +30,7 @@ from profilerhub_hub.console.forms import (
     template,
 )
 from profilerhub_hub.ratelimit import PRESIGNED, client_address
+from profilerhub_hub.usecases import accounts, door_of
 
 router = APIRouter(include_in_schema=False)
 _INVITATION = template("invitation")
@@ -100,7 +100,9 @@ async def accept(request: Request) -> Response:
 
     def accept_it() -> str:
         with request.app.state.sessions() as session:
-            return accounts.accept_invitation(session, settings, secret, password)
+            return accounts.accept_invitation(
+                door_of(request.app.state, session, "console"), secret, password
+            )
 
     try:
         cookie = await run_in_threadpool(accept_it)

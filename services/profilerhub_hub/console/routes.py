@@ -36,7 +36,6 @@ from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Thrott
 from profilerhub_core.records import audit, domains, sessions, tokens, users
 from profilerhub_core.settings import Settings
 from profilerhub_core.web import SHARED_WEB
-from profilerhub_hub import accounts
 from profilerhub_hub.audit import record_impersonated_opening
 from profilerhub_hub.browser import (
     APP_COOKIE,
@@ -68,7 +67,7 @@ from profilerhub_hub.console.oidc import (
 from profilerhub_hub.deps.auth import caller_of_session
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.ratelimit import PRESIGNED, SIGNIN, client_address
-from profilerhub_hub.usecases import door_of
+from profilerhub_hub.usecases import accounts, door_of
 from profilerhub_hub.usecases import users as user_cases
 
 STATIC = Path(__file__).parent / "static"
@@ -249,8 +248,9 @@ async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
 
     def start() -> str:
         with request.app.state.sessions() as session:
+            door = door_of(request.app.state, session, "console")
             return accounts.password_sign_in(
-                session, settings, request.app.state.rate_limits, domain, user, password, address
+                door, request.app.state.rate_limits, domain, user, password, address
             )
 
     try:

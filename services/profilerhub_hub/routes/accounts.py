@@ -2,7 +2,7 @@
 password (``…/password``), and tokens of the user's own for an invitation (``/sign-in/invitation``)
 or a name and password (``/sign-in/password``).
 
-The operations are ``profilerhub_hub.accounts``'s; the console's invitation and sign-in forms
+The operations are ``profilerhub_hub.usecases.accounts``'s; the console's invitation and sign-in forms
 call the same ones.
 """
 
@@ -20,12 +20,13 @@ from profilerhub_core.db.models import Invitation
 from profilerhub_core.names import ResourceName
 from profilerhub_core.passwords import MAX_LENGTH
 from profilerhub_core.records import accounts as account_records
-from profilerhub_hub import accounts
-from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
+from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
+from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.ratelimit import client_address
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page, RequestModel, TokenCreated
+from profilerhub_hub.usecases import accounts, door_of
 
 router = APIRouter(tags=["accounts"])
 INVITATIONS = "/domains/{domain}/users/{user}/invitations"
@@ -86,13 +87,12 @@ class InvitationAccept(RequestModel):
 
 @router.post(INVITATIONS, status_code=201, openapi_extra=OF_USER)
 def create_invitation(
-    session: SessionDep,
-    settings: SettingsDep,
+    door: DoorDep,
     target: Annotated[Resolved, allow(Action.CreateInvitation)],
     body: InvitationCreate | None = None,
 ) -> InvitationCreated:
     """A one-time link for the user to choose a password (a reset when they had one)."""
-    invited = accounts.invite_user(session, settings, target, body.expires_in_seconds if body else None)
+    invited = accounts.invite_user(door, target, body.expires_in_seconds if body else None)
     read = InvitationRead.of(invited.invitation)
     return InvitationCreated(
         **read.model_dump(), url=invited.url, reset=invited.reset, sessions_ended=invited.sessions_ended
@@ -111,21 +111,20 @@ def list_invitations(
 
 @router.delete(INVITATIONS + "/{invitation_id}", status_code=204, openapi_extra=OF_USER)
 def delete_invitation(
-    invitation_id: str, session: SessionDep, target: Annotated[Resolved, allow(Action.DeleteInvitation)]
+    invitation_id: str, door: DoorDep, target: Annotated[Resolved, allow(Action.DeleteInvitation)]
 ) -> Response:
-    accounts.revoke_invitation(session, target, invitation_id)
+    accounts.revoke_invitation(door, target, invitation_id)
     return Response(status_code=204)
 
 
 @router.put("/domains/{domain}/users/{user}/password", status_code=204, openapi_extra=OF_USER)
 def update_password(
     body: PasswordUpdate,
-    session: SessionDep,
-    settings: SettingsDep,
+    door: DoorDep,
     target: Annotated[Resolved, allow(Action.UpdatePassword)],
 ) -> Response:
     """Change your own password (your other password sessions end)."""
-    accounts.change_password(session, settings, target, body.current_password, body.new_password)
+    accounts.change_password(door, target, body.current_password, body.new_password)
     return Response(status_code=204)
 
 
@@ -148,7 +147,7 @@ async def accept_invitation(body: InvitationAccept, request: Request) -> TokenCr
         with state.sessions() as session:
             note = body.note or "invitation"
             token, token_secret = accounts.accept_invitation_for_token(
-                session, state.settings, secret, body.password, note=note
+                door_of(state, session, "api"), secret, body.password, note=note
             )
             return TokenCreated.of(token, token_secret)
 
@@ -169,8 +168,7 @@ async def password_sign_in(body: PasswordSignIn, request: Request) -> TokenCreat
     def issue() -> TokenCreated:
         with state.sessions() as session:
             token, secret = accounts.password_token(
-                session,
-                state.settings,
+                door_of(state, session, "api"),
                 state.rate_limits,
                 body.domain,
                 body.user,

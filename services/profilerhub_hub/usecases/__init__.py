@@ -15,6 +15,8 @@ reaches a use case (``Door`` carries what it needs).
     domains   create_domain, update_domain, delete_domain
     users     create_user, update_user, delete_user, create_on_first_sign_in
     jobs      create_job, complete_job, delete_job
+    accounts  invite_user, revoke_invitation, accept_invitation(_for_token), password_sign_in,
+              password_token, change_password
 """
 
 from profilerhub_hub.usecases.door import Door, TaskQueue, Via, door_of

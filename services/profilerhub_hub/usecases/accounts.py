@@ -1,4 +1,5 @@
-"""Local accounts' operations, for every door (REST, the console's forms, ``profilerhub``):
+"""Local accounts: one function per operation, for every door (REST, the console's forms, and
+``profilerhub login`` through REST); each takes the ``Door`` and, where one is, the resolved target:
 
     invite_user          an administrator's one-time link; a reset when the user had a password
     revoke_invitation    an open invitation no longer usable
@@ -23,16 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy.orm import Session
-
 from profilerhub_core.db.models import ApiToken, BrowserSession, Invitation, UserProfile
 from profilerhub_core.errors import AccessDenied, Unauthorized
 from profilerhub_core.records import accounts, audit, sessions, tokens
 from profilerhub_core.settings import Settings
-from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps.targets import Resolved
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.ratelimit import PASSWORD_ACCOUNT, PASSWORD_ADDRESS, RateLimits
+from profilerhub_hub.usecases.door import Door
 
 INVITATION_PATH = "/console/invitation"
 PASSWORD = "password"  # how a password session says where it came from (``via``)
@@ -58,11 +57,10 @@ class Invited:
     sessions_ended: int
 
 
-def invite_user(
-    session: Session, settings: Settings, target: Resolved, seconds: int | None = None
-) -> Invited:
+def invite_user(door: Door, target: Resolved, seconds: int | None = None) -> Invited:
     """A one-time link for the target user to choose a password. Older open invitations are
     revoked; a password the user had is deleted and every session of theirs ended (a reset)."""
+    session, settings = door.session, door.settings
     require_local_accounts(settings)
     assert target.user is not None
     had_password = accounts.password_of(session, target.user.id) is not None
@@ -75,21 +73,21 @@ def invite_user(
         "reset": had_password,
         "sessions_ended": ended,
     }
-    commit_audited(session, target, Action.CreateInvitation, f"{target.name}/{row.id}", detail=detail)
+    door.commit(target, Action.CreateInvitation, f"{target.name}/{row.id}", detail=detail)
     return Invited(row, invitation_url(settings, secret), had_password, ended)
 
 
-def revoke_invitation(session: Session, target: Resolved, invitation_id: str) -> Invitation:
+def revoke_invitation(door: Door, target: Resolved, invitation_id: str) -> Invitation:
     assert target.user is not None
-    row = accounts.get_invitation(session, target.user, invitation_id)
-    revoked = accounts.revoke_invitation(session, row)
+    row = accounts.get_invitation(door.session, target.user, invitation_id)
+    revoked = accounts.revoke_invitation(door.session, row)
     detail = {"invitation_id": row.id, "was_open": revoked}
-    commit_audited(session, target, Action.DeleteInvitation, f"{target.name}/{row.id}", detail=detail)
+    door.commit(target, Action.DeleteInvitation, f"{target.name}/{row.id}", detail=detail)
     return row
 
 
 def _commit_as(
-    session: Session,
+    door: Door,
     user: UserProfile,
     action: str,
     target_type: str,
@@ -99,27 +97,29 @@ def _commit_as(
 ) -> None:
     """Audit what ``user`` did signing in (the actor and, with ``suffix``, the target); commit."""
     actor = f"{user.domain.name}/{user.name}"
-    audit.record_audit(session, actor=actor, action=action, target_type=target_type, target=actor + suffix,
+    target = actor + suffix
+    audit.record_audit(door.session, actor=actor, action=action, target_type=target_type, target=target,
                        domain=user.domain.name, detail=detail)  # fmt: skip
-    session.commit()
+    door.session.commit()
 
 
-def _signed_in(session: Session, settings: Settings, user: UserProfile) -> str:
+def _signed_in(door: Door, user: UserProfile) -> str:
     """A console session of ``user``'s own, from their password; its cookie secret."""
     _, cookie = sessions.start_session(
-        session,
+        door.session,
         user.id,
         kind=sessions.CONSOLE,
         via=PASSWORD,
-        seconds=int(settings.console_session_hours * 3600),
+        seconds=int(door.settings.console_session_hours * 3600),
         source=sessions.Source(sessions.PASSWORD),
     )
     return cookie
 
 
-def _spend_invitation(session: Session, settings: Settings, secret: str, password: str) -> UserProfile:
+def _spend_invitation(door: Door, secret: str, password: str) -> UserProfile:
     """Spend the invitation and set the password (a refused password, ``InvalidInput``, leaves the
     invitation open; an unusable one is audited as refused)."""
+    session, settings = door.session, door.settings
     require_local_accounts(settings)
     try:
         return accounts.accept_invitation(session, secret, password, min_length=settings.password_min_length)
@@ -133,38 +133,36 @@ def _spend_invitation(session: Session, settings: Settings, secret: str, passwor
         raise
 
 
-def accept_invitation(session: Session, settings: Settings, secret: str, password: str) -> str:
+def accept_invitation(door: Door, secret: str, password: str) -> str:
     """The console's invitation form: spend it, set the password, sign the browser in; the console
     cookie's secret."""
-    user = _spend_invitation(session, settings, secret, password)
-    cookie = _signed_in(session, settings, user)
-    _commit_as(session, user, "AcceptInvitation", "Invitation", detail={"signed_in": True, "via": PASSWORD})
+    user = _spend_invitation(door, secret, password)
+    cookie = _signed_in(door, user)
+    _commit_as(door, user, "AcceptInvitation", "Invitation", detail={"signed_in": True, "via": PASSWORD})
     return cookie
 
 
-def accept_invitation_for_token(
-    session: Session, settings: Settings, secret: str, password: str, *, note: str
-) -> tuple[ApiToken, str]:
+def accept_invitation_for_token(door: Door, secret: str, password: str, *, note: str) -> tuple[ApiToken, str]:
     """The same from a terminal or script: spend it, set the password; a new token of the user's own."""
-    user = _spend_invitation(session, settings, secret, password)
-    token, token_secret = tokens.issue_token(session, user, note=note)
+    user = _spend_invitation(door, secret, password)
+    token, token_secret = tokens.issue_token(door.session, user, note=note)
     detail = {"token_id": token.id, "via": PASSWORD}
-    _commit_as(session, user, "AcceptInvitation", "Invitation", detail=detail)
+    _commit_as(door, user, "AcceptInvitation", "Invitation", detail=detail)
     return token, token_secret
 
 
 def _check_password(
-    session: Session, limits: RateLimits, domain: str, name: str, password: str, address: str
+    door: Door, limits: RateLimits, domain: str, name: str, password: str, address: str
 ) -> UserProfile:
     """The user whose password this is; ``Throttled`` past a limit, ``Unauthorized`` when wrong
     (unknown user, no password, wrong password alike; each attempt audited)."""
     account = f"{domain[:63]}/{name[:63]}"
     limits.check(PASSWORD_ACCOUNT, account)
     limits.check(PASSWORD_ADDRESS, address)
-    user = accounts.check_sign_in(session, domain, name, password)
+    user = accounts.check_sign_in(door.session, domain, name, password)
     if user is None:
         audit.record_audit(
-            session,
+            door.session,
             actor="anonymous",
             action="SignIn",
             target_type="UserProfile",
@@ -172,7 +170,7 @@ def _check_password(
             outcome=audit.DENIED,
             detail={"via": PASSWORD, "reason": "wrong name or password"},
         )
-        session.commit()
+        door.session.commit()
         limits.hit(PASSWORD_ACCOUNT, account)
         limits.hit(PASSWORD_ADDRESS, address)
         raise Unauthorized("Wrong domain, user name or password")
@@ -180,8 +178,7 @@ def _check_password(
 
 
 def password_sign_in(
-    session: Session,
-    settings: Settings,
+    door: Door,
     limits: RateLimits,
     domain: str,
     name: str,
@@ -189,16 +186,15 @@ def password_sign_in(
     address: str,
 ) -> str:
     """A console session for the user whose password this is; its cookie secret."""
-    require_local_accounts(settings)
-    user = _check_password(session, limits, domain, name, password, address)
-    cookie = _signed_in(session, settings, user)
-    _commit_as(session, user, "SignIn", "BrowserSession", detail={"via": PASSWORD})
+    require_local_accounts(door.settings)
+    user = _check_password(door, limits, domain, name, password, address)
+    cookie = _signed_in(door, user)
+    _commit_as(door, user, "SignIn", "BrowserSession", detail={"via": PASSWORD})
     return cookie
 
 
 def password_token(
-    session: Session,
-    settings: Settings,
+    door: Door,
     limits: RateLimits,
     domain: str,
     name: str,
@@ -209,16 +205,17 @@ def password_token(
     expires_in_seconds: int | None,
 ) -> tuple[ApiToken, str]:
     """A new API token of the user's own, for the user whose password this is (``profilerhub login``)."""
-    require_local_accounts(settings)
-    user = _check_password(session, limits, domain, name, password, address)
-    token, secret = tokens.issue_token(session, user, note=note, expires_in_seconds=expires_in_seconds)
+    require_local_accounts(door.settings)
+    user = _check_password(door, limits, domain, name, password, address)
+    token, secret = tokens.issue_token(door.session, user, note=note, expires_in_seconds=expires_in_seconds)
     detail = {"via": PASSWORD, "token_id": token.id}
-    _commit_as(session, user, "CreateToken", "ApiToken", suffix=f"/{token.id}", detail=detail)
+    _commit_as(door, user, "CreateToken", "ApiToken", suffix=f"/{token.id}", detail=detail)
     return token, secret
 
 
-def change_password(session: Session, settings: Settings, target: Resolved, current: str, new: str) -> int:
+def change_password(door: Door, target: Resolved, current: str, new: str) -> int:
     """Set the caller's new password; the user's other password sessions end. How many ended."""
+    session, settings = door.session, door.settings
     require_local_accounts(settings)
     assert target.user is not None
     accounts.change_password(session, target.user, current, new, min_length=settings.password_min_length)
@@ -226,7 +223,7 @@ def change_password(session: Session, settings: Settings, target: Resolved, curr
     if target.caller.session_id:
         others.append(BrowserSession.id != target.caller.session_id)
     ended = sessions.end_sessions(session, *others)  # and what descends from them
-    commit_audited(session, target, Action.UpdatePassword, target.name, detail={"sessions_ended": ended})
+    door.commit(target, Action.UpdatePassword, target.name, detail={"sessions_ended": ended})
     return ended
 
 
