@@ -68,7 +68,12 @@ def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None
     report = analyze_store(store, top=top)
     kineto = store.meta.producer == "kineto"  # TensorFlow's traces have none of what the views read
     del store
-    none = dict.fromkeys(TB_SECTIONS) | {"tb_notes": [], "tb_facts": None, "tb_distributed": None}
+    none = dict.fromkeys(TB_SECTIONS) | {
+        "tb_notes": [],
+        "tb_facts": None,
+        "tb_distributed": None,
+        "tb_memory_curve": [],
+    }
     report.update(tb_views(data) if kineto else none)
     return report
 

@@ -705,6 +705,10 @@ def test_the_profile_views_show_the_plugins_operator_and_memory_tables_of_profil
     assert _shown_total(app, "vw-memory") == len(cpu_rows)
     biggest = max(cpu_rows, key=lambda r: r["size_increase_bytes"])
     assert _views_rows(app, "vw-memory").first.locator("td").first.inner_text() == biggest["name"]
+    curve = cli["tb_memory_curve"][0]
+    app.wait_for_selector("#vw-mem-curve canvas")
+    assert f"{curve['records']:,} allocation" in app.locator("#vw-mem-curve").inner_text()
+    assert table_of(app, "vw-mem-curve").count() == len(curve["t_us"])
     shot(app, "views-memory")
 
     app.click("#tab-operators")

@@ -55,6 +55,7 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
         "tb_kernels": kernels,
         "tb_kernels_by_op": kernels_by_op,
         "tb_memory": views.memory(trace, forest),
+        "tb_memory_curve": views.memory_curve(trace),
         "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
         "tb_notes": _notes(forest),
         "tb_facts": views.facts(trace, forest),

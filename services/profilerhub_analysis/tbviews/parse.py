@@ -45,6 +45,8 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     device_id: Any = msgspec.field(name="Device Id", default=None)
     call_stack: Any = msgspec.field(name="Call stack", default=None)
     input_type: Any = msgspec.field(name="Input type", default=None)
+    total_allocated: Any = msgspec.field(name="Total Allocated", default=None)
+    total_reserved: Any = msgspec.field(name="Total Reserved", default=None)
 
 
 _NO_ARGS = _Args()
@@ -134,6 +136,8 @@ class MemoryRecord:
     tid: Any
     device: str | None
     nbytes: float
+    allocated: float | None = None
+    reserved: float | None = None
 
 
 @dataclass
@@ -191,7 +195,9 @@ def _typed(ev: Event, out: TbTrace) -> None:
     if ph == "i":
         if ev.name == "[memory]":
             nbytes = _number(args.nbytes)
-            out.memory.append(MemoryRecord(ts, ev.tid, _device_name(args), nbytes or 0))
+            device = _device_name(args)
+            allocated, reserved = _number(args.total_allocated), _number(args.total_reserved)
+            out.memory.append(MemoryRecord(ts, ev.tid, device, nbytes or 0, allocated, reserved))
         return
     cat = ev.cat
     if ph != "X" or type(cat) is not str:

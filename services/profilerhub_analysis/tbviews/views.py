@@ -332,6 +332,46 @@ def memory(trace: TbTrace, forest: Forest) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["device"], -r["size_increase_bytes"]))
 
 
+CURVE_POINTS = 2000
+"""Points kept per memory curve: each the largest value of its time bucket, so peaks survive."""
+
+
+def memory_curve(trace: TbTrace) -> list[dict[str, Any]]:
+    """Per device, memory allocated and reserved over time (the records' running totals, bytes),
+    at most ``CURVE_POINTS`` points (bucket maxima), and the peak of each."""
+    by_device: dict[str, list[MemoryRecord]] = defaultdict(list)
+    for r in trace.memory:
+        if r.device is not None and r.allocated is not None:
+            by_device[r.device].append(r)
+    out = []
+    for device in sorted(by_device):
+        recs = by_device[device]
+        t = np.array([r.ts for r in recs], dtype=np.float64)
+        alloc = np.array([r.allocated for r in recs], dtype=np.float64)
+        res = np.array([np.nan if r.reserved is None else r.reserved for r in recs], dtype=np.float64)
+        peak = int(np.argmax(alloc))
+        if len(t) > CURVE_POINTS:
+            bucket = np.minimum(
+                ((t - t[0]) / max(t[-1] - t[0], 1e-9) * CURVE_POINTS).astype(np.int64), CURVE_POINTS - 1
+            )
+            starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+            t = t[starts]
+            alloc = np.maximum.reduceat(alloc, starts)
+            res = np.fmax.reduceat(res, starts)
+        out.append(
+            {
+                "device": device,
+                "t_us": t.tolist(),
+                "allocated_bytes": alloc.tolist(),
+                "reserved_bytes": [None if np.isnan(v) else v for v in res.tolist()],
+                "peak_allocated_bytes": float(recs[peak].allocated or 0),
+                "peak_us": recs[peak].ts,
+                "records": len(recs),
+            }
+        )
+    return out
+
+
 def _attach(root: Node | None, recs: list[MemoryRecord], visited: set[int]) -> None:
     """The plugin's walk (``MemoryParser.update_node``): each record to the deepest node holding its
     ts ([start, end)); every node walked into is *visited*; a record whose node is no operator is dropped."""
@@ -505,4 +545,14 @@ def _collective_bytes(ev: Any) -> int:
     return total
 
 
-__all__ = ["distributed", "facts", "gpu_summary", "role_ranges", "kernels", "memory", "operators", "overview"]
+__all__ = [
+    "distributed",
+    "facts",
+    "memory_curve",
+    "gpu_summary",
+    "role_ranges",
+    "kernels",
+    "memory",
+    "operators",
+    "overview",
+]

@@ -2,7 +2,7 @@
 // Operators, Kernels, Memory), from `GET api/jobs/{id}/views?trace=N` (computed once at ingest
 // by the analysis engine; this module only draws and sorts). The URL keeps trace, tab, grouping,
 // search and sort, so a view can be linked. An operator's name opens its calls in the timeline.
-import { barList, dataTable, panel, stackBar } from "./charts.js";
+import { barList, dataTable, lineChart, panel, stackBar } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
 
 const LIMIT = 500; // rows drawn per table (the search reaches all of them)
@@ -319,7 +319,44 @@ function memoryTab(v) {
     { key: "allocation_size_bytes", label: "allocation size", num: true, get: (r) => bytes(r.allocation_size_bytes), value: (r) => r.allocation_size_bytes },
     { key: "self_allocation_size_bytes", label: "self allocation size", num: true, get: (r) => bytes(r.self_allocation_size_bytes), value: (r) => r.self_allocation_size_bytes },
   ];
+  const curve = (v.tb_memory_curve || []).find((c) => c.device === device);
+  const out = [];
+  if (curve && curve.t_us.length > 1) {
+    const t0 = curve.t_us[0];
+    const x = curve.t_us.map((t) => (t - t0) / 1000);
+    const hasReserved = curve.reserved_bytes.some((b) => b !== null && b > 0);
+    out.push(
+      panel({
+        id: "vw-mem-curve",
+        title: `Memory over time (${device}): peak ${bytes(curve.peak_allocated_bytes)} allocated`,
+        note: `${count(curve.records)} allocation and free records; each point is the largest total of its time slice, so peaks show.`,
+        wide: true,
+        draw: (n) =>
+          lineChart(n, {
+            x,
+            series: [
+              { label: "allocated", values: curve.allocated_bytes, colorIndex: 0 },
+              ...(hasReserved ? [{ label: "reserved", values: curve.reserved_bytes, colorIndex: 1 }] : []),
+            ],
+            xLabel: "ms since the first record",
+            yLabel: "bytes",
+            xFormat: (v) => num(v),
+            yFormat: (v) => bytes(v),
+          }),
+        table: () =>
+          dataTable(
+            [
+              { label: "ms", num: true, get: (i) => num(x[i]) },
+              { label: "allocated", num: true, get: (i) => bytes(curve.allocated_bytes[i]) },
+              { label: "reserved", num: true, get: (i) => bytes(curve.reserved_bytes[i]) },
+            ],
+            x.map((_, i) => i),
+          ),
+      }),
+    );
+  }
   return [
+    ...out,
     section(
       "vw-memory",
       `Memory by operator (${device})`,
