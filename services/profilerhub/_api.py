@@ -357,6 +357,8 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
         if self.number is None:
             self.number = 0 if run.current_step is None else run.current_step + 1
         run.current_step = self.number
+        if run.sink.capture_request is not None:
+            run.start_capture(self.number)
         if run.watchers and run.mode == "train":
             _watch_step(run, self.number)
         self._depth = _enter_depth(run)
@@ -376,6 +378,8 @@ class step:  # noqa: N801 - used like a function: with ph.step(i)
             hooks = torch_hooks()
             if hooks is not None:
                 hooks.pop_nvtx()
+        if run.capture is not None:
+            run.step_capture()
         if run.torch_profiler is not None:
             try:
                 run.torch_profiler.step()

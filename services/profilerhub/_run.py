@@ -9,6 +9,7 @@ stdout/stderr tees (metric definitions, and the lines the script prints: its log
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import json
 import logging
@@ -96,6 +97,9 @@ class Run:
         self.complete_sent = False
         self.delivery: Any = None  # the thread delivering earlier runs' spills (hub runs)
         self.torch_profiler: Any = None
+        self.capture: Any = None  # the capture the hub asked for, while it runs (a TorchProfiler)
+        self.capture_left = 0
+        self.captures_done: set[str] = set()
         self._tees: list[TeeStream] = []
         self._stop = threading.Event()
         self._collector: threading.Thread | None = None
@@ -151,6 +155,53 @@ class Run:
             )
             self.torch_profiler = None
 
+    def start_capture(self, number: int) -> None:
+        """Entering step ``number``: start the capture the hub asked for (``X-ProfilerHub-Capture``)
+        once its ``start_step`` is reached (none given: now), each request once, one at a time.
+        Nothing here raises: a capture that cannot run is logged."""
+        wanted = self.sink.capture_request
+        if wanted is None or self.capture is not None or wanted["id"] in self.captures_done:
+            return
+        if wanted["start_step"] is not None and number < wanted["start_step"]:
+            return
+        self.captures_done.add(wanted["id"])
+        if self.torch_profiler is not None or "torch" not in sys.modules:
+            why = "it runs the PyTorch profiler on its own schedule" if self.torch_profiler else "no torch"
+            logger.warning("profilerhub: job %s: capture %s not run: %s", self.cfg.job, wanted["id"], why)
+            return
+        try:
+            from ._config import TorchProfilerConfig
+            from ._torchprof import TorchProfiler
+
+            flags = {"record_shapes": bool(wanted["record_shapes"])}
+            cfg = TorchProfilerConfig(
+                wait=0, warmup=0, active=wanted["steps"], repeat=1, skip_first=0, flags=flags
+            )
+            capture = TorchProfiler(cfg, self._emit_torch_trace, label=f".capture-{wanted['id']}")
+            capture.start()
+        except Exception as exc:
+            logger.warning(
+                "profilerhub: job %s: capture %s could not start (%s)", self.cfg.job, wanted["id"], exc
+            )
+            return
+        say("profilerhub: job %s: capturing %d step(s) from step %d", self.cfg.job, wanted["steps"], number)
+        self.capture, self.capture_left = capture, wanted["steps"]
+
+    def step_capture(self) -> None:
+        """A step ended: advance the capture; after its last step its trace is out, and it stops."""
+        capture = self.capture
+        if capture is None:
+            return
+        try:
+            capture.step()
+            self.capture_left -= 1
+            if self.capture_left <= 0:
+                self.capture = None
+                capture.stop()
+        except Exception as exc:
+            self.capture = None
+            log_once("capture-step", logging.WARNING, "profilerhub: a capture failed (%s)", exc)
+
     def _emit_torch_trace(self, path: str, data: bytes) -> None:
         self.torch_traces += 1
         self.uploader.submit(path, data)
@@ -201,6 +252,10 @@ class Run:
         self.enabled = False
         self.finished = True
         self._remove_tees()
+        if self.capture is not None:  # the run ended mid-capture: what it recorded is exported
+            capture, self.capture = self.capture, None
+            with contextlib.suppress(Exception):
+                capture.stop()
         if self.torch_profiler is not None:
             try:
                 self.torch_profiler.stop()

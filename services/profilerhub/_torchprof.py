@@ -19,11 +19,12 @@ from ._log import log_once, logger
 class TorchProfiler:
     """Runs ``torch.profiler.profile`` on a schedule; each finished trace is gzipped and handed on.
 
-    ``emit(path, data)`` receives ``torch/<host>_<pid>.<n>.pt.trace.json.gz`` (the naming of
-    ``torch.profiler.tensorboard_trace_handler``) and the gzipped Chrome-trace bytes.
+    ``emit(path, data)`` receives ``torch/<host>_<pid><label>.<n>.pt.trace.json.gz`` (the naming of
+    ``torch.profiler.tensorboard_trace_handler``; ``label`` tells a capture's traces apart) and the
+    gzipped Chrome-trace bytes.
     """
 
-    def __init__(self, cfg: TorchProfilerConfig, emit: Callable[[str, bytes], None]) -> None:
+    def __init__(self, cfg: TorchProfilerConfig, emit: Callable[[str, bytes], None], label: str = "") -> None:
         import torch
         from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -31,23 +32,25 @@ class TorchProfiler:
         self._cfg = cfg
         self._count = 0
         self.steps = 0
-        self._worker = f"{socket.gethostname()}_{os.getpid()}"
+        self._worker = f"{socket.gethostname()}_{os.getpid()}{label}"
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
         self.activities = [a.name for a in activities]
-        self._prof = profile(
-            activities=activities,
-            schedule=schedule(
-                wait=cfg.wait,
-                warmup=cfg.warmup,
-                active=cfg.active,
-                repeat=cfg.repeat,
-                skip_first=cfg.skip_first,
-            ),
-            on_trace_ready=self._on_trace_ready,
-            **dict(cfg.flags),  # type: ignore[arg-type]
-        )
+        with warnings.catch_warnings():  # a capture's schedule has no warmup: torch warns about it
+            warnings.filterwarnings("ignore", message=".*warmup.*")
+            self._prof = profile(
+                activities=activities,
+                schedule=schedule(
+                    wait=cfg.wait,
+                    warmup=cfg.warmup,
+                    active=cfg.active,
+                    repeat=cfg.repeat,
+                    skip_first=cfg.skip_first,
+                ),
+                on_trace_ready=self._on_trace_ready,
+                **dict(cfg.flags),  # type: ignore[arg-type]
+            )
         self._running = False
         self._repeats = cfg.repeat != 1
 

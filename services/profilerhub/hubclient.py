@@ -12,6 +12,7 @@ imported when a client is made, not when this module is.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -19,6 +20,28 @@ from urllib.parse import quote
 from .hubhttp import API, RETRY, HubHTTP, HubUnreachable, error_of
 
 STOP_HEADER = "X-ProfilerHub-Stop"
+CAPTURE_HEADER = "X-ProfilerHub-Capture"
+
+
+def _capture(header: str | None) -> dict[str, Any] | None:
+    """A capture request the hub sent, checked; None when absent or not one."""
+    if not header:
+        return None
+    try:
+        wanted = json.loads(header)
+    except ValueError:
+        return None
+    if not isinstance(wanted, dict) or not isinstance(wanted.get("id"), str):
+        return None
+    steps, start = wanted.get("steps"), wanted.get("start_step")
+    if not isinstance(steps, int) or steps < 1 or not (start is None or isinstance(start, int)):
+        return None
+    return {
+        "id": wanted["id"],
+        "steps": steps,
+        "start_step": start,
+        "record_shapes": bool(wanted.get("record_shapes")),
+    }
 
 
 class HubError(Exception):
@@ -125,10 +148,14 @@ class HubClient:
         """``GET …/jobs/{job_id}``."""
         return self._json("GET", job.path)
 
-    def put_file(self, job: HubJob, path: str, data: bytes, content_type: str) -> str | None:
+    def put_file(
+        self, job: HubJob, path: str, data: bytes, content_type: str
+    ) -> tuple[str | None, dict[str, Any] | None]:
         """Upload one raw file: through the hub (``PUT …/files/{path}``) or to a presigned URL.
 
-        Returns the hub's ``X-ProfilerHub-Stop`` (the rule it asks the run to stop for), if any."""
+        Returns what the hub's answer asks of the run: ``X-ProfilerHub-Stop`` (the rule it asks the
+        run to stop for, or ``StopTrainingJob``) and ``X-ProfilerHub-Capture`` (a profiler capture:
+        ``{"id", "steps", "start_step", "record_shapes"}``), each None when absent."""
         if job.upload_mode == "s3":
             answer = self._send("POST", f"{job.path}/uploads", json_body={"path": path, "size": len(data)})
             try:
@@ -153,7 +180,7 @@ class HubClient:
                 headers={"Content-Type": content_type},
                 what=f"upload of {path}",
             )
-        return answer.headers.get(STOP_HEADER) or None
+        return answer.headers.get(STOP_HEADER) or None, _capture(answer.headers.get(CAPTURE_HEADER))
 
     def complete(self, job: HubJob, report: dict[str, Any] | None = None) -> None:
         """``POST …/jobs/{job_id}/complete`` -> 202: the hub starts ingesting the job.

@@ -44,6 +44,7 @@ TARGET_TYPES: dict[Action, str] = {
     Action.UploadJobFile: "Job",
     Action.DeleteJob: "Job",
     Action.StopJob: "Job",
+    Action.UpdateJob: "Job",
     Action.CreateWebhook: "Webhook",
     Action.DeleteWebhook: "Webhook",
 }

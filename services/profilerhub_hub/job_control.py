@@ -8,6 +8,7 @@ the SageMaker door (training jobs) and the CloudWatch door share.
     job_series(store, job)               the job's series: ``processed/series.npz`` once Ready,
                                          what the live scan cached while it runs
     request_stop(session, target, job)   a person asks the run to stop (``Job.stop_request``)
+    capture_request(store, job, …)       a PyTorch-profiler capture of N steps, once it can be done
 
 A stop a person asks for is ``{"by": "user", "actor", "requested_at"}`` on ``Job.stop_request``
 (a rule's, written by the live rules, is ``{"rule", "reason", "requested_at"}``). Every upload
@@ -17,6 +18,8 @@ answer of the run then carries ``X-ProfilerHub-Stop: StopTrainingJob``, and the 
 
 from __future__ import annotations
 
+import json
+import uuid
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from profilerhub_analysis.series import SERIES, JobSeries, unpack
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
-from profilerhub_core.errors import Conflict, NotFound
+from profilerhub_core.errors import Conflict, InvalidInput, NotFound
 from profilerhub_core.jobstorage import place_of
 from profilerhub_core.records import jobs
 from profilerhub_core.records.users import user_not_found
@@ -112,17 +115,54 @@ def request_stop(session: Session, target: Resolved, job: Job) -> bool:
     previous = job.stop_request
     if previous:  # a rule's request stays in the record
         request["rule_request"] = previous
-    session.execute(
-        sa.update(Job)
-        .where(Job.id == job.id)
-        .values(stop_request=request)
-        .execution_options(synchronize_session=False)
-    )
-    session.expire(job)
+    jobs.set_fields(session, job, stop_request=request)
     return True
 
 
+MAX_CAPTURE_STEPS = 100
+
+
+def capture_request(
+    store: ObjectStore, job: Job, steps: int, start_step: int | None, record_shapes: bool, actor: str
+) -> dict[str, Any]:
+    """A capture of ``steps`` steps for the running ``job``, after the checks that it can be done:
+    the run is going, went through the SDK (its ``raw/job.json``), has torch, and does not run the
+    PyTorch profiler on a schedule of its own (one profiler at a time). ``Conflict`` naming why not."""
+    if not is_running(job):
+        raise Conflict(f"Job '{job.id}' is not running; a capture is asked of a run that is still going")
+    if not 1 <= steps <= MAX_CAPTURE_STEPS or (start_step is not None and start_step < 0):
+        raise InvalidInput(f"steps must be 1 to {MAX_CAPTURE_STEPS} and start_step 0 or more")
+    try:
+        doc = json.loads(store.get(place_of(job).raw_key("job.json")))
+    except (NotFound, ValueError):
+        doc = None
+    if not isinstance(doc, dict) or doc.get("format") != "profilerhub-raw/1" or doc.get("source"):
+        raise Conflict(
+            f"Job '{job.id}' was not run through the ProfilerHub SDK (no job.json from ph.init yet): "
+            "only an SDK run can be asked to capture"
+        )
+    if not doc.get("torch_version"):
+        raise Conflict(
+            f"Job '{job.id}''s run has no torch (not imported at ph.init): nothing to capture with"
+        )
+    if doc.get("torch_profiler"):
+        raise Conflict(
+            f"Job '{job.id}''s run already runs the PyTorch profiler on its own schedule "
+            "(ph.init(torch_profiler=...)); one profiler runs at a time"
+        )
+    return {
+        "id": uuid.uuid4().hex[:12],
+        "steps": steps,
+        "start_step": start_step,
+        "record_shapes": bool(record_shapes),
+        "requested_at": utcnow().isoformat(),
+        "by": actor,
+    }
+
+
 __all__ = [
+    "MAX_CAPTURE_STEPS",
+    "capture_request",
     "USER_STOP",
     "find_job",
     "is_running",

@@ -121,7 +121,12 @@ class JobRead(BaseModel):
     upload: UploadInfo | None = Field(None, description="Where files go, while the job takes them.")
     stop_on: list[str] = Field(default_factory=list, description="Rules the run stops on.")
     stop_request: dict[str, Any] | None = Field(
-        None, description='Set when a stop_on rule found issues: {"rule", "reason", "requested_at"}.'
+        None,
+        description='Set when a stop_on rule found issues: {"rule", "reason", "requested_at"}; '
+        'when a person asked: {"by": "user", "actor", "requested_at"}.',
+    )
+    captures: list[dict[str, Any]] = Field(
+        default_factory=list, description="PyTorch-profiler captures asked of the running job."
     )
 
     @classmethod
@@ -145,6 +150,7 @@ class JobRead(BaseModel):
             upload=upload,
             stop_on=list(job.stop_on or []),
             stop_request=job.stop_request,
+            captures=list(job.captures or []),
         )
 
 
@@ -170,6 +176,33 @@ class UploadGrant(BaseModel):
     method: Literal["PUT"] = "PUT"
     headers: dict[str, str] = Field(default_factory=dict)
     expires_in: int
+
+
+class JobCaptureCreate(BaseModel):
+    """``POST …/jobs/{job_id}/captures``: a PyTorch-profiler capture asked of a running job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: StrictInt = Field(ge=1, le=100, description="Steps to profile.")
+    start_step: StrictInt | None = Field(
+        None,
+        ge=0,
+        description="The step number to start at (give it so every rank starts together); "
+        "default the run's next step.",
+    )
+    record_shapes: bool = Field(False, description="torch.profiler's record_shapes.")
+
+
+class JobCapture(BaseModel):
+    """A capture asked of a job (``Job.captures``)."""
+
+    job_id: str
+    id: str
+    steps: int
+    start_step: int | None
+    record_shapes: bool
+    requested_at: str
+    by: str
 
 
 class LogLine(BaseModel):
@@ -201,6 +234,8 @@ class FileStored(BaseModel):
 __all__ = [
     "FileStored",
     "JobComplete",
+    "JobCapture",
+    "JobCaptureCreate",
     "JobCreate",
     "JobLog",
     "JobRead",

@@ -76,6 +76,7 @@ class Action(enum.StrEnum):
     UploadJobFile = "UploadJobFile"
     DeleteJob = "DeleteJob"
     StopJob = "StopJob"
+    UpdateJob = "UpdateJob"
     CreateWebhook = "CreateWebhook"
     ListWebhooks = "ListWebhooks"
     DescribeWebhook = "DescribeWebhook"
@@ -130,6 +131,7 @@ RULES: dict[Action, Rule] = {
     Action.UploadJobFile: Rule.OWNER,
     Action.DeleteJob: Rule.OWNER,
     Action.StopJob: Rule.OWNER,
+    Action.UpdateJob: Rule.OWNER,
     # A user's webhooks are theirs; the domain's own (every job there) its administrators'.
     Action.CreateWebhook: Rule.OWNER,
     Action.ListWebhooks: Rule.OWNER,

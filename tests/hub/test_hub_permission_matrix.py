@@ -109,6 +109,7 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("PUT",   f"{JOB}/files/rank0.json",         {"x": 1},          (201, 201, 404, 201, 404, 401, 401, 401)),
     ("POST",  f"{JOB}/uploads",                  UPLOAD,            (400, 400, 404, 400, 404, 401, 401, 401)),
     ("GET",   f"{JOB}/logs",                     None,              (200, 200, 404, 200, 404, 401, 401, 401)),
+    ("POST",  f"{JOB}/captures",                 {"steps": 2},      (409, 409, 404, 409, 404, 401, 401, 401)),
     ("POST",  f"{JOB}/stop",                     None,              (202, 202, 404, 202, 404, 401, 401, 401)),
     ("POST",  f"{JOB}/complete",                 None,              (202, 202, 404, 202, 404, 401, 401, 401)),
     ("DELETE",JOB,                               None,              (204, 204, 404, 204, 404, 401, 401, 401)),

@@ -7,6 +7,7 @@ Every answer is checked against botocore's output shape (``check_output``).
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -169,3 +170,76 @@ def test_stop_training_job_asks_the_run_to_stop_and_the_job_ends_stopped(
         "/api/v1/audit", params={"action": "StopJob"}, headers=auth(jobs_seed.admin_token)
     ).json()["items"]
     assert [(e["target"], e["detail"].get("via")) for e in audit] == [(job_id, "sagemaker")]
+
+
+def _job_json(**fields: Any) -> dict[str, bytes]:
+    doc = {"format": "profilerhub-raw/1", "job": "bert-ft", "status": "InProgress", "start_ns": 1,
+           "torch_version": "2.13.0", "torch_profiler": None} | fields  # fmt: skip
+    return {"job.json": json.dumps(doc).encode()}
+
+
+def test_update_training_job_asks_a_capture_that_rides_the_upload_answers_and_is_refused_clearly(
+    jobs_door: Any, jobs_client: Any, jobs_seed: Any, alice: tuple[str, Any]
+) -> None:
+    token, sm = alice
+    job_id = _job(jobs_client, token)
+    detailed = {"ProfilingParameters": {"DetailedProfilingConfig": '{"StartStep": 5, "NumSteps": 3}'}}
+    with pytest.raises(ClientError) as no_sdk:  # nothing uploaded yet: not known to be an SDK run
+        sm.update_training_job(TrainingJobName=job_id, ProfilerConfig=detailed)
+    assert "not run through the ProfilerHub SDK" in no_sdk.value.response["Error"]["Message"]
+    _upload(jobs_door, job_id, _job_json(torch_version=None))
+    refused = jobs_client.post(f"{JOBS}/{job_id}/captures", json={"steps": 2}, headers=auth(token))
+    assert refused.status_code == 409 and "no torch" in refused.json()["error"]["message"]
+    _upload(jobs_door, job_id, _job_json(torch_profiler={"wait": 1}))
+    busy = jobs_client.post(f"{JOBS}/{job_id}/captures", json={"steps": 2}, headers=auth(token))
+    assert busy.status_code == 409 and "own schedule" in busy.json()["error"]["message"]
+    _upload(jobs_door, job_id, _job_json())
+
+    answer = check_output(
+        sm, "UpdateTrainingJob", sm.update_training_job(TrainingJobName=job_id, ProfilerConfig=detailed)
+    )
+    assert answer["TrainingJobArn"].endswith(job_id)
+    described = check_output(sm, "DescribeTrainingJob", sm.describe_training_job(TrainingJobName=job_id))
+    shown = json.loads(described["ProfilerConfig"]["ProfilingParameters"]["DetailedProfilingConfig"])
+    assert shown == {"StartStep": 5, "NumSteps": 3, "RecordShapes": False}
+    upload = jobs_client.put(
+        f"{JOBS}/{job_id}/files/system/000001.jsonl.gz", content=b"x", headers=auth(token)
+    )
+    wanted = json.loads(upload.headers["X-ProfilerHub-Capture"])
+    assert {k: wanted[k] for k in ("steps", "start_step", "record_shapes")} == {
+        "steps": 3,
+        "start_step": 5,
+        "record_shapes": False,
+    }
+    rest = jobs_client.post(
+        f"{JOBS}/{job_id}/captures", json={"steps": 4, "record_shapes": True}, headers=auth(token)
+    )
+    assert rest.status_code == 202 and rest.json()["steps"] == 4 and rest.json()["id"] != wanted["id"]
+    again = jobs_client.put(
+        f"{JOBS}/{job_id}/files/system/000002.jsonl.gz", content=b"x", headers=auth(token)
+    )
+    assert json.loads(again.headers["X-ProfilerHub-Capture"])["id"] == rest.json()["id"]  # the newest
+    for bad in ({"steps": 0}, {"steps": 101}, {"steps": 2, "start_step": -1}, {"steps": 2, "x": 1}):
+        assert jobs_client.post(f"{JOBS}/{job_id}/captures", json=bad, headers=auth(token)).status_code == 422
+    by_time = {"DetailedProfilingConfig": '{"StartTimeInSecSinceEpoch": 1, "DurationInSeconds": 5}'}
+    with pytest.raises(ClientError) as window:
+        sm.update_training_job(TrainingJobName=job_id, ProfilerConfig={"ProfilingParameters": by_time})
+    assert window.value.response["Error"]["Code"] == "ValidationException"
+
+    rules = [{"RuleConfigurationName": "gpu", "RuleEvaluatorImage": "x",
+              "RuleParameters": {"rule_to_invoke": "LowGPUUtilization", "threshold_p95": "70"}}]  # fmt: skip
+    sm.update_training_job(TrainingJobName=job_id, ProfilerRuleConfigurations=rules)
+    configured = sm.describe_training_job(TrainingJobName=job_id)["ProfilerRuleConfigurations"]
+    assert [(c["RuleConfigurationName"], c["RuleParameters"]) for c in configured] == [
+        ("LowGPUUtilization", {"rule_to_invoke": "LowGPUUtilization", "threshold_p95": "70"})
+    ]
+    bob = aws_client(
+        "sagemaker", jobs_door, issue_key(jobs_client, jobs_seed.user_token("d1", "bob"), "d1", "bob")
+    )
+    with pytest.raises(ClientError) as hidden:
+        bob.update_training_job(TrainingJobName=job_id, ProfilerConfig=detailed)
+    assert hidden.value.response["Error"]["Code"] == "ResourceNotFound"
+    audit = jobs_client.get(
+        "/api/v1/audit", params={"action": "UpdateJob"}, headers=auth(jobs_seed.admin_token)
+    )
+    assert len(audit.json()["items"]) == 3  # two captures and the rules; the refusals changed nothing

@@ -43,6 +43,9 @@ class Sink(ABC):
     #: The rule the hub asked the run to stop for, or ``USER_STOP`` (learnt from an upload's
     #: answer); hub sink only.
     stop_request: str | None = None
+    #: The newest profiler capture the hub asked for (``{"id", "steps", "start_step",
+    #: "record_shapes"}``, learnt from an upload's answer); hub sink only.
+    capture_request: dict[str, Any] | None = None
 
     @abstractmethod
     def open(self) -> None:

@@ -127,11 +127,15 @@ class HubSink(Sink):
     def put(self, path: str, data: bytes) -> None:
         assert self._client is not None and self.job is not None, "open() first"
         try:
-            stop = self._client.put_file(self.job, check_relative_path(path), data, content_type(path))
+            stop, capture = self._client.put_file(
+                self.job, check_relative_path(path), data, content_type(path)
+            )
         except HubError as exc:
             raise _sink_error(exc) from exc
         if stop and (self.stop_request is None or stop == USER_STOP):  # a person's stop wins
             self.stop_request = stop
+        if capture is not None:
+            self.capture_request = capture
 
     def complete(self, report: dict[str, Any] | None = None) -> None:
         assert self._client is not None and self.job is not None, "open() first"

@@ -364,6 +364,8 @@ class Job(Timestamped, Base):
     """The finest resolution the series retention left ``processed/series.npz`` at; None: full."""
     series_deleted_at: Mapped[datetime | None] = mapped_column(default=None)
     """When the series retention deleted the job's series (None: they are kept)."""
+    captures: Mapped[list[Any] | None] = mapped_column(sa.JSON, default=None)
+    """PyTorch-profiler captures asked of the running job (``records.jobs.capture_header``), oldest first."""
 
 
 class WebhookScope(enum.StrEnum):

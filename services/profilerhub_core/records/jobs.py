@@ -6,6 +6,7 @@ mark complete and delete rows. Like every model function they flush; the caller 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -77,6 +78,39 @@ def stop_header(job: Job) -> dict[str, str]:
         return {STOP_HEADER: USER_STOP}
     rule = (job.stop_request or {}).get("rule")
     return {STOP_HEADER: str(rule)} if rule else {}
+
+
+CAPTURE_HEADER = "X-ProfilerHub-Capture"
+"""Sent with every answer to an upload of a running job with a capture asked: the newest request as
+compact JSON, ``{"id", "steps", "start_step", "record_shapes"}`` (the SDK runs each id once)."""
+
+
+def capture_header(job: Job) -> dict[str, str]:
+    """``{CAPTURE_HEADER: json}`` for the newest capture asked of ``job``, else nothing."""
+    if not job.captures:
+        return {}
+    newest = job.captures[-1]
+    wanted = {k: newest.get(k) for k in ("id", "steps", "start_step", "record_shapes")}
+    return {CAPTURE_HEADER: json.dumps(wanted, separators=(",", ":"))}
+
+
+def set_fields(session: Session, job: Job, **values: Any) -> None:
+    """Set columns the state machine does not own (``captures``, ``rules``, ``stop_request``) on
+    ``job``'s row (flushed, the row expired; the caller commits)."""
+    session.execute(
+        sa.update(Job).where(Job.id == job.id).values(**values).execution_options(synchronize_session=False)
+    )
+    session.expire(job)
+
+
+def add_capture(session: Session, job: Job, capture: dict[str, Any]) -> None:
+    """Append ``capture`` to the job's captures (flushed; the caller commits)."""
+    set_fields(session, job, captures=[*(job.captures or []), capture])
+
+
+def set_rules(session: Session, job: Job, rules: list[dict[str, Any]]) -> None:
+    """The job's own rules (checked ``[{"rule", "parameters"}]``; flushed, the caller commits)."""
+    set_fields(session, job, rules=rules)
 
 
 def missing_files(job: Job) -> int:
@@ -210,7 +244,12 @@ def delete_job(session: Session, job: Job) -> None:
 
 
 __all__ = [
+    "CAPTURE_HEADER",
     "STOP_HEADER",
+    "add_capture",
+    "capture_header",
+    "set_fields",
+    "set_rules",
     "USER_STOP",
     "awaits_files",
     "create_job",

@@ -23,6 +23,8 @@ from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, all
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.job_schemas import (
     FileStored,
+    JobCapture,
+    JobCaptureCreate,
     JobComplete,
     JobCreate,
     JobLog,
@@ -247,6 +249,21 @@ def stop_job(
     return _read(request, target, job_cases.stop_job(door, target, _job(door.session, target, job_id)))
 
 
+@router.post(ONE_JOB + "/captures", status_code=202, openapi_extra=OF_USER)
+def capture_job(
+    job_id: str,
+    body: JobCaptureCreate,
+    door: DoorDep,
+    target: Annotated[Resolved, allow(Action.UpdateJob)],
+) -> JobCapture:
+    """Ask the running job's run to run the PyTorch profiler for ``steps`` steps from ``start_step``
+    (else its next step); the trace arrives as one more trace of the job. 409 when the run is over,
+    was not run through the SDK, has no torch, or profiles on a schedule of its own."""
+    job = _job(door.session, target, job_id)
+    capture = job_cases.capture_job(door, target, job, body.steps, body.start_step, body.record_shapes)
+    return JobCapture(job_id=job.id, **capture)
+
+
 @router.put(ONE_JOB + "/files/{path:path}", status_code=201, openapi_extra=OF_USER)
 async def upload_file(
     job_id: str,
@@ -261,6 +278,7 @@ async def upload_file(
     job = await run_in_threadpool(_job, session, target, job_id)
     jobs.require_uploading(job)
     response.headers.update(jobs.stop_header(job))  # how a run learns a stop was requested
+    response.headers.update(jobs.capture_header(job))  # and a capture
     quota = await run_in_threadpool(job_uploads.quota_of, session, target, job)
     session.close()  # no connection held while the body streams in
     length = request.headers.get("content-length")
@@ -292,6 +310,7 @@ def grant_upload(
     job = _job(session, target, job_id)
     jobs.require_uploading(job)
     response.headers.update(jobs.stop_header(job))
+    response.headers.update(jobs.capture_header(job))
     store = job_uploads.job_store(request.app.state)
     quota = job_uploads.quota_of(session, target, job)
     grant, total = job_uploads.grant_upload(

@@ -488,6 +488,7 @@ OPERATIONS: dict[str, Callable[[Call], dict[str, Any]]] = {
     "DescribeTrainingJob": training_jobs.describe_training_job,
     "ListTrainingJobs": training_jobs.list_training_jobs,
     "StopTrainingJob": training_jobs.stop_training_job,
+    "UpdateTrainingJob": training_jobs.update_training_job,
 }
 
 __all__ = ["OPERATIONS", "Call"]

@@ -27,11 +27,13 @@ import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import sqlalchemy as sa
 
-from profilerhub_analysis.rules import profiler_report
+from profilerhub_analysis.rules import RuleParamError, check_configs, profiler_report
 from profilerhub_analysis.series import JobSeries
 from profilerhub_core.db.models import AuditEvent, Job, JobStatus
+from profilerhub_core.errors import Conflict
 from profilerhub_core.records import jobs
 from profilerhub_hub import job_control
 from profilerhub_hub.permissions import Action
@@ -159,11 +161,23 @@ def describe_training_job(call: Call) -> dict[str, Any]:
         "SecondaryStatusTransitions": _transitions(call, job, secondary),
         "FinalMetricDataList": final_metrics(series),
         "TrainingTimeInSeconds": _training_seconds(job),
-        "ProfilerConfig": {"S3OutputPath": s3 + "raw/"},
+        "ProfilerConfig": _profiler_config(job, s3),
         "ProfilingStatus": "Enabled",
         **_rule_members(job, rules),
     }
     return {k: v for k, v in answer.items() if v is not None and v != []}
+
+
+def _profiler_config(job: Job, s3: str) -> dict[str, Any]:
+    """The job's raw folder, and the newest capture asked of it as a ``DetailedProfilingConfig``."""
+    config: dict[str, Any] = {"S3OutputPath": s3 + "raw/"}
+    if job.captures:
+        newest = job.captures[-1]
+        detailed = {"NumSteps": newest["steps"], "RecordShapes": bool(newest.get("record_shapes"))}
+        if newest.get("start_step") is not None:
+            detailed["StartStep"] = newest["start_step"]
+        config["ProfilingParameters"] = {_DETAILED: orjson.dumps(detailed).decode()}
+    return config
 
 
 def _found(call: Call, action: Action) -> tuple[Job, Any]:
@@ -282,6 +296,93 @@ def stop_training_job(call: Call) -> dict[str, Any]:
     return {}
 
 
+_DETAILED = "DetailedProfilingConfig"
+_DETAILED_KEYS = {"StartStep", "NumSteps", "RecordShapes"}
+
+
+def _capture_of(config: dict[str, Any]) -> tuple[int, int | None, bool] | None:
+    """``ProfilerConfig``'s ``DetailedProfilingConfig`` as (steps, start step, record shapes);
+    None when it asks for none. What ProfilerHub cannot do is a ``ValidationException``."""
+    params = config.get("ProfilingParameters") or {}
+    if (
+        config.get("DisableProfiler")
+        or config.get("S3OutputPath")
+        or config.get("ProfilingIntervalInMilliseconds")
+    ):
+        raise validation(
+            "ProfilerHub's UpdateTrainingJob takes ProfilingParameters.DetailedProfilingConfig only "
+            "(system metrics are sampled by the SDK at ph.init's sample_interval_s, output goes to the hub)"
+        )
+    other = sorted(set(params) - {_DETAILED})
+    if other:
+        raise validation(f"ProfilingParameters {', '.join(other)} are not supported; give {_DETAILED}")
+    if _DETAILED not in params:
+        return None
+    try:
+        detailed = orjson.loads(params[_DETAILED])
+    except orjson.JSONDecodeError:
+        raise validation(f'{_DETAILED} must be JSON, like \'{{"StartStep": 5, "NumSteps": 3}}\'') from None
+    if not isinstance(detailed, dict) or set(detailed) - _DETAILED_KEYS:
+        raise validation(
+            f"{_DETAILED} takes {', '.join(sorted(_DETAILED_KEYS))} (a time window, "
+            "StartTimeInSecSinceEpoch/DurationInSeconds, is not supported: steps are)"
+        )
+    steps, start = detailed.get("NumSteps", 1), detailed.get("StartStep")
+    if not isinstance(steps, int) or (start is not None and not isinstance(start, int)):
+        raise validation(f"{_DETAILED}'s NumSteps and StartStep must be integers")
+    return steps, start, bool(detailed.get("RecordShapes", False))
+
+
+def _parameter(text: str) -> Any:
+    """A ``RuleParameters`` value (always a string on SageMaker) as the number or flag it spells."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _rules_of(configurations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``ProfilerRuleConfigurations`` as the job's rules: ``RuleParameters.rule_to_invoke`` (else
+    ``RuleConfigurationName``) names the rule, the other parameters are its own (numbers and
+    ``true``/``false`` read as such)."""
+    wanted = []
+    for c in configurations:
+        params = dict(c.get("RuleParameters") or {})
+        name = params.pop("rule_to_invoke", c["RuleConfigurationName"])
+        wanted.append({"rule": name, "parameters": {k: _parameter(v) for k, v in params.items()}})
+    try:
+        return check_configs(wanted)
+    except RuleParamError as exc:
+        raise validation(str(exc)) from None
+
+
+def update_training_job(call: Call) -> dict[str, Any]:
+    """``ProfilerConfig`` with a ``DetailedProfilingConfig``: a capture (``usecases.jobs.capture_job``,
+    what ``POST …/captures`` calls); ``ProfilerRuleConfigurations``: the job's rules from now on."""
+    p = call.params
+    if p.get("ResourceConfig") or p.get("RemoteDebugConfig"):
+        raise validation("ResourceConfig and RemoteDebugConfig mean nothing to ProfilerHub")
+    job, target = _found(call, Action.UpdateJob)
+    capture = _capture_of(p["ProfilerConfig"]) if "ProfilerConfig" in p else None
+    rules = _rules_of(p["ProfilerRuleConfigurations"]) if p.get("ProfilerRuleConfigurations") else None
+    if capture is None and rules is None:
+        raise validation(
+            "Give ProfilerConfig.ProfilingParameters.DetailedProfilingConfig or ProfilerRuleConfigurations"
+        )
+    if rules is not None:
+        if not job_control.is_running(job):
+            raise Conflict(f"Job '{job.id}' is not running; its rules are those it ran with")
+        job_cases.update_rules(call.door, target, job, rules)
+    if capture is not None:
+        job_cases.capture_job(call.door, target, job, *capture)
+    return {"TrainingJobArn": _arn(call, job)}
+
+
 __all__ = [
     "PROFILER_RULES",
     "describe_training_job",
@@ -290,4 +391,5 @@ __all__ = [
     "metric_definitions",
     "statuses",
     "stop_training_job",
+    "update_training_job",
 ]

@@ -1,5 +1,5 @@
-"""Jobs: create, complete, stop, delete. Called by REST (``routes/jobs.py``, the SDK's door) and
-SageMaker's training jobs (``StopTrainingJob``) alike."""
+"""Jobs: create, complete, stop, capture, update rules, delete. Called by REST (``routes/jobs.py``,
+the SDK's door) and SageMaker's training jobs (``StopTrainingJob``, ``UpdateTrainingJob``) alike."""
 
 from __future__ import annotations
 
@@ -63,4 +63,23 @@ def stop_job(door: Door, target: Resolved, job: Job) -> Job:
     return job
 
 
-__all__ = ["complete_job", "create_job", "delete_job", "stop_job"]
+def capture_job(
+    door: Door, target: Resolved, job: Job, steps: int, start_step: int | None, record_shapes: bool
+) -> dict[str, Any]:
+    """Ask the running job's run for a PyTorch-profiler capture of ``steps`` steps from
+    ``start_step`` (else its next step); audited as ``UpdateJob``. The request."""
+    capture = job_control.capture_request(
+        door.open_store(), job, steps, start_step, record_shapes, target.caller.actor
+    )
+    jobs.add_capture(door.session, job, capture)
+    door.commit(target, Action.UpdateJob, job.id, detail={"capture": capture})
+    return capture
+
+
+def update_rules(door: Door, target: Resolved, job: Job, rules: list[dict[str, Any]]) -> None:
+    """Replace the rules of a job (checked configurations); the live scan and ingest use them."""
+    jobs.set_rules(door.session, job, rules)
+    door.commit(target, Action.UpdateJob, job.id, detail={"rules": [r["rule"] for r in rules]})
+
+
+__all__ = ["capture_job", "complete_job", "create_job", "delete_job", "stop_job", "update_rules"]
