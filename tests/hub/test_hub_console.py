@@ -190,3 +190,27 @@ def test_a_session_ends_with_its_token_and_mints_nothing_that_outlives_it(client
         session.execute(sa.update(ApiToken).where(ApiToken.id == mine["token_id"]).values(expires_at=past))
         session.commit()
     assert client.get("/api/v1/me").status_code == 401
+
+
+def test_a_sign_in_link_never_silently_replaces_another_users_session(client: Any, seed: Any) -> None:
+    # F7 (login CSRF): a page elsewhere navigates alice's signed-in browser to bob's link.
+    sign_in(client, seed.user_token("d1", "alice"))
+    seed.user("d1", "bob")
+    made = client.post("/api/v1/domains/d1/users/bob/presigned-url", headers=auth(seed.admin_token))
+    path = made.json()["url"].removeprefix(client.app.state.settings.public_url)
+    asked = client.get(path, follow_redirects=False)
+    assert asked.status_code == 200 and "Switch user?" in asked.text and "d1/bob" in asked.text
+    assert client.get("/api/v1/me").json()["user"] == "alice"  # nothing changed, the link unspent
+    form = {
+        "signin": re.search(r'name="signin" value="([^"]+)"', asked.text).group(1),  # type: ignore[union-attr]
+        "token": re.search(r'name="token" value="([^"]+)"', asked.text).group(1),  # type: ignore[union-attr]
+    }
+    forged = client.post("/console/presigned", data=form, headers={"origin": "https://evil.example"})
+    assert forged.status_code == 403 and client.get("/api/v1/me").json()["user"] == "alice"
+    switched = client.post("/console/presigned", data=form, headers=origin(client), follow_redirects=False)
+    assert switched.status_code == 303 and client.get("/api/v1/me").json()["user"] == "bob"
+    again = client.post("/api/v1/domains/d1/users/bob/presigned-url", headers=auth(seed.admin_token))
+    own = client.get(
+        again.json()["url"].removeprefix(client.app.state.settings.public_url), follow_redirects=False
+    )
+    assert own.status_code == 303  # bob's own browser: no question asked

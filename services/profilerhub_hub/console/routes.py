@@ -84,6 +84,7 @@ def _template(name: str) -> str:
 
 
 _SHELL, _SIGNIN, _DOCS = _template("shell"), _template("sign-in"), _template("docs")
+_CONFIRM = _template("confirm-sign-in")
 _PASSWORD_FORM = _template("password-form")
 
 
@@ -381,11 +382,65 @@ def _oidc_user(request: Request, session: Session, who: Identity) -> UserProfile
 
 @router.get(REDEEM_PATH)
 async def redeem(request: Request, token: str = "") -> Response:
-    """Redeem a presigned sign-in link once: a console session (and, landing ``app``, the app's)."""
+    """Redeem a presigned sign-in link once: a console session (and, landing ``app``, the app's).
+
+    Login CSRF: a page elsewhere can send a signed-in browser to someone else's link. A browser
+    whose live console session is another user's is asked first (a form POSTed from the hub's own
+    page, with the sign-in form's login-CSRF value); it is never switched silently."""
     settings: Settings = request.app.state.settings
     if len(token) > 4000:
         raise InvalidInput("This sign-in link is not valid")
     await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
+    cookie = request.cookies.get(CONSOLE_COOKIE)
+
+    def switching() -> tuple[str, str] | None:
+        """(signed in as, the link's user) when the link would replace another user's session."""
+        link = read_link(settings, token)
+        with request.app.state.sessions() as session:
+            try:
+                current = sessions.authenticate_session(session, cookie or "", kind=sessions.CONSOLE)
+            except Unauthorized:
+                return None
+            user = session.get(UserProfile, link.user_id)
+            if user is None or user.id == current.user_id:
+                return None
+            return f"{current.domain_name}/{current.user_name}", f"{user.domain.name}/{user.name}"
+
+    try:
+        switch = await run_in_threadpool(switching) if cookie else None
+    except Unauthorized as exc:
+        return _signin_page(request, str(exc), 401)
+    if switch is not None:
+        return _confirm_page(request, token, *switch)
+    return await _redeem(request, token)
+
+
+@router.post(REDEEM_PATH)
+async def redeem_confirmed(request: Request) -> Response:
+    """The switch-user page's answer: redeem the link it carries (same origin, login-CSRF checked)."""
+    settings: Settings = request.app.state.settings
+    check_same_origin(request.headers, settings)
+    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
+    form = await _form(request)
+    if not signin_form_ok(request, settings, form):
+        return _signin_page(request, "The page expired; open the sign-in link again.", 403)
+    token = form.get("token", "")
+    if len(token) > 4000:
+        raise InvalidInput("This sign-in link is not valid")
+    return await _redeem(request, token)
+
+
+def _confirm_page(request: Request, token: str, current: str, user: str) -> Response:
+    settings: Settings = request.app.state.settings
+    value = signin_value(request)
+    values = {"current": current, "user": user, "token": token, "signin": signin_token(settings, value)}
+    response = _page(_CONFIRM.format(**{k: html.escape(v) for k, v in values.items()}))
+    keep_signin(response, settings, value)
+    return response
+
+
+async def _redeem(request: Request, token: str) -> Response:
+    settings: Settings = request.app.state.settings
 
     def start() -> tuple[str, str | None, str | None, str, int]:
         link = read_link(settings, token)
