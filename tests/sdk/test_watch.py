@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,6 +17,8 @@ import profilerhub as ph
 from profilerhub.debug import TensorUnavailableForStep, create_trial
 from profilerhub_analysis.tensors import STATS as TABLE_STATS
 from tests.support.watchtrain import ALL, Recorder, assert_trial_matches
+
+from .fakehub import FakeHub, wait_for
 
 
 def _run(torch: ModuleType, out: Path, **watch: object) -> Recorder:
@@ -186,3 +192,72 @@ def test_the_table_and_the_sdk_agree_on_the_statistics(torch: ModuleType) -> Non
             stats, hist = reduce_array(v.astype(np.float32))
             assert np.allclose(row[:10], stats[:10], rtol=2e-5, equal_nan=True)
             assert row[10:] == hist.tolist()
+
+
+def test_the_hub_down_during_the_run_loses_no_tensor(
+    torch: ModuleType, fakehub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROFILERHUB_SPILL_DIR", str(tmp_path / "spill"))
+    rec = Recorder(torch)
+    ph.init(job="flaky", chunk_interval_s=0.05)
+    ph.watch(rec.model, rec.opt, rec.loss_fn, collections=ALL, every=1)
+    rec.train(2)
+
+    def delivered() -> bool:
+        return any(p.startswith("tensors/") for j in list(fakehub.jobs.values()) for p in list(j.files))
+
+    wait_for(delivered, what="a tensors chunk delivered")
+    fakehub.stop()  # the hub goes away while the run goes on
+    rec.train(3, start=2)
+    summary = ph.finish(timeout=1.0)
+    assert summary["spilled_files"].get("tensors"), summary
+
+    fakehub.start()
+    run = ph.init(job="after")
+    assert run.delivery is not None
+    run.delivery.join(60)
+    ph.finish(timeout=10)
+    got = tmp_path / "got"
+    for rel, data in fakehub.job_named("flaky").files.items():
+        (got / rel).parent.mkdir(parents=True, exist_ok=True)
+        (got / rel).write_bytes(data)
+    trial = create_trial(str(got))
+    assert trial.steps() == [0, 1, 2, 3, 4]
+    assert assert_trial_matches(torch, trial, rec) > 100
+
+
+def test_a_two_process_gloo_run_gives_one_series_per_rank(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = Path(__file__).with_name("ddp_script.py")
+    procs = []
+    for rank in range(2):
+        env = os.environ | {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                            "MASTER_PORT": str(port), "PROFILERHUB_URL": ""}  # fmt: skip
+        procs.append(subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env))
+    assert [p.wait(timeout=240) for p in procs] == [0, 0]
+    trial = create_trial(str(tmp_path))  # the two runs' folders, ddp and ddp-2
+    assert trial.workers() == [0, 1]
+    loss = trial.tensor("losses/loss")
+    assert loss.steps(worker=0) == loss.steps(worker=1) == [0, 1, 2]
+    assert loss.values(worker=0) != loss.values(worker=1)  # each rank's own batches
+    grad = trial.tensor("gradients/module.0.weight")
+    for step in (0, 1, 2):  # DDP averaged the gradients: equal on both ranks
+        a, b = (grad.reduction_value(step, "l2", worker=r) for r in (0, 1))
+        assert a == pytest.approx(b, rel=1e-5)
+
+
+def test_a_run_written_to_s3_reads_back_equal_to_torchs_statistics(
+    torch: ModuleType, s3_server: dict[str, str], s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROFILERHUB_S3_ENDPOINT_URL", s3_server["endpoint_url"])
+    rec = Recorder(torch)
+    ph.init(job="watched-s3", output=f"s3://{s3_bucket}/team", chunk_interval_s=0.2)
+    ph.watch(rec.model, rec.opt, rec.loss_fn, collections=ALL, every=1, full_tensors=[r"^gradients/0\.bias$"])
+    rec.train(3)
+    assert ph.finish()["completed"]
+    trial = create_trial(f"s3://{s3_bucket}/team/watched-s3")
+    assert assert_trial_matches(torch, trial, rec) > 60
+    full = trial.tensor("gradients/0.bias").value(1)
+    assert np.array_equal(full, rec.seen[("gradients/0.bias", "train", 1)].numpy())

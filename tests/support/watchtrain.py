@@ -80,10 +80,11 @@ class Recorder:
             self.seen[(f"activations/{name}", mode, step)] = out
         self.seen[("losses/loss", mode, step)] = loss.detach().clone()
 
-    def train(self, steps: int, *, eval_every: int = 2, nan_at: int | None = None) -> None:
+    def train(self, steps: int, *, eval_every: int = 2, nan_at: int | None = None, start: int = 0) -> None:
+        """Steps ``start`` … ``start + steps - 1``; eval steps go on counting across calls."""
         torch = self.torch
-        eval_step = -1
-        for i in range(steps):
+        eval_step = getattr(self, "_eval_step", -1)
+        for i in range(start, start + steps):
             with ph.step(i):
                 x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
                 if nan_at is not None and i >= nan_at:
@@ -108,6 +109,7 @@ class Recorder:
                         eval_step += 1
                         vx, vy = torch.randn(8, 6), torch.randint(0, 3, (8,))
                         self._snap("eval", eval_step, self.loss_fn(self.model(vx), vy))
+        self._eval_step = eval_step
 
 
 def assert_trial_matches(torch: ModuleType, trial: Any, rec: Recorder, *, rank: int = 0) -> int:
