@@ -64,6 +64,23 @@ function confirmButton(label, question, action, cls = "danger") {
   }, label);
 }
 
+/** A running job's buttons (docs/jobs.md): capture the next steps with the PyTorch profiler, stop the run. */
+function jobActions(d, u, job) {
+  if (job.status !== "InProgress" || job.completed_at) return null;
+  const path = `${userPath(d, u)}/jobs/${enc(job.job_id)}`;
+  const note = el("span", { class: "muted" });
+  return el("div", { class: "actions" },
+    confirmButton("Capture 5 steps now", `Run the PyTorch profiler on the next 5 steps of ${job.name}?`, async () => {
+      const capture = await api(`${path}/captures`, { method: "POST", body: { steps: 5 } });
+      fill(note, `capture ${capture.id} asked: the trace arrives with the job's files`);
+    }, ""),
+    job.stop_request && job.stop_request.by === "user" ? null : confirmButton("Stop", `Stop ${job.name}? Its script gets ph.StopTraining at its next step.`, async () => {
+      await api(`${path}/stop`, { method: "POST" });
+      fill(note, "stop asked: the run stops at its next step");
+    }),
+    note);
+}
+
 /** A paged list: `load(next_token)` -> Page; `render(items)` -> node; "More" fetches the next page. */
 function paged(load, render) {
   const box = el("div", { "aria-busy": "true" }, el("p", { class: "muted" }, "Loading…"));
@@ -236,9 +253,10 @@ async function userSections(d, u, own) {
   stopPolling = poll(refresh, 2000);
   box.append(el("h2", { class: "section" }, "Apps ", live), el("div", { class: "toolbar" }, start), apps);
   box.append(el("h2", { class: "section" }, "Jobs"), paged((t) => api(withToken(`${userPath(d, u)}/jobs`, t)), (items) =>
-    table(["Job", "Status", "Started", "Completed"], items.map((j) => [
-      j.name, [statusBadge(j.status), j.failure_reason ? el("div", { class: "reason" }, j.failure_reason) : null],
-      when(j.created_at), when(j.completed_at),
+    table(["Job", "Status", "Started", "Completed", ""], items.map((j) => [
+      j.name, [statusBadge(j.status), j.failure_reason ? el("div", { class: "reason" }, j.failure_reason) : null,
+        j.stop_request && j.stop_request.by === "user" ? el("div", { class: "reason" }, `Stop asked by ${j.stop_request.actor}`) : null],
+      when(j.created_at), when(j.completed_at), jobActions(d, u, j),
     ]), "No jobs yet. Run a training script with the SDK and PROFILERHUB_TOKEN set (see Tokens).")));
   box.append(tokensSection(d, u, own));
   box.append(accessKeysSection(d, u, own));
