@@ -46,6 +46,10 @@ FILE_VERSION = b"brain.Event:2"
 
 #: One scalar as recorded: (wall time in s, step, tag, value).
 Scalar = tuple[float, int, str, float]
+#: One histogram (``HistogramProto``): min, max, num, sum, sum_squares, bucket limits, counts.
+Histogram = tuple[float, float, float, float, float, list[float], list[float]]
+#: One histogram as recorded: (wall time in s, step, tag, histogram).
+HistogramItem = tuple[float, int, str, Histogram]
 
 
 def _crc32c_table() -> list[int]:
@@ -109,9 +113,12 @@ def event(
     *,
     file_version: bytes | None = None,
     scalar: tuple[str, float] | None = None,
+    histogram: tuple[str, Histogram] | None = None,
 ) -> bytes:
     """A ``tensorflow.Event``: wall_time (1, double), step (2, int64), file_version (3) or
-    summary (5) holding one ``Summary.Value`` with tag (1) and simple_value (2, float)."""
+    summary (5) holding one ``Summary.Value`` with tag (1) and simple_value (2, float) or histo
+    (5, a ``HistogramProto``: min 1, max 2, num 3, sum 4, sum_squares 5 (doubles), bucket_limit 6
+    and bucket 7 (packed doubles))."""
     out = b"\x09" + struct.pack("<d", wall_time) + b"\x10" + _varint(step)
     if file_version is not None:
         out += _field(3, file_version)
@@ -119,14 +126,26 @@ def event(
         tag, value = scalar
         summary_value = _field(1, tag.encode()) + b"\x15" + _float32(value)
         out += _field(5, _field(1, summary_value))
+    if histogram is not None:
+        tag, (lo, hi, num, total, squares, limits, counts) = histogram
+        histo = b"".join(
+            bytes([(n << 3) | 1]) + struct.pack("<d", v)
+            for n, v in enumerate((lo, hi, num, total, squares), 1)
+        )
+        histo += _field(6, struct.pack(f"<{len(limits)}d", *limits))
+        histo += _field(7, struct.pack(f"<{len(counts)}d", *counts))
+        out += _field(5, _field(1, _field(1, tag.encode()) + _field(5, histo)))
     return out
 
 
-def event_file(scalars: list[Scalar]) -> bytes:
-    """An event file's bytes: the version record TensorBoard expects first, then one event per scalar."""
-    first = scalars[0][0] if scalars else time.time()
+def event_file(scalars: list[Scalar], histograms: list[HistogramItem] | None = None) -> bytes:
+    """An event file's bytes: the version record TensorBoard expects first, then one event per
+    scalar and per histogram."""
+    histograms = histograms or []
+    first = scalars[0][0] if scalars else histograms[0][0] if histograms else time.time()
     parts = [tfrecord(event(first, file_version=FILE_VERSION))]
     parts += [tfrecord(event(wall, step, scalar=(tag, value))) for wall, step, tag, value in scalars]
+    parts += [tfrecord(event(wall, step, histogram=(tag, h))) for wall, step, tag, h in histograms]
     return b"".join(parts)
 
 
@@ -139,6 +158,7 @@ class TensorBoardFiles:
     def __init__(self, logdir: Path | None, start_s: float | None = None) -> None:
         self.logdir = logdir
         self.scalars: deque[Scalar] = deque()
+        self.histograms: deque[HistogramItem] = deque()  # ph.watch(tensorboard=True)
         self.event_files = 0
         self.synced_files = 0
         self._stem = f"events.out.tfevents.{int(start_s or time.time())}.{socket.gethostname()}.{os.getpid()}"
@@ -148,14 +168,18 @@ class TensorBoardFiles:
     def add(self, tag: str, value: float, step: int | None) -> None:
         self.scalars.append((time.time(), 0 if step is None else step, tag, value))
 
+    def add_histogram(self, tag: str, histogram: Histogram, step: int) -> None:
+        self.histograms.append((time.time(), step, tag, histogram))
+
     def files(self, final: bool = False) -> Iterator[tuple[str, bytes]]:
         """The files to send now, as ``(path in the job, bytes)``: a new event file for the scalars
         recorded since the last call, and (every ``SYNC_INTERVAL_S``, and when ``final``) each file
         of ``tensorboard_dir`` that changed."""
         scalars = [self.scalars.popleft() for _ in range(len(self.scalars))]
-        if scalars:
+        histograms = [self.histograms.popleft() for _ in range(len(self.histograms))]
+        if scalars or histograms:
             self.event_files += 1
-            yield f"{FOLDER}/{self._stem}.{self.event_files:08d}", event_file(scalars)
+            yield f"{FOLDER}/{self._stem}.{self.event_files:08d}", event_file(scalars, histograms)
         if self.logdir is not None and (final or time.monotonic() >= self._next_sync):
             self._next_sync = time.monotonic() + SYNC_INTERVAL_S
             yield from self._changed_in_logdir()

@@ -516,6 +516,32 @@ class Watcher:
         }
         run.tensors.append(record)
         run.on_tensor_record(record)
+        if self.tensorboard:
+            _to_tensorboard(run, record)
+
+
+TB_STATS = ("l2", "mean", "std", "min", "max", "zero_frac")
+_DBL_MAX = 1.7976931348623157e308
+
+
+def _to_tensorboard(run: Run, record: dict[str, Any]) -> None:
+    """One record as TensorBoard scalars (``<name>/<stat>``, train steps; other modes under
+    ``<mode>/<name>/<stat>``) and a histogram of |x| per tensor (its buckets are ours)."""
+    from ._reduce import HIST_EDGES, STATS
+
+    prefix = "" if record["mode"] == "train" else f"{record['mode']}/"
+    step = int(record["step"])
+    limits = [0.0, *HIST_EDGES, _DBL_MAX]
+    for name, stats, counts in zip(record["names"], record["stats"], record["hist"], strict=True):
+        values = {s: (math.nan if v is None else float(v)) for s, v in zip(STATS, stats, strict=False)}
+        for stat in TB_STATS:
+            if math.isfinite(values[stat]):
+                run.tensorboard.add(f"{prefix}{name}/{stat}", values[stat], step)
+        num = float(sum(counts))
+        if num:
+            hi = max(abs(values["min"]), abs(values["max"]))
+            histogram = (0.0, hi, num, values["l1"], values["l2"] ** 2, limits, [float(c) for c in counts])
+            run.tensorboard.add_histogram(f"{prefix}{name}", histogram, step)
 
 
 def _one_copy(torch: Any, values: list[Any]) -> list[Any]:

@@ -261,3 +261,25 @@ def test_a_run_written_to_s3_reads_back_equal_to_torchs_statistics(
     assert assert_trial_matches(torch, trial, rec) > 60
     full = trial.tensor("gradients/0.bias").value(1)
     assert np.array_equal(full, rec.seen[("gradients/0.bias", "train", 1)].numpy())
+
+
+def test_tensorboard_true_writes_the_reductions_as_scalars_and_histograms(
+    torch: ModuleType, tmp_path: Path
+) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    rec = Recorder(torch)
+    ph.init(job="tb", output=str(tmp_path), chunk_interval_s=0.2)
+    ph.watch(rec.model, rec.opt, rec.loss_fn, every=1, tensorboard=True)
+    rec.train(3)
+    ph.finish()
+    acc = EventAccumulator(
+        str(tmp_path / "tb" / "tensorboard"), size_guidance={"histograms": 0, "scalars": 0}
+    )
+    acc.Reload()
+    l2 = [e.value for e in acc.Scalars("gradients/0.weight/l2")]
+    want = [float(rec.seen[("gradients/0.weight", "train", s)].norm()) for s in range(3)]
+    assert l2 == pytest.approx(want, rel=1e-5)
+    assert [e.step for e in acc.Scalars("eval/losses/loss/mean")] == [0, 1, 2, 3]
+    (first, *_) = acc.Histograms("weights/0.weight")
+    assert first.step == 0 and first.histogram_value.num == rec.seen[("weights/0.weight", "train", 0)].numel()
