@@ -10,6 +10,7 @@ Every sign-in and every refusal is audited.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -241,3 +242,34 @@ def test_settings_need_a_client_id_with_an_issuer() -> None:
 
     with pytest.raises(ValidationError, match="OIDC_CLIENT_ID"):
         Settings(oidc_issuer="https://id.example")
+
+
+def test_what_an_openid_session_opens_ends_with_it(
+    oidc_client: Any, provider: TestOpenIDProvider, seed: Any
+) -> None:
+    # Lineage with an OpenID root (no token): the app session and the link made in the console
+    # session die when it signs out; "sign out everywhere" voids what a later session made.
+    seed.user("ml", "alice")
+    assert sign_in(oidc_client, provider, ALICE).status_code == 303
+    page = oidc_client.get("/console/")
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
+    browser = {"origin": oidc_client.app.state.settings.public_url, "x-csrf-token": csrf}
+    me = "/api/v1/domains/ml/users/alice"
+    made = oidc_client.post(f"{me}/apps", json={"app_type": "DetailedProfiler"}, headers=browser)
+    assert made.status_code == 202, made.text
+    app_id, prefix = made.json()["app_id"], oidc_client.app.state.settings.public_url
+    app_url = oidc_client.post(f"{me}/apps/DetailedProfiler/default/presigned-url", headers=browser).json()[
+        "url"
+    ]
+    link = oidc_client.post(f"{me}/presigned-url", headers=browser).json()["url"].removeprefix(prefix)
+    opened = oidc_client.get(app_url.removeprefix(prefix), follow_redirects=False)
+    assert opened.status_code == 303
+    assert oidc_client.get(f"/apps/{app_id}/").status_code == 503  # its cookie let it through
+    signed_out = oidc_client.post(
+        "/console/sign-out", data={"csrf": csrf}, headers=browser, follow_redirects=False
+    )
+    assert signed_out.status_code == 303
+    assert oidc_client.get(f"/apps/{app_id}/").status_code == 401
+    oidc_client.cookies.clear()
+    refused = oidc_client.get(link, follow_redirects=False)
+    assert refused.status_code == 401 and "has ended" in refused.text
