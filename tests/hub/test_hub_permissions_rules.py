@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from profilerhub_core.errors import AccessDenied, NotFound
@@ -36,7 +38,7 @@ def test_every_action_has_exactly_one_rule() -> None:
 
 def test_platform_admin_may_do_everything_everywhere_but_self_only_actions() -> None:
     admin = caller("admin", domain="system", platform=True)
-    for action in (a for a, rule in RULES.items() if rule is not Rule.SELF):
+    for action in (a for a, rule in RULES.items() if rule not in (Rule.SELF, Rule.OWN_CREDENTIAL)):
         authorize(admin, action, Target(domain_id="d9", owner_id="someone"))
 
 
@@ -45,12 +47,30 @@ def test_opening_an_app_is_for_its_owner_alone_never_an_administrator() -> None:
     alices = Target(domain_id="d1", owner_id="alice", not_found=NotFound("App not found"))
     authorize(caller(user="alice", self_service=False), Action.OpenApp, alices)
     authorize(caller("admin", user="alice"), Action.OpenApp, alices)  # an admin opens their own app
+    portal = replace(alices, allow_impersonation=True)  # the domain lets administrators open apps
     for admin in (caller("admin", domain="system", platform=True), caller("admin", domain="d1")):
-        with pytest.raises(AccessDenied, match="owner alone"):
+        with pytest.raises(AccessDenied, match="owner alone.*allow_impersonation"):
             authorize(admin, Action.OpenApp, alices)
+        authorize(admin, Action.OpenApp, portal)  # SageMaker's portal pattern
     for stranger in (caller("user", user="bob"), caller("admin", domain="d2")):
-        with pytest.raises(NotFound, match="App not found"):
-            authorize(stranger, Action.OpenApp, alices)
+        for target in (alices, portal):
+            with pytest.raises(NotFound, match="App not found"):
+                authorize(stranger, Action.OpenApp, target)
+
+
+def test_changing_a_password_is_the_users_alone_with_a_credential_of_their_own() -> None:
+    alices = Target(domain_id="d1", owner_id="alice", not_found=NotFound("User not found"))
+    authorize(caller(user="alice"), Action.UpdatePassword, alices)
+    made_for_her = replace(caller(user="alice"), impersonated_by="system/admin")
+    for refused in (
+        made_for_her,
+        caller("admin", domain="system", platform=True),
+        caller("admin", domain="d1"),
+    ):
+        with pytest.raises(AccessDenied):
+            authorize(refused, Action.UpdatePassword, replace(alices, allow_impersonation=True))
+    with pytest.raises(NotFound, match="User not found"):
+        authorize(caller(user="bob"), Action.UpdatePassword, alices)
 
 
 @pytest.mark.parametrize("action", sorted(Action))
