@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-SERIES = "series.npz"
-
 #: One metric's aggregates at one resolution, an array each, one entry per non-empty period:
 #: the period's start (a multiple of the resolution, epoch ns), its finite samples' count, sum,
 #: minimum, maximum and percentiles, its last sample's value and time, and its last step (-1: none).
@@ -169,7 +167,6 @@ def extras(data: bytes) -> dict[str, np.ndarray]:
 __all__ = [
     "FLAT",
     "ROLLUP_FIELDS",
-    "SERIES",
     "JobSeries",
     "Rollup",
     "extras",

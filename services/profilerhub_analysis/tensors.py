@@ -56,8 +56,7 @@ from typing import Any
 
 import numpy as np
 
-TENSORS = "tensors.npz"
-"""The job's table under ``processed/`` (named by ``profilerhub_core.storage.layout`` too)."""
+# Stored as ``processed/tensors.npz``: the name is ``profilerhub_core.storage.layout.TENSORS``.
 
 STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel", "dead_frac")
 DEAD_INACTIVITY = 0.01
@@ -527,7 +526,6 @@ __all__ = [
     "MODES",
     "N_BINS",
     "STATS",
-    "TENSORS",
     "DEAD_INACTIVITY",
     "ZERO_BIN",
     "TensorTable",

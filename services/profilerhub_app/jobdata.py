@@ -40,9 +40,8 @@ from profilerhub_analysis.timeline.bundle import (
 from profilerhub_app.owned import OwnedJob
 from profilerhub_core.errors import NotFound, Unavailable
 from profilerhub_core.storage import ObjectStore
-from profilerhub_core.storage.layout import SUMMARY
+from profilerhub_core.storage.layout import SUMMARY, TIMELINE_DONE
 
-TIMELINE_DONE = "done"
 SUMMARY_CACHE = 16
 #: Files of one timeline fetched from S3 at once, and how long a query waits for them.
 FETCH_THREADS = 8
@@ -96,7 +95,7 @@ class JobData:
     def summary(self, job: OwnedJob) -> dict[str, Any]:
         version = (job.job_id, job.record.get("updated_at"), job.record.get("status"))
         return self._summaries.fetch(
-            version, lambda: json.loads(job.store.get(job.key(f"processed/{SUMMARY}")))
+            version, lambda: json.loads(job.store.get(job.processed(SUMMARY)))
         )
 
     def trace(self, job: OwnedJob, index: int) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from profilerhub_analysis.sdk_records import (
 )
 from profilerhub_app.owned import OwnedJob
 from profilerhub_core.errors import NotFound
+from profilerhub_core.storage import layout
 
 KINDS = ("annotations", "metrics", "system")
 #: The dashboard panels a live view carries (the rest need a trace, which ingest reads).
@@ -78,7 +79,7 @@ class LiveView:
 
     def view(self, job: OwnedJob) -> dict[str, Any]:
         """``{"job_id", "status", "steps", "annotations", "metrics", "system", "panels", "chunks", ...}``."""
-        raw = job.key("raw") + "/"
+        raw = job.key(layout.RAW) + "/"
         by_kind: dict[str, list[tuple[str, int]]] = {k: [] for k in KINDS}
         job_doc: dict[str, Any] = {}
         for info in job.store.list(raw):

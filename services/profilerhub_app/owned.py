@@ -31,9 +31,8 @@ from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.errors import NotFound, Unauthorized
 from profilerhub_core.storage import ObjectStore, layout, open_store
 from profilerhub_core.storage.keys import validate_key
-from profilerhub_core.storage.layout import STATUS, SUMMARY
+from profilerhub_core.storage.layout import STATUS, SUMMARY, owner_job_prefix, processed_name
 
-JOBS = "jobs/"
 #: The list parameters the app passes on to the hub (``docs/app-api.md``).
 LIST_PARAMS = ("limit", "next_token", "sort", "order", "name_contains", "status")
 DEFAULT_LIMIT = 25
@@ -61,7 +60,11 @@ class OwnedJob:
 
     def key(self, name: str) -> str:
         """The store key of ``name`` in this job's folder (``raw/…`` or ``processed/…``)."""
-        return validate_key(f"{JOBS}{self.job_id}/{name}")
+        return validate_key(owner_job_prefix(self.job_id) + name)
+
+    def processed(self, name: str) -> str:
+        """The store key of ``processed/{name}`` (a name of ``profilerhub_core.storage.layout``)."""
+        return self.key(processed_name(name))
 
 
 class OwnedJobs:
@@ -144,7 +147,7 @@ class OwnedJobs:
         job = self.job(token, job_id)
         if not job.ready:
             raise NotFound("not Ready")
-        return job.store.get(job.key(f"processed/{SUMMARY}"))
+        return job.store.get(job.processed(SUMMARY))
 
 
 def _json(store: ObjectStore, key: str) -> dict[str, Any]:
@@ -158,7 +161,7 @@ def _json(store: ObjectStore, key: str) -> dict[str, Any]:
 def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
     """One job of the list: the hub's record, plus what its folder holds."""
     job_id = str(record["job_id"])
-    folder = f"{JOBS}{job_id}/"
+    folder = owner_job_prefix(job_id)
     keys, total, first = set(), 0, None
     for info in store.list(folder):
         keys.add(info.key.removeprefix(folder))
@@ -168,7 +171,7 @@ def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
     facts = {k: record.get(k) for k in FACTS}  # the hub's row (what it sorts by)
     if status == "Ready" and all(v is None for v in facts.values()):
         # a job ingested before the hub kept these: what ingest wrote in its folder
-        written = _json(store, f"{folder}processed/{STATUS}").get("facts")
+        written = _json(store, folder + processed_name(STATUS)).get("facts")
         if isinstance(written, dict):
             facts = {k: written.get(k) for k in FACTS}
     return {
@@ -183,7 +186,7 @@ def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         "first_upload_at": first.isoformat() if first is not None else record.get("created_at"),
         "raw_files": sum(1 for k in keys if k.startswith("raw/")),
         "bytes": total,
-        "has_summary": f"processed/{SUMMARY}" in keys,
+        "has_summary": processed_name(SUMMARY) in keys,
         # what ingest found for the list (steps, ranks, GPUs, duration); None until Ready
         **facts,
     }

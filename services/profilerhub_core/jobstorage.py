@@ -4,7 +4,7 @@
     place = place_of(job)                 # JobPlace(domain_id, user_id, job_id)
     store.put_stream(place.raw_key("system/000001.jsonl.gz"), chunks, max_bytes=...)
     store.list(place.raw_prefix)           # what the SDK uploaded
-    place.processed_key("summary.json")    # what ingest wrote
+    place.processed_key(layout.SUMMARY)    # what ingest wrote
 
 Keys follow ``profilerhub_core.storage.layout``: ``{domain_id}/{user_id}/jobs/{job_id}/raw|processed/…``,
 by ids, never by names.
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from profilerhub_core.db.models import Job
 from profilerhub_core.settings import Settings
 from profilerhub_core.storage import ObjectStore, layout, open_store
-from profilerhub_core.storage.layout import STATUS, SUMMARY
 
 
 def open_job_store(settings: Settings) -> ObjectStore:
@@ -63,4 +62,4 @@ def raw_bytes(store: ObjectStore, place: JobPlace, *, besides: str | None = None
     return sum(info.size for info in store.list(place.raw_prefix) if info.key != besides)
 
 
-__all__ = ["STATUS", "SUMMARY", "JobPlace", "open_job_store", "place_of", "raw_bytes"]
+__all__ = ["JobPlace", "open_job_store", "place_of", "raw_bytes"]

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from profilerhub_analysis.series import SERIES, JobSeries, unpack
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
 from profilerhub_core.errors import Conflict, InvalidInput, NotFound
 from profilerhub_core.jobstorage import place_of
@@ -34,6 +33,9 @@ from profilerhub_core.records.users import user_not_found
 from profilerhub_core.storage import ObjectStore, layout
 from profilerhub_hub.deps.targets import Resolved
 from profilerhub_hub.permissions import Caller, Target
+
+if TYPE_CHECKING:
+    from profilerhub_analysis.series import JobSeries
 
 USER_STOP = jobs.USER_STOP
 
@@ -86,9 +88,11 @@ def job_series(store: ObjectStore, job: Job) -> JobSeries:
     """What the job's series hold now: a Ready job's ``processed/series.npz``; a running job's
     samples as the live rules last cached them (``processed/live/series.npz``, refreshed every
     ``rules_scan_interval_seconds``); nothing for a job being ingested or failed."""
+    from profilerhub_analysis.series import JobSeries, unpack  # numpy: not at the hub's start
+
     place = place_of(job)
     if job.status is JobStatus.Ready:
-        name = SERIES
+        name = layout.SERIES
     elif is_running(job):
         name = layout.LIVE_SERIES
     else:

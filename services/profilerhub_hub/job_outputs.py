@@ -8,21 +8,21 @@ also while the run is still going, from what it has streamed (``job_control.job_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from profilerhub_analysis.html_report import render_report
-from profilerhub_analysis.metrics_api import MetricQueryError, datapoints, final_values, metric_names
-from profilerhub_analysis.series import SERIES, JobSeries, unpack
-from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import Conflict, InvalidInput, NotFound
-from profilerhub_core.jobstorage import SUMMARY, JobPlace
-from profilerhub_core.storage import ObjectStore, layout
+from profilerhub_core.jobstorage import JobPlace
+from profilerhub_core.storage import ObjectStore
+from profilerhub_core.storage.layout import SERIES, SUMMARY, TENSORS
 from profilerhub_hub import job_control
 
-RULES = "rules.json"
+if TYPE_CHECKING:
+    from profilerhub_analysis.series import JobSeries
+
+# The analysis engine (numpy) is imported by the functions that use it, not at the hub's start.
 
 
 def _ready(job: Job) -> None:
@@ -31,6 +31,8 @@ def _ready(job: Job) -> None:
 
 
 def _series(store: ObjectStore, place: JobPlace) -> JobSeries:
+    from profilerhub_analysis.series import JobSeries, unpack
+
     try:
         return unpack(store.get(place.processed_key(SERIES)))
     except NotFound:  # ingested before series were written: nothing at full resolution
@@ -39,10 +41,13 @@ def _series(store: ObjectStore, place: JobPlace) -> JobSeries:
 
 def report(store: ObjectStore, place: JobPlace, job: Job) -> str:
     """The job's profiling report (HTML)."""
+    from profilerhub_analysis.html_report import render_report
+    from profilerhub_analysis.tensors import TensorTable
+
     _ready(job)
     summary = orjson.loads(store.get(place.processed_key(SUMMARY)))
     try:
-        tensors = TensorTable.unpack(store.get(place.processed_key(layout.TENSORS)))
+        tensors = TensorTable.unpack(store.get(place.processed_key(TENSORS)))
     except NotFound:  # the run watched no model
         tensors = None
     return render_report(summary, job.rule_results, _series(store, place), tensors)
@@ -60,6 +65,8 @@ def metrics(
 ) -> dict[str, Any]:
     """Without ``name``: the metric names, final values and resolution; with it, its datapoints.
     A running job answers from what it has streamed (``"final": false``)."""
+    from profilerhub_analysis.metrics_api import MetricQueryError, datapoints, final_values, metric_names
+
     if not job_control.is_running(job):
         _ready(job)
     if job.series_deleted_at is not None:

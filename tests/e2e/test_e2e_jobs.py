@@ -51,7 +51,7 @@ def test_a_training_run_becomes_a_ready_job_with_its_summary(job_stack: JobStack
     assert full.status_code == 200
     assert len(full.json()["steps"]["items"]) == STEPS
     assert len(full.json()["metrics"]["train:loss"]["series"]) == STEPS
-    assert full.json()["traces"][0]["event_store"].startswith("processed/traces/")
+    assert full.json()["traces"][0]["timeline"].startswith("processed/traces/")
 
     # Its dashboard and timeline, answered by the app process from what ingest wrote.
     base = f"{job_stack.url}/apps/{app_id}/api/jobs/{run.job_id}"

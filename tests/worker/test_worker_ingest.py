@@ -63,7 +63,9 @@ def test_ingest_turns_sdk_files_and_a_trace_into_event_stores_and_a_summary(
     assert {"aten::linear", "aten::addmm"} <= ops
     assert trace["report"]["x_events"] > 0
     stored = {info.key.rsplit("/processed/", 1)[1] for info in ctx.store.list(place.processed_prefix)}
-    assert f"{trace['event_store'].removeprefix('processed/')}events.parquet" in stored
+    folder = trace["timeline"].removeprefix("processed/").removesuffix("timeline/")
+    assert {f"{folder}dashboard.json", f"{folder}timeline/done"} <= stored
+    assert not [key for key in stored if key.endswith(".parquet")]  # the event store is not kept
 
     row = job_row(ctx, job_id)
     assert row.status is JobStatus.Ready and row.summary is not None

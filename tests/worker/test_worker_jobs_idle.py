@@ -9,7 +9,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, utcnow
-from profilerhub_core.jobstorage import STATUS
+from profilerhub_core.storage.layout import STATUS
 from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import IngestContext, ingest_job, reconcile_jobs
 from tests.support.jobs import make_job, sdk_files

@@ -20,13 +20,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from profilerhub_analysis.rollup import keep, roll_up
-from profilerhub_analysis.series import SERIES, pack, unpack
+from profilerhub_analysis.series import pack, unpack
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.errors import NotFound
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records.states import rows_changed
 from profilerhub_core.retention import SeriesRetention
 from profilerhub_core.storage import ObjectStore
+from profilerhub_core.storage.layout import SERIES
 
 log = logging.getLogger("profilerhub.worker")
 

@@ -15,20 +15,20 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from profilerhub_analysis.html_report import render_report
-from profilerhub_analysis.series import SERIES, JobSeries, unpack
+from profilerhub_analysis.series import JobSeries, unpack
 from profilerhub_analysis.tensors import TensorTable
 from profilerhub_app.http import answer, owned_job, ready_job, services
 from profilerhub_core.errors import NotFound
 from profilerhub_core.storage import layout
+from profilerhub_core.storage.layout import RULES, SERIES
 
-RULES = "processed/rules.json"
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def _rules(request: Request, job_id: str) -> dict[str, Any]:
     job = owned_job(request, job_id)
     try:
-        stored: dict[str, Any] = json.loads(job.store.get(job.key(RULES)))
+        stored: dict[str, Any] = json.loads(job.store.get(job.processed(RULES)))
     except NotFound:
         return {"job_id": job_id, "status": "InProgress", "final": False, "evaluated_at": None, "rules": []}
     return {"job_id": job_id, **stored}
@@ -43,15 +43,15 @@ def _report(request: Request, job_id: str) -> Response:
     jd = services(request).data
     job = ready_job(request, job_id)
     try:
-        series = unpack(job.store.get(job.key(f"processed/{SERIES}")))
+        series = unpack(job.store.get(job.processed(SERIES)))
     except NotFound:
         series = JobSeries()
     try:
-        rules = json.loads(job.store.get(job.key(RULES)))
+        rules = json.loads(job.store.get(job.processed(RULES)))
     except NotFound:
         rules = None
     try:
-        tensors = TensorTable.unpack(job.store.get(job.key(f"processed/{layout.TENSORS}")))
+        tensors = TensorTable.unpack(job.store.get(job.processed(layout.TENSORS)))
     except NotFound:  # the run watched no model
         tensors = None
     html = render_report(jd.summary(job), rules, series, tensors)

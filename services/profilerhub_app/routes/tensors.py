@@ -38,7 +38,7 @@ def _read_raw(job: OwnedJob, rel: str) -> bytes:
 def _table(request: Request, job: OwnedJob) -> tuple[TensorTable, bool]:
     def processed() -> bytes | None:
         try:
-            return job.store.get(job.key(f"processed/{layout.TENSORS}"))
+            return job.store.get(job.processed(layout.TENSORS))
         except NotFound:
             return None
 

@@ -15,6 +15,35 @@ Every part is checked: an id is letters, digits, ``.``, ``_`` and ``-`` (startin
 digit, at most 128), and the name under ``raw/`` or ``processed/`` must be a safe relative key.
 Anything else raises ``InvalidInput``. The ``*_prefix`` functions return folders ending in ``/``,
 ready for ``list`` and ``delete_prefix``.
+
+What is under a job's ``processed/``: every name is defined here, once, and imported by each module
+that writes or reads it (nothing spells ``"rules.json"`` or ``"processed/"`` by hand). Each is
+written by one module of ingest (``profilerhub_worker.ingest``):
+
+    name                           written by            read by
+    summary.json      SUMMARY      ingest.write          app (owned, jobdata), hub (job_outputs)
+    status.json       STATUS       ingest.write          app (owned: a Ready job's list figures)
+    rules.json        RULES        ingest.write          app (routes/rules); final at ingest,
+                                   (put_rules: ingest    latest live evaluation before
+                                   and the live scan)
+    series.npz        SERIES       ingest.read           hub (metrics, report, CloudWatch), live
+                                   (the retention task   and final rules; rolled up in place by
+                                   rolls it up in place) ``profilerhub_worker.retention``
+    tensors.npz       TENSORS      ingest (ph.watch      rules.model, the report, the app's
+                                   reductions)           Model page
+    live/tensors.npz  LIVE_TENSORS ingest.live_rules     the live rules; hub and app (new chunks
+                                                         read on top of it)
+    live/series.npz   LIVE_SERIES  ingest.live_rules     hub (a running job's metrics)
+    live/state.json   LIVE_STATE   ingest.live_rules     ingest.live_rules (chunks read so far)
+    traces/<n>-<name>/             ingest.views          app (jobdata), through the summary's
+      dashboard.json  TRACE_DASHBOARD                    trace entry ("dashboard", "timeline",
+      tb_views.json   TRACE_TB_VIEWS                     "tb_views")
+      timeline/       TRACE_TIMELINE (the files of ``TraceTimeline.to_files()``, named by
+                                   ``profilerhub_analysis.timeline.bundle``), then
+      timeline/done   TIMELINE_DONE  last, so a reader never maps a half-written folder
+
+Adding a file under ``processed/``: its name here (a constant with a docstring, and a row above),
+one writer in ``profilerhub_worker.ingest``, and every reader importing the constant.
 """
 
 from __future__ import annotations
@@ -30,6 +59,66 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 JOBS = "jobs"
 RAW = "raw"
 PROCESSED = "processed"
+RAW_TENSORS = "tensors"
+"""``raw/tensors/``: ``ph.watch``'s chunks (``NNNNNN.jsonl.gz``) and, under ``raw/tensors/full/``,
+the tensors saved whole (``rank<r>/NNNNNNNN.npy``), named by the chunks' ``"kind": "full"`` lines."""
+
+# -- names under a job's processed/ (the table in the module docstring) -----------------------------
+
+SUMMARY = "summary.json"
+"""``processed/summary.json``: the full summary ingest writes (the row keeps a compact copy)."""
+STATUS = "status.json"
+"""``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
+ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
+RULES = "rules.json"
+"""``processed/rules.json``: the latest rule evaluation (live while the run goes on, final at ingest),
+for readers of storage alone (the profiler app)."""
+SERIES = "series.npz"
+"""``processed/series.npz``: the job's metric and system series at full resolution (``series.pack``),
+what the metrics API, the report and the rules read; the retention task rolls it up in place."""
+TENSORS = "tensors.npz"
+"""``processed/tensors.npz``: the job's ``TensorTable`` (``profilerhub_analysis.tensors``), written
+at ingest from every ``raw/tensors/`` chunk: the ``ph.watch`` reductions per tensor and saved step."""
+LIVE_TENSORS = "live/tensors.npz"
+"""``processed/live/tensors.npz``: a running job's ``TensorTable`` as the live scan last read its
+chunks (read by the live rules; the hub and app read new chunks on top of it)."""
+LIVE_SERIES = "live/series.npz"
+"""``processed/live/series.npz``: a running job's series as the live rules last read its chunks
+(written by the worker's live scan, read by the hub's metrics, CloudWatch and training-job answers)."""
+LIVE_STATE = "live/state.json"
+"""``processed/live/state.json``: which chunks the live scan has read (and its window memo's shape)."""
+TRACES = "traces"
+"""``processed/traces/<n>-<name>/``: one folder per trace (:func:`trace_folder`)."""
+TRACE_DASHBOARD = "dashboard.json"
+"""In a trace's folder: the dashboard panels the summary does not hold (``dashboard.trace_panels``)."""
+TRACE_TB_VIEWS = "tb_views.json"
+"""In a trace's folder: the TensorBoard profiler plugin's views (``profilerhub_analysis.tbviews``)."""
+TRACE_TIMELINE = "timeline"
+"""In a trace's folder: the timeline bundle (``TraceTimeline.to_files()``), memory-mapped by the app."""
+TIMELINE_DONE = "done"
+"""In a trace's ``timeline/``: written last; a reader never maps a folder without it."""
+
+
+def trace_folder(index: int, rel: str) -> str:
+    """``traces/<n>-<name>``: where trace number ``index`` of a job (raw file ``rel``) goes under
+    ``processed/`` (``name``: the file's name without ``.json[.gz]``, made safe for a key)."""
+    name = rel.rsplit("/", 1)[-1]
+    for suffix in (".json.gz", ".json"):
+        name = name.removesuffix(suffix)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:100] or "trace"
+    return f"{TRACES}/{index}-{safe}"
+
+
+def processed_name(name: str) -> str:
+    """``processed/{name}``: ``name`` as the job's folder names it (what a summary's trace entry
+    records, and what an app's store, rooted at the owner's folder, reads under ``jobs/{job_id}/``)."""
+    return f"{PROCESSED}/{_relative(name)}"
+
+
+def owner_job_prefix(job_id: str) -> str:
+    """``jobs/{job_id}/``: one job's folder relative to its owner's (:func:`user_prefix`), where the
+    profiler app's store is rooted."""
+    return f"{JOBS}/{_id('job', job_id)}/"
 
 
 def _id(kind: str, value: str) -> str:
@@ -96,41 +185,34 @@ def _relative(name: str) -> str:
 
 
 __all__ = [
-    "LIVE_SERIES",
     "LIVE_TENSORS",
     "RAW_TENSORS",
-    "TENSORS",
-    "STATUS",
-    "SUMMARY",
     "JOBS",
+    "LIVE_SERIES",
+    "LIVE_STATE",
     "PROCESSED",
     "RAW",
+    "RULES",
+    "SERIES",
+    "STATUS",
+    "SUMMARY",
+    "TENSORS",
+    "TIMELINE_DONE",
+    "TRACES",
+    "TRACE_DASHBOARD",
+    "TRACE_TB_VIEWS",
+    "TRACE_TIMELINE",
     "domain_prefix",
     "is_id",
     "job_prefix",
     "jobs_prefix",
+    "owner_job_prefix",
     "processed_key",
+    "processed_name",
     "processed_prefix",
     "raw_key",
     "raw_prefix",
     "relative_name",
+    "trace_folder",
     "user_prefix",
 ]
-
-SUMMARY = "summary.json"
-"""``processed/summary.json``: the full summary ingest writes (the row keeps a compact copy)."""
-STATUS = "status.json"
-"""``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
-ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
-LIVE_SERIES = "live/series.npz"
-"""``processed/live/series.npz``: a running job's series as the live rules last read its chunks
-(written by the worker's live scan, read by the hub's metrics, CloudWatch and training-job answers)."""
-RAW_TENSORS = "tensors"
-"""``raw/tensors/``: ``ph.watch``'s chunks (``NNNNNN.jsonl.gz``) and, under ``raw/tensors/full/``,
-the tensors saved whole (``rank<r>/NNNNNNNN.npy``), named by the chunks' ``"kind": "full"`` lines."""
-TENSORS = "tensors.npz"
-"""``processed/tensors.npz``: the job's ``TensorTable`` (``profilerhub_analysis.tensors``), written
-at ingest from every ``raw/tensors/`` chunk."""
-LIVE_TENSORS = "live/tensors.npz"
-"""``processed/live/tensors.npz``: a running job's ``TensorTable`` as the live scan last read its
-chunks (read by the live rules; the hub and app read new chunks on top of it)."""

@@ -46,10 +46,11 @@ from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_rules
 from profilerhub_worker.ingest.context import IngestContext
-from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
+from profilerhub_worker.ingest.rules import job_rules, stamped
+from profilerhub_worker.ingest.write import put_rules
 
 log = logging.getLogger("profilerhub_worker.rules")
-STATE = "live/state.json"
+STATE = layout.LIVE_STATE
 CACHE = layout.LIVE_SERIES
 KINDS = {"system": sm.SystemSample, "annotations": sm.AnnotationRecord, "metrics": sm.MetricRecord}
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in KINDS.items()}
@@ -201,7 +202,7 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
         session.commit()
     if not moved:
         return "skipped"  # completed meanwhile: ingest evaluates on everything
-    ctx.store.put(place.processed_key(RULES), json.dumps(results).encode())
+    put_rules(ctx.store, place, results)
     try:
         act_on_rules(ctx, job_id, before, results)
     except Exception as exc:  # the next job's scan goes on

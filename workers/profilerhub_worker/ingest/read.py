@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -24,7 +23,6 @@ import msgspec
 from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.errors import TraceError
 from profilerhub_analysis.rules.job import evaluate_job, job_series
-from profilerhub_analysis.series import SERIES, pack
 from profilerhub_analysis.store import EventStore
 from profilerhub_analysis.tensors import TensorTable, records_of_lines
 from profilerhub_core.jobstorage import JobPlace
@@ -32,6 +30,7 @@ from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.context import BadUpload, IngestContext
 from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR, OverLimit, copy_dir, inflate_to_file
+from profilerhub_worker.ingest.write import put_series
 
 SUMMARY_FORMAT = "profilerhub-summary/1"
 MAX_WARNINGS = 100
@@ -130,8 +129,8 @@ def build_summary(
                     if kind == "trace":
                         with parsing(size):  # and building its views: numpy holds the GIL too
                             store = load_trace(local, size)
-                            folder = trace_folder(len(traces), rel)
-                            entry = sm.trace_summary(rel, store) | {"event_store": f"processed/{folder}/"}
+                            folder = layout.trace_folder(len(traces), rel)
+                            entry = sm.trace_summary(rel, store)
                             save(folder, store, entry, annotations)
                             kineto = store.meta.producer == "kineto"
                             del store
@@ -184,7 +183,7 @@ def build_summary(
         "warnings": warnings[:MAX_WARNINGS],
     }
     series = job_series(samples, annotations, metrics)
-    ctx.store.put(place.processed_key(SERIES), pack(series))
+    put_series(ctx.store, place, series)
     tensors = tensor_table(tensor_records, warnings)
     if tensors is not None:
         ctx.store.put(place.processed_key(layout.TENSORS), tensors.pack())
@@ -243,16 +242,4 @@ def _job_section(job: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def trace_folder(index: int, rel: str) -> str:
-    """``traces/<n>-<name>``: where trace number ``index`` of a job goes under ``processed/``."""
-    return f"traces/{index}-{_safe(rel)}"
-
-
-def _safe(rel: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    for suffix in (".json.gz", ".json"):
-        name = name.removesuffix(suffix)
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:100] or "trace"
-
-
-__all__ = ["SUMMARY_FORMAT", "build_summary", "trace_folder"]
+__all__ = ["SUMMARY_FORMAT", "build_summary"]

@@ -1,5 +1,5 @@
 """A job's rules at ingest: which it runs (its own, else its domain's defaults, else
-ProfilerReport) and how their results are stored (``processed/rules.json`` and the row)."""
+ProfilerReport) and how their results are stamped (stored by ``write.put_rules`` and on the row)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, Job, utcnow
 from profilerhub_core.domain_settings import DomainSettings
-
-RULES = "rules.json"
-"""``processed/rules.json``: the latest evaluation, for readers of storage alone (the profiler app)."""
 
 
 def job_rules(session: Session, job: Job) -> list[Any] | None:
@@ -27,4 +24,4 @@ def stamped(results: dict[str, Any]) -> dict[str, Any]:
     return results | {"evaluated_at": utcnow().isoformat()}
 
 
-__all__ = ["RULES", "job_rules", "stamped"]
+__all__ = ["job_rules", "stamped"]

@@ -9,8 +9,9 @@
               over a limit, truncated gzip, bad or too deep JSON or a trace the analysis engine
               cannot read is left out with a warning naming it; with nothing readable at all
               the job is Failed with the first file's reason.
-    write     ``processed/`` is emptied, then each trace's event store (Parquet) goes to
-              ``processed/traces/<n>-<name>/`` and the summary to ``processed/summary.json``.
+    write     ``processed/`` is emptied, then each trace's views (``views``) go to
+              ``processed/traces/<n>-<name>/`` and the summary, rules and status to
+              ``processed/`` (``write``; every name in ``profilerhub_core.storage.layout``).
     finish    Processing -> Ready with a compact summary and the list's figures (duration, steps,
               GPUs, ranks: ``summary.job_facts``) on the row (compare-and-set on the claim, so a
               worker that lost its claim changes nothing).
@@ -33,21 +34,20 @@ import logging
 from datetime import datetime
 from typing import Any
 
-import orjson
 from sqlalchemy.exc import OperationalError
 
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import StorageFull, Unavailable
-from profilerhub_core.jobstorage import SUMMARY, JobPlace, place_of
+from profilerhub_core.jobstorage import JobPlace, place_of
 from profilerhub_core.outage import report
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
 from profilerhub_worker.ingest.claim import Heartbeat, claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.read import build_summary
-from profilerhub_worker.ingest.rules import RULES, job_rules, stamped
+from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.views import put_tb_views, put_trace
-from profilerhub_worker.ingest.write import plain, put_status
+from profilerhub_worker.ingest.write import plain, put_rules, put_status, put_summary
 
 log = logging.getLogger("profilerhub_worker.ingest")
 
@@ -88,10 +88,9 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
                 ),
                 parsing=kept.parsing,
             )
-            body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-            ctx.store.put(place.processed_key(SUMMARY), body)
+            put_summary(ctx.store, place, summary)
             rule_results = stamped(plain(summary["rules"]))
-            ctx.store.put(place.processed_key(RULES), orjson.dumps(rule_results))
+            put_rules(ctx.store, place, rule_results)
             facts = sm.job_facts(summary)
             put_status(ctx.store, place, start["name"], JobStatus.Ready, facts=facts)
         except (BadUpload, Unavailable, OperationalError, OSError):

@@ -1,8 +1,7 @@
 """What the profiler app reads of each trace, written once at ingest beside its event store.
 
-Under ``processed/traces/<n>-<name>/``:
+Under ``processed/traces/<n>-<name>/`` (``layout.trace_folder``; names: ``layout.TRACE_*``):
 
-    events.parquet, ...   the event store (``write.put_event_store``)
     dashboard.json        ``profilerhub_analysis.dashboard.trace_panels``: the panels the report
                           does not hold (active time, CPU utilisation, histograms, op totals)
     tb_views.json         ``profilerhub_analysis.tbviews.tb_views``: the TensorBoard plugin's
@@ -13,7 +12,9 @@ Under ``processed/traces/<n>-<name>/``:
                           (the first view, ``overview.phw``); ``timeline/done``
                           is written last, so a reader never maps a half-written folder
 
-The trace's summary entry gets ``dashboard``, ``timeline`` and ``tb_views`` keys naming them.
+The trace's summary entry gets ``dashboard``, ``timeline`` and ``tb_views`` keys naming them. The
+event store they are built from is not kept: nothing reads it once the views are written (a job
+ingested again is read from its raw files), and it cost a Parquet write per trace.
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ from profilerhub_analysis.tbviews import tb_views
 from profilerhub_analysis.timeline.bundle import TraceTimeline
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore
-from profilerhub_worker.ingest.write import put_event_store
+from profilerhub_core.storage.layout import (
+    TIMELINE_DONE,
+    TRACE_DASHBOARD,
+    TRACE_TB_VIEWS,
+    TRACE_TIMELINE,
+    processed_name,
+)
 
 log = logging.getLogger(__name__)
-
-DASHBOARD = "dashboard.json"
-TB_VIEWS = "tb_views.json"
-TIMELINE = "timeline"
-DONE = "done"
 
 
 def put_trace(
@@ -52,20 +54,20 @@ def put_trace(
     entry: dict[str, Any],
     annotations: Sequence[AnnotationRecord] = (),
 ) -> None:
-    """Write one trace's event store, dashboard panels and timeline (with a lane per thread of the
-    SDK's ``annotations``); name them in ``entry``."""
-    put_event_store(store, place, folder, events)
+    """Write one trace's dashboard panels and timeline (with a lane per thread of the SDK's
+    ``annotations``), built from its event store ``events``; name them in ``entry``."""
     panels = trace_panels(events, entry["report"])
     store.put(
-        place.processed_key(f"{folder}/{DASHBOARD}"), orjson.dumps(panels, option=orjson.OPT_SERIALIZE_NUMPY)
+        place.processed_key(f"{folder}/{TRACE_DASHBOARD}"),
+        orjson.dumps(panels, option=orjson.OPT_SERIALIZE_NUMPY),
     )
     timeline = TraceTimeline.build(events, source=entry.get("file", ""), annotations=annotations)
     for name, data in timeline.to_files().items():
-        store.put(place.processed_key(f"{folder}/{TIMELINE}/{name}"), data)
+        store.put(place.processed_key(f"{folder}/{TRACE_TIMELINE}/{name}"), data)
     del timeline
-    store.put(place.processed_key(f"{folder}/{TIMELINE}/{DONE}"), b"")
-    entry["dashboard"] = f"processed/{folder}/{DASHBOARD}"
-    entry["timeline"] = f"processed/{folder}/{TIMELINE}/"
+    store.put(place.processed_key(f"{folder}/{TRACE_TIMELINE}/{TIMELINE_DONE}"), b"")
+    entry["dashboard"] = processed_name(f"{folder}/{TRACE_DASHBOARD}")
+    entry["timeline"] = processed_name(f"{folder}/{TRACE_TIMELINE}") + "/"
 
 
 def put_tb_views(
@@ -83,9 +85,9 @@ def put_tb_views(
         log.exception("%s: the TensorBoard views could not be computed", entry.get("file"))
         entry["tb_views_error"] = f"{type(exc).__name__}: {exc}"[:300]
         return
-    store.put(place.processed_key(f"{folder}/{TB_VIEWS}"), orjson.dumps(views))
-    entry["tb_views"] = f"processed/{folder}/{TB_VIEWS}"
+    store.put(place.processed_key(f"{folder}/{TRACE_TB_VIEWS}"), orjson.dumps(views))
+    entry["tb_views"] = processed_name(f"{folder}/{TRACE_TB_VIEWS}")
     entry["tb_brief"] = brief(views)  # what the recommendation rules read; small, in the summary
 
 
-__all__ = ["DASHBOARD", "DONE", "TB_VIEWS", "TIMELINE", "put_tb_views", "put_trace"]
+__all__ = ["put_tb_views", "put_trace"]

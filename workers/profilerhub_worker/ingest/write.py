@@ -1,5 +1,7 @@
-"""Writing what ingest made: the event stores, ``processed/status.json`` (for readers of storage
-alone, the profiler app) and JSON-ready values for the row."""
+"""Writing what ingest made under a job's ``processed/``: the summary, the status (for readers of
+storage alone, the profiler app), the rule results (final, and the live scan's latest) and the
+series; and JSON-ready values for the row. (A trace's views are ``views.put_trace``'s; the live
+scan's own files, ``live/``, are ``live_rules``'. Names: ``profilerhub_core.storage.layout``.)"""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ from typing import Any
 
 import orjson
 
-from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.series import JobSeries, pack
 from profilerhub_core.db.models import JobStatus, utcnow
-from profilerhub_core.jobstorage import STATUS, JobPlace
+from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore
+from profilerhub_core.storage.layout import RULES, SERIES, STATUS, SUMMARY
 
 
 def put_status(
@@ -40,9 +43,20 @@ def plain(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS))
 
 
-def put_event_store(store: ObjectStore, place: JobPlace, folder: str, event_store: EventStore) -> None:
-    for name, data in event_store.to_files().items():
-        store.put(place.processed_key(f"{folder}/{name}"), data)
+def put_summary(store: ObjectStore, place: JobPlace, summary: dict[str, Any]) -> None:
+    """``processed/summary.json``: the full summary (the row keeps a compact copy)."""
+    body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    store.put(place.processed_key(SUMMARY), body)
 
 
-__all__ = ["plain", "put_event_store", "put_status"]
+def put_rules(store: ObjectStore, place: JobPlace, results: dict[str, Any]) -> None:
+    """``processed/rules.json``: the latest rule results, final at ingest, live while the run goes on."""
+    store.put(place.processed_key(RULES), orjson.dumps(results, option=orjson.OPT_SERIALIZE_NUMPY))
+
+
+def put_series(store: ObjectStore, place: JobPlace, series: JobSeries) -> None:
+    """``processed/series.npz``: the job's series at full resolution."""
+    store.put(place.processed_key(SERIES), pack(series))
+
+
+__all__ = ["plain", "put_rules", "put_series", "put_status", "put_summary"]
