@@ -52,8 +52,8 @@ def build(home: Path, n: int) -> tuple[Any, str, dict[str, str]]:
 
     upgrade(make_engine(settings))
     hub = create_app(settings)
-    first_start(settings, hub.state.engine)
-    with hub.state.sessions() as session:
+    first_start(settings, hub.state.services.engine)
+    with hub.state.services.sessions() as session:
         domain = domains.create_domain(session, "bench", None)
         user = users.create_user(session, domain, "alice", Role("user"))
         app = apps.create_user_app(session, domain, user, AppType.DetailedProfiler, "default", actor="bench")

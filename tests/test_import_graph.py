@@ -13,6 +13,9 @@ module never imports another route module (the hub's ``routes/paths.py``, shared
 routes, excepted) nor the factory above it (``main``), and nothing of the app below its routes
 (``owned``, ``jobdata``, ``live``, ``services``, ``http``, …) imports a route or ``main``.
 
+No two modules of a server package import each other, directly or round a longer circle, counting
+imports under TYPE_CHECKING (a type needed one module too high is defined one module too low).
+
 Server packages may import exactly two SDK modules, both standard library only at import:
 ``profilerhub.cli.toolkit`` (what every sub-command uses) and ``profilerhub.hubhttp`` (the one HTTP
 client of the hub's API, the profiler app's too). Every ``import`` counts, inside functions and
@@ -193,6 +196,67 @@ def test_the_layer_checker_sees_a_route_importing_a_route_and_the_data_layer_imp
     wrong = layer_violations("profilerhub_app", files)
     assert len(wrong) == 2 and "a route imports" in wrong[0] and "below its routes" in wrong[1], wrong
     assert layer_violations("profilerhub_app", [(route, "profilerhub_app.main")]) == []
+
+
+SERVER_PACKAGES = (
+    "profilerhub_core",
+    "profilerhub_analysis",
+    "profilerhub_hub",
+    "profilerhub_app",
+    "profilerhub_worker",
+)
+
+
+def import_circles(packages: tuple[str, ...] = SERVER_PACKAGES) -> list[list[str]]:
+    """Circles of imports between modules of ``packages`` (each sorted; TYPE_CHECKING counts). A
+    module importing its own package (the ``__init__`` it runs under) is not a circle."""
+    files = {module_name(p): p for name in packages for p in sorted(PACKAGES[name].rglob("*.py"))}
+    edges: dict[str, set[str]] = {me: set() for me in files}
+    for me, path in files.items():
+        for _, module in own_imports(path, me):
+            while module and module not in files:
+                module = module.rpartition(".")[0]
+            if module and module != me and not me.startswith(module + "."):
+                edges[me].add(module)
+    # Tarjan's strongly connected components, iteratively: every component of two or more is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+    for root in files:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, todo = work[-1]
+            step = next(todo, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    work.append((step, iter(sorted(edges[step]))))
+                elif step in stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_no_import_circles_inside_the_server_packages() -> None:
+    assert import_circles() == [], "modules that import each other (move the shared part one module down)"
 
 
 if __name__ == "__main__":

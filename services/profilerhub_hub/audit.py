@@ -11,15 +11,12 @@ only other place the hub's routes commit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from profilerhub_core.records import audit
-from profilerhub_hub.permissions import MUTATING, Action
-
-if TYPE_CHECKING:
-    from profilerhub_hub.deps.targets import Resolved
+from profilerhub_hub.permissions import MUTATING, Action, Resolved
 
 # What each changing action acts on, as the audit log names it.
 TARGET_TYPES: dict[Action, str] = {

@@ -7,16 +7,27 @@ so the API answers while the job runs. The answers are the analysis engine's (``
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-from profilerhub_analysis import tensors_api
-from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import InvalidInput, NotFound
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore, layout
 
-_TABLES = tensors_api.JobTensors()
+if TYPE_CHECKING:
+    from profilerhub_analysis.tensors import TensorTable
+    from profilerhub_analysis.tensors_api import JobTensors
+
+# The analysis engine (numpy) is imported on the first tensors request, not at the hub's start.
+
+
+@functools.cache
+def _tables() -> JobTensors:
+    """The tables read so far, one cache per hub process."""
+    from profilerhub_analysis.tensors_api import JobTensors
+
+    return JobTensors()
 
 
 def _raw_names(store: ObjectStore, place: JobPlace) -> list[str]:
@@ -31,7 +42,7 @@ def _table(store: ObjectStore, place: JobPlace, job: Job) -> tuple[TensorTable, 
         except NotFound:
             return None
 
-    return _TABLES.table(
+    return _tables().table(
         job.id,
         ready=job.status is JobStatus.Ready,
         processed=processed,
@@ -46,11 +57,15 @@ def table_bytes(store: ObjectStore, place: JobPlace, job: Job) -> bytes:
 
 
 def index(store: ObjectStore, place: JobPlace, job: Job) -> dict[str, Any]:
+    from profilerhub_analysis import tensors_api
+
     table, live = _table(store, place, job)
     return tensors_api.index(table, job_id=job.id, live=live)
 
 
 def series(store: ObjectStore, place: JobPlace, job: Job, name: str, **query: Any) -> dict[str, Any]:
+    from profilerhub_analysis import tensors_api
+
     table, _ = _table(store, place, job)
     try:
         return tensors_api.series(table, name, job_id=job.id, **query)
@@ -61,13 +76,15 @@ def series(store: ObjectStore, place: JobPlace, job: Job, name: str, **query: An
 
 
 def full_list(store: ObjectStore, place: JobPlace, job: Job) -> dict[str, Any]:
-    full = _TABLES.full(job.id, lambda: _raw_names(store, place), lambda rel: store.get(place.raw_key(rel)))
+    from profilerhub_analysis import tensors_api
+
+    full = _tables().full(job.id, lambda: _raw_names(store, place), lambda rel: store.get(place.raw_key(rel)))
     return {"job_id": job.id, "items": tensors_api.full_items(full)}
 
 
 def full_file(store: ObjectStore, place: JobPlace, job: Job, path: str) -> bytes:
     """One tensor saved whole (``.npy``), by the path its manifest names."""
-    full = _TABLES.full(job.id, lambda: _raw_names(store, place), lambda rel: store.get(place.raw_key(rel)))
+    full = _tables().full(job.id, lambda: _raw_names(store, place), lambda rel: store.get(place.raw_key(rel)))
     if not any(f.path == path for f in full):
         raise NotFound(f"Job '{job.id}' has no full tensor at {path!r}")
     return store.get(place.raw_key(path))

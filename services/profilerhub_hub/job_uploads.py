@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import anyio.from_thread
 from sqlalchemy.orm import Session
@@ -27,25 +26,15 @@ from starlette.requests import ClientDisconnect
 from profilerhub_core.db.models import Job
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import InvalidInput, PayloadTooLarge, ProfilerHubError, QuotaExceeded
-from profilerhub_core.jobstorage import JobPlace, open_job_store, raw_bytes
+from profilerhub_core.jobstorage import JobPlace, raw_bytes
 from profilerhub_core.records import jobs
 from profilerhub_core.settings import Settings
 from profilerhub_core.storage import ObjectStore
-from profilerhub_core.storage.observed import observed
 from profilerhub_hub.deps.targets import Resolved
 from profilerhub_hub.job_schemas import UploadGrant, UploadInfo
 
 PRESIGN_SECONDS = 3600
 log = logging.getLogger("profilerhub.hub")
-
-
-def job_store(state: Any) -> ObjectStore:
-    """The hub's object store (``app.state.storage``), opened on first use; its outages are
-    logged as two lines, not one per failed request (``storage.observed``)."""
-    store: ObjectStore | None = getattr(state, "storage", None)
-    if store is None:
-        store = state.storage = observed(open_job_store(state.settings))
-    return store
 
 
 def upload_info(settings: Settings, store: ObjectStore, job_url: str) -> UploadInfo:
@@ -210,7 +199,6 @@ __all__ = [
     "count_raw_bytes",
     "delete_owned",
     "grant_upload",
-    "job_store",
     "quota_of",
     "store_upload",
     "upload_info",

@@ -4,9 +4,8 @@
     uvicorn.run(app, host=..., port=...)
 
 For ``uvicorn --factory`` (several worker processes), ``app_from_env`` builds the settings from
-the environment. ``app.state`` holds ``settings``, ``engine`` and ``sessions`` (a sessionmaker)
-for dependencies and for later features (proxy, console) to reuse, and what hub processes share
-through Redis (``redis``, ``token_cache``, ``rate_limits``: ``profilerhub_hub.shared``).
+the environment. ``app.state`` holds one object, ``services`` (``profilerhub_hub.services``): the
+settings, the database, what hub processes share through Redis, the task sender, the keys.
 """
 
 from __future__ import annotations
@@ -17,25 +16,23 @@ from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from profilerhub_core.db.migrate import check_migrated
-from profilerhub_core.db.session import make_engine, reads_are_local, serialize_writes, session_factory
+from profilerhub_core.db.session import make_engine
 from profilerhub_core.lifeline import die_with_spawning_process
 from profilerhub_core.outage import name_this_process
 from profilerhub_core.settings import Settings
 from profilerhub_core.version import installed_version
 from profilerhub_hub.app_hosts import AppHosts
 from profilerhub_hub.browser import SecurityHeaders
-from profilerhub_hub.console import install_console
+from profilerhub_hub.console.routes import install_console
 from profilerhub_hub.deps import SessionCloser
 from profilerhub_hub.errors import BodyLimitMiddleware, install_error_handlers
 from profilerhub_hub.openapi import install_openapi
 from profilerhub_hub.proxy import install_app_proxy
-from profilerhub_hub.ratelimit import RateLimits
 from profilerhub_hub.routes import api_routers, health
 from profilerhub_hub.routes.paths import API_PREFIX, JOB_FILES, path_regex
 from profilerhub_hub.sagemaker import SageMakerDoor
-from profilerhub_hub.shared import shared_key, shared_redis
+from profilerhub_hub.services import HubServices
 from profilerhub_hub.slashes import install_slash_redirects
-from profilerhub_hub.tokencache import SharedEpoch, TokenCache
 
 # Path prefixes with their own request-body limit (None = unlimited: streamed to storage or an app).
 BODY_LIMIT_OVERRIDES: dict[str, int | None] = {
@@ -57,17 +54,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
         docs_url=None,  # served by the console with vendored assets (no CDN): profilerhub_hub.console
         redoc_url=None,
     )
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.sessions = session_factory(engine)
-    app.state.inline_reads = reads_are_local(engine)
-    if app.state.inline_reads:
-        serialize_writes(app.state.sessions)
-    app.state.redis = shared_redis(settings)
-    epoch = SharedEpoch(app.state.redis, shared_key(settings, "token-epoch"))
-    app.state.token_cache = TokenCache(settings.token_cache_seconds, epoch)
-    app.state.rate_limits = RateLimits(settings, app.state.redis, app.state.sessions)
-    app.state.token_cache.invalidate_on_write(app.state.sessions)
+    services = app.state.services = HubServices.build(settings, engine)  # the one thing on app.state
     install_error_handlers(app)
     for router in api_routers:
         app.include_router(router, prefix=API_PREFIX)
@@ -75,7 +62,7 @@ def create_app(settings: Settings, *, engine: Engine | None = None, check_schema
     # only the API's base URL): one router, mounted at both; only the API's copy is documented.
     app.include_router(health.router, prefix=API_PREFIX)
     app.include_router(health.router, include_in_schema=False)
-    install_app_proxy(app)
+    install_app_proxy(app, services)
     install_openapi(app, settings)
     install_console(app)
     install_slash_redirects(app)

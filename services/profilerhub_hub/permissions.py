@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from profilerhub_core.db.models import Domain, UserProfile
 from profilerhub_core.errors import AccessDenied, NotFound
 from profilerhub_core.records.tokens import ALL_SCOPES
 
@@ -320,7 +321,36 @@ def impersonator(caller: Caller, user_id: str) -> str | None:
     return caller.impersonated_by
 
 
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The target of a request, looked up from its path and authorized for the caller.
+
+    ``domain`` and ``user`` are the rows, where the lookup loaded them; a read that found its
+    target as plain values (``owner_target``) carries none (only refused changes, which are
+    audited, need them)."""
+
+    caller: Caller
+    target: Target
+    domain: Domain | None = None
+    user: UserProfile | None = None
+
+    @property
+    def kind(self) -> str:
+        """How the audit log names the target's type (``UserProfile``, ``Domain`` or ``Hub``)."""
+        if self.user is not None:
+            return "UserProfile"
+        return "Domain" if self.domain is not None else "Hub"
+
+    @property
+    def name(self) -> str:
+        """How the audit log names the target (``domain/user`` or ``domain``)."""
+        if self.user is not None and self.domain is not None:
+            return f"{self.domain.name}/{self.user.name}"
+        return self.domain.name if self.domain is not None else "*"
+
+
 __all__ = [
+    "Resolved",
     "MUTATING",
     "RULES",
     "Action",

@@ -29,10 +29,11 @@ import httpx
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
+from joserfc.jwk import OKPKey
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.background import BackgroundTask
 
-from profilerhub_core.apptokens import hub_signing_key, issue_app_token
+from profilerhub_core.apptokens import issue_app_token
 from profilerhub_core.db.models import App, AppStatus, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized, Unavailable
@@ -52,7 +53,8 @@ from profilerhub_hub.browser import (
 )
 from profilerhub_hub.deps import caller_from_token, lineage
 from profilerhub_hub.permissions import Action, Caller, Target, authorize, impersonator
-from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, client_address
+from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, RateLimits, client_address
+from profilerhub_hub.services import HubServices
 
 log = logging.getLogger("profilerhub.proxy")
 
@@ -170,10 +172,10 @@ class Opened:
 class AppProxy:
     """Per-hub-process proxy state: the token key, used login nonces, the activity throttle."""
 
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session]) -> None:
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session], key: OKPKey) -> None:
         self.settings = settings
         self.sessions = sessions
-        self.key = hub_signing_key(settings)
+        self.key = key
         self._written: dict[str, float] = {}
         self._impersonations: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -290,92 +292,98 @@ def _bearer(request: Request) -> str | None:
     return secret.strip() or None if scheme.lower() == "bearer" else None
 
 
-router = APIRouter(include_in_schema=False)
+def proxy_router(proxy: AppProxy, limits: RateLimits) -> APIRouter:
+    """The proxy's routes, answering through ``proxy`` (one per hub process) and ``limits``."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.api_route("/apps/{app_id}", methods=METHODS)
+    async def app_root(app_id: str) -> RedirectResponse:
+        return RedirectResponse(f"/apps/{quote(app_id)}/", status_code=308)
+
+    @router.get(f"/apps/{{app_id}}/{LOGIN_PATH}")
+    async def app_login(
+        request: Request, app_id: str, token: Annotated[str, Query(max_length=2000)]
+    ) -> Response:
+        """Where a presigned URL lands: set the app's session cookie, then show the app."""
+        await run_in_threadpool(limits.hit, PRESIGNED, client_address(request))
+        value, lifetime = await run_in_threadpool(proxy.login, app_id, token)
+        response = RedirectResponse(f"/apps/{quote(app_id)}/", status_code=303)
+        options = cookie_options(proxy.settings)
+        response.set_cookie(SESSION_COOKIE, value, max_age=lifetime, path=f"/apps/{app_id}/", **options)  # type: ignore[arg-type]
+        return response
+
+    @router.api_route("/apps/{app_id}/{path:path}", methods=METHODS)
+    async def app_proxy(request: Request, app_id: str, path: str) -> Response:
+        bearer, address = _bearer(request), client_address(request)
+        try:
+            opened = await run_in_threadpool(proxy.open, app_id, bearer, request.cookies.get(SESSION_COOKIE))
+        except Unauthorized:
+            if bearer:  # a refused token (a cookie is not a guess at a token)
+                await run_in_threadpool(limits.hit, TOKEN_FAILURES, address)
+            raise
+        if opened.via_cookie and request.method not in _SAFE_METHODS:
+            check_same_origin(request.headers, proxy.settings, origin=app_origin(proxy.settings, app_id))
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]
+        other_cookies = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k not in _HUB_COOKIES)
+        if other_cookies:
+            headers.append(("cookie", other_cookies))
+        token = issue_app_token(proxy.key, app_id, opened.owner_id, ttl=proxy.settings.app_token_ttl)
+        headers += [
+            ("authorization", f"Bearer {token}"),
+            ("x-forwarded-host", request.headers.get("host", "")),
+            ("x-forwarded-proto", request.url.scheme),
+            ("x-forwarded-for", request.client.host if request.client else ""),
+        ]
+        has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
+        client = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0))
+        # The path as the client sent it, still percent-encoded: decoded, "%01" or "%2F" would change
+        # what the app is asked for (or be no URL at all).
+        raw_path = request.scope.get("raw_path") or f"/apps/{app_id}/{path}".encode()
+        try:
+            url = httpx.URL(
+                f"{opened.endpoint}{raw_path.decode('latin-1')}", query=request.url.query.encode()
+            )
+        except httpx.InvalidURL as exc:
+            await client.aclose()
+            raise InvalidInput(f"The path of this request is not a valid URL path ({exc})") from exc
+        upstream_request = client.build_request(
+            request.method, url, headers=headers, content=request.stream() if has_body else None
+        )
+        try:
+            upstream = await client.send(upstream_request, stream=True)
+        except httpx.HTTPError as exc:
+            await client.aclose()
+            raise Unavailable("The app is not answering; if it stopped, it is marked Failed shortly") from exc
+        await proxy.note_activity(app_id)
+
+        async def close() -> None:
+            await upstream.aclose()
+            await client.aclose()
+
+        response = StreamingResponse(
+            upstream.aiter_raw(), status_code=upstream.status_code, background=BackgroundTask(close)
+        )
+        response.raw_headers = [  # every header as sent, repeated ones (Set-Cookie) included
+            (k.encode("latin-1"), v.encode("latin-1"))
+            for k, v in upstream.headers.multi_items()
+            if k.lower() not in _DROP_RESPONSE
+        ]
+        return response
+
+    return router
 
 
-@router.api_route("/apps/{app_id}", methods=METHODS)
-async def app_root(app_id: str) -> RedirectResponse:
-    return RedirectResponse(f"/apps/{quote(app_id)}/", status_code=308)
+def install_app_proxy(app: FastAPI, services: HubServices) -> None:
+    """Mount the proxy, with its per-process :class:`AppProxy` (``create_app`` calls this)."""
+    proxy = AppProxy(services.settings, services.sessions, services.app_token_key)
+    app.include_router(proxy_router(proxy, services.rate_limits))
 
 
-@router.get(f"/apps/{{app_id}}/{LOGIN_PATH}")
-async def app_login(request: Request, app_id: str, token: Annotated[str, Query(max_length=2000)]) -> Response:
-    """Where a presigned URL lands: set the app's session cookie, then show the app."""
-    proxy: AppProxy = request.app.state.app_proxy
-    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
-    value, lifetime = await run_in_threadpool(proxy.login, app_id, token)
-    response = RedirectResponse(f"/apps/{quote(app_id)}/", status_code=303)
-    options = cookie_options(proxy.settings)
-    response.set_cookie(SESSION_COOKIE, value, max_age=lifetime, path=f"/apps/{app_id}/", **options)  # type: ignore[arg-type]
-    return response
-
-
-@router.api_route("/apps/{app_id}/{path:path}", methods=METHODS)
-async def app_proxy(request: Request, app_id: str, path: str) -> Response:
-    proxy: AppProxy = request.app.state.app_proxy
-    bearer, limits, address = _bearer(request), request.app.state.rate_limits, client_address(request)
-    try:
-        opened = await run_in_threadpool(proxy.open, app_id, bearer, request.cookies.get(SESSION_COOKIE))
-    except Unauthorized:
-        if bearer:  # a refused token (a cookie is not a guess at a token)
-            await run_in_threadpool(limits.hit, TOKEN_FAILURES, address)
-        raise
-    if opened.via_cookie and request.method not in _SAFE_METHODS:
-        check_same_origin(request.headers, proxy.settings, origin=app_origin(proxy.settings, app_id))
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST]
-    other_cookies = "; ".join(f"{k}={v}" for k, v in request.cookies.items() if k not in _HUB_COOKIES)
-    if other_cookies:
-        headers.append(("cookie", other_cookies))
-    token = issue_app_token(proxy.key, app_id, opened.owner_id, ttl=proxy.settings.app_token_ttl)
-    headers += [
-        ("authorization", f"Bearer {token}"),
-        ("x-forwarded-host", request.headers.get("host", "")),
-        ("x-forwarded-proto", request.url.scheme),
-        ("x-forwarded-for", request.client.host if request.client else ""),
-    ]
-    has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
-    client = httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0))
-    # The path as the client sent it, still percent-encoded: decoded, "%01" or "%2F" would change
-    # what the app is asked for (or be no URL at all).
-    raw_path = request.scope.get("raw_path") or f"/apps/{app_id}/{path}".encode()
-    try:
-        url = httpx.URL(f"{opened.endpoint}{raw_path.decode('latin-1')}", query=request.url.query.encode())
-    except httpx.InvalidURL as exc:
-        await client.aclose()
-        raise InvalidInput(f"The path of this request is not a valid URL path ({exc})") from exc
-    upstream_request = client.build_request(
-        request.method, url, headers=headers, content=request.stream() if has_body else None
-    )
-    try:
-        upstream = await client.send(upstream_request, stream=True)
-    except httpx.HTTPError as exc:
-        await client.aclose()
-        raise Unavailable("The app is not answering; if it stopped, it is marked Failed shortly") from exc
-    await proxy.note_activity(app_id)
-
-    async def close() -> None:
-        await upstream.aclose()
-        await client.aclose()
-
-    response = StreamingResponse(
-        upstream.aiter_raw(), status_code=upstream.status_code, background=BackgroundTask(close)
-    )
-    response.raw_headers = [  # every header as sent, repeated ones (Set-Cookie) included
-        (k.encode("latin-1"), v.encode("latin-1"))
-        for k, v in upstream.headers.multi_items()
-        if k.lower() not in _DROP_RESPONSE
-    ]
-    return response
-
-
-def install_app_proxy(app: FastAPI) -> None:
-    """Mount the proxy and give routes what they need (``create_app`` calls this)."""
-    from profilerhub_hub.tasks import TaskSender
-
-    settings: Settings = app.state.settings
-    app.state.app_proxy = AppProxy(settings, app.state.sessions)
-    app.state.app_tasks = TaskSender(settings)
-    app.include_router(router)
-
-
-__all__ = ["SESSION_COOKIE", "AppProxy", "app_login_url", "install_app_proxy", "presigned_app_url", "router"]
+__all__ = [
+    "SESSION_COOKIE",
+    "AppProxy",
+    "app_login_url",
+    "install_app_proxy",
+    "presigned_app_url",
+    "proxy_router",
+]

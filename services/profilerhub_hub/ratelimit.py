@@ -77,7 +77,7 @@ def client_address(connection: HTTPConnection) -> str:
     nearest address of ``X-Forwarded-For`` (read right to left) that is not a trusted proxy.
     Anyone else's ``X-Forwarded-For`` is ignored (the hub runs uvicorn without proxy headers)."""
     peer = connection.client.host if connection.client else "unknown"
-    settings: Settings = connection.app.state.settings
+    settings: Settings = connection.app.state.services.settings  # HubServices (it imports this module)
     if not settings.trusted_proxies or not _trusted(peer, tuple(settings.trusted_proxies)):
         return peer
     forwarded = ",".join(connection.headers.getlist("x-forwarded-for"))
@@ -124,7 +124,7 @@ class _LocalCounters:
 
 
 class RateLimits:
-    """The hub's rate limits (one per process, on ``app.state.rate_limits``)."""
+    """The hub's rate limits (one per process, ``HubServices.rate_limits``)."""
 
     def __init__(self, settings: Settings, redis: Any | None, sessions: sessionmaker[Session]) -> None:
         self.settings = settings

@@ -9,13 +9,14 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, Field
 from sqlalchemy.orm import Session
 
-from profilerhub_analysis.rules import MAX_RULES, RuleParamError, check_configs
-from profilerhub_analysis.rules.registry import DEFAULT_RULES, RULES
+from profilerhub_analysis.rules.limits import DEFAULT_RULES, MAX_RULES
 from profilerhub_core.db.models import Domain, Job
 from profilerhub_core.domain_settings import DomainSettings
 
 
 def _checked(value: list[Any]) -> list[dict[str, Any]]:
+    from profilerhub_analysis.rules.registry import RuleParamError, check_configs  # numpy: not at start
+
     try:
         return check_configs(value)
     except RuleParamError as exc:
@@ -30,6 +31,8 @@ RuleConfigs = Annotated[
 
 
 def _known_names(value: list[str]) -> list[str]:
+    from profilerhub_analysis.rules.registry import RULES  # numpy: not at the hub's start
+
     unknown = [name for name in value if name not in RULES]
     if unknown:
         raise ValueError(f"unknown rule(s) {', '.join(map(repr, unknown))}; known: {', '.join(RULES)}")

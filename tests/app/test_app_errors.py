@@ -8,6 +8,7 @@ later is covered without touching this test.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -33,9 +34,11 @@ def _kinds() -> list[type[errors.ProfilerHubError]]:
 
 
 def _make(cls: type[errors.ProfilerHubError]) -> errors.ProfilerHubError:
-    if issubclass(cls, errors.Throttled):
-        return cls("too many attempts", 7)
-    return cls(f"{cls.__name__} says why")
+    """One of ``cls``, its message first, its other required arguments filled in (``retry_after``
+    of a throttle a number, anything else a string)."""
+    params = list(inspect.signature(cls).parameters.values())[1:]
+    extra = [7 if issubclass(cls, errors.Throttled) else "why" for p in params if p.default is p.empty]
+    return cls(f"{cls.__name__} says why", *extra)
 
 
 class RaisingHub:

@@ -104,7 +104,7 @@ def test_a_new_owner_of_a_deleted_name_sees_nothing_of_the_old_one(
     ctx: IngestContext, jobs_hub: Any, jobs_seed: Any, jobs_client: TestClient, tmp_path: Path, what: str
 ) -> None:
     admin = jobs_seed.admin_token
-    jobs_hub.state.storage = ctx.store  # the hub deletes from the store ingest wrote to
+    jobs_hub.state.services.storage = ctx.store  # the hub deletes from the store ingest wrote to
     jobs_seed.user("d2", "carol")
     old_job, old_place = _carols_job(ctx)
     assert ingest_job(old_job, ctx) == "Ready"

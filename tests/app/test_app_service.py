@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
+from profilerhub_app.services import AppServices
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.apptokens import generate_signing_key, issue_app_token, public_key_pem
 from tests.support.echo_app import create_echo_app
@@ -71,3 +74,11 @@ def test_missing_settings_are_named() -> None:
         "PROFILERHUB_APP_OWNER_ID",
         "PROFILERHUB_APP_PUBLIC_KEY",
     ]
+
+
+def test_the_app_is_wired_from_one_services_object_and_nothing_else_on_app_state(app_client: Any) -> None:
+    for path in ("api/jobs", "api/whoami", "api/jobs/nope/dashboard", ""):
+        app_client.get(path)
+    app = app_client.app
+    assert set(vars(app.state)["_state"]) == {"services"}
+    assert isinstance(app.state.services, AppServices)

@@ -57,7 +57,7 @@ def s3_hub(hub_settings: Any, hub_app: Any, s3_server: dict[str, str], s3_bucket
     yield app
     server.should_exit = True
     thread.join(10)
-    app.state.engine.dispose()
+    app.state.services.engine.dispose()
 
 
 def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
@@ -88,9 +88,9 @@ def test_the_sdk_uploads_straight_to_s3_and_the_job_is_ingested_from_there(
     ).json()
     assert job["completed_at"] is not None and job["status"] == "InProgress"
 
-    settings = s3_hub.state.settings
+    settings = s3_hub.state.services.settings
     ctx = IngestContext(
-        sessions=s3_hub.state.sessions,
+        sessions=s3_hub.state.services.sessions,
         store=open_job_store(settings),
         max_file_bytes=settings.job_max_file_bytes,
         max_trace_bytes=64 << 20,

@@ -56,7 +56,7 @@ def oidc_hub(hub_settings: Any, hub_app: Any, provider: TestOpenIDProvider) -> I
         }
     )
     provider.redirect_uris = {f"{url}/console/oidc/callback"}
-    app = create_app(settings, engine=hub_app.state.engine)
+    app = create_app(settings, engine=hub_app.state.services.engine)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     )

@@ -26,7 +26,7 @@ GOOD = "plum-kettle-harbour-42"
 
 
 def origin(client: Any) -> dict[str, str]:
-    return {"origin": client.app.state.settings.public_url}
+    return {"origin": client.app.state.services.settings.public_url}
 
 
 def invite(client: Any, admin: str, user: str = "alice", **body: Any) -> dict[str, Any]:
@@ -74,7 +74,8 @@ def test_an_invited_user_chooses_a_password_and_is_signed_in_as_themselves(clien
     seed.user("d1", "alice")
     made = invite(client, seed.admin_token)
     assert made["status"] == "open" and made["created_by"] == "system/admin" and not made["reset"]
-    assert made["url"].startswith(f"{client.app.state.settings.public_url}/console/invitation?token=phi_")
+    public_url = client.app.state.services.settings.public_url
+    assert made["url"].startswith(f"{public_url}/console/invitation?token=phi_")
     days = (made["expires_at"][:10], (utcnow() + timedelta(days=7)).date().isoformat())
     assert days[0] == days[1]
 
@@ -215,7 +216,7 @@ def limited(hub_settings: Any, hub_app: Any) -> Iterator[Callable[..., Any]]:
 
     def make(**extra: Any) -> Any:
         settings = hub_settings.model_copy(update=extra)
-        client = TestClient(create_app(settings, engine=hub_app.state.engine))
+        client = TestClient(create_app(settings, engine=hub_app.state.services.engine))
         clients.append(client.__enter__())
         return client
 
@@ -257,7 +258,7 @@ def test_local_accounts_are_off_where_an_openid_provider_signs_users_in(
 
     seed.user("d1", "alice")
     settings = hub_settings.model_copy(update={"local_accounts": False})
-    with TestClient(create_app(settings, engine=hub_app.state.engine)) as hub:
+    with TestClient(create_app(settings, engine=hub_app.state.services.engine)) as hub:
         refused = hub.post(f"{U}/invitations", headers=auth(seed.admin_token), json={})
         assert (
             refused.status_code == 403 and "PROFILERHUB_LOCAL_ACCOUNTS" in refused.json()["error"]["message"]

@@ -380,13 +380,13 @@ def test_readyz_checks_the_database_and_redis_when_configured(hub_settings: Any,
                 checks = response.json()["checks"]
                 assert checks["database"] == "ok"
                 assert (checks["workers"] == "ok") is (expected == 200), checks
-            app.state.engine.dispose()
+            app.state.services.engine.dispose()
     finally:
         beat.delete(worker_heartbeat_prefix(queue) + "w1")
         beat.close()
     app = create_app(hub_settings)
     assert TestClient(app).get("/healthz").json()["status"] == "ok"
-    app.state.engine.dispose()
+    app.state.services.engine.dispose()
 
 
 def test_a_domain_sets_its_apps_resources_as_kubernetes_quantities(client: Any, seed: Any) -> None:

@@ -31,7 +31,7 @@ def test_create_app_answers_pending_at_once_and_enqueues_the_id_after_commit(
             assert task_name == SPAWN_APP
             seen_at_send.append(status_of(seed, app_id))  # another session sees it: committed
 
-    apps_hub.state.app_tasks = CheckingSender()
+    apps_hub.state.services.app_tasks = CheckingSender()
     answer = create(apps_client, alice)
     assert answer.status_code == 202, answer.text
     body = answer.json()

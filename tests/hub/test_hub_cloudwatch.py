@@ -14,7 +14,6 @@ from botocore.exceptions import ClientError
 
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
-from profilerhub_hub import job_uploads
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from profilerhub_worker.ingest.live_rules import evaluate_live
 from tests.support.hub import auth
@@ -43,15 +42,15 @@ def _files() -> dict[str, bytes]:
 
 
 def _ctx(hub: Any) -> IngestContext:
-    return IngestContext(sessions=hub.state.sessions, store=job_uploads.job_store(hub.state),
+    return IngestContext(sessions=hub.state.services.sessions, store=hub.state.services.storage,
                          max_file_bytes=4 << 20, max_trace_bytes=64 << 20,
                          stale_after=timedelta(minutes=5))  # fmt: skip
 
 
 def _running_job(client: Any, hub: Any, token: str) -> str:
     job_id = str(client.post(JOBS, json={"name": "bert-ft"}, headers=auth(token)).json()["job_id"])
-    store = job_uploads.job_store(hub.state)
-    with hub.state.sessions() as session:
+    store = hub.state.services.storage
+    with hub.state.services.sessions() as session:
         place = place_of(session.get(Job, job_id))
     for name, data in _files().items():
         store.put(place.raw_key(name), data)
@@ -180,11 +179,11 @@ def test_refusals_and_other_users_and_kept_resolutions(
 
     assert jobs_client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
     assert ingest_job(job_id, _ctx(jobs_door)) == "Ready"
-    with jobs_door.state.sessions() as session:
+    with jobs_door.state.services.sessions() as session:
         completed = session.get(Job, job_id).completed_at
-    store, policy = job_uploads.job_store(jobs_door.state), parse_retention("full:1d,10s:3d")
+    store, policy = jobs_door.state.services.storage, parse_retention("full:1d,10s:3d")
     assert apply_series_retention(
-        jobs_door.state.sessions, store, policy, now=completed + timedelta(days=1.5)
+        jobs_door.state.services.sessions, store, policy, now=completed + timedelta(days=1.5)
     )
     finer = _statistics(cw, host, "CPUUtilization", 1, Statistics=["Average"], ExtendedStatistics=["p90"])
     assert finer["Datapoints"] == []  # 1 s is no longer kept: CloudWatch's answer, not an error

@@ -12,7 +12,6 @@ from botocore.exceptions import ClientError
 
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
-from profilerhub_hub import job_uploads
 from tests.support.hub import auth
 from tests.support.jobs import jsonl_gz
 from tests.support.sagemaker import aws_client, check_output, issue_key
@@ -35,8 +34,8 @@ def job(jobs_door: Any, jobs_client: Any, jobs_seed: Any) -> tuple[str, str, Any
     one with an empty line)."""
     token = jobs_seed.user_token("d1", "alice")
     job_id = str(jobs_client.post(JOBS, json={"name": "bert-ft"}, headers=auth(token)).json()["job_id"])
-    store = job_uploads.job_store(jobs_door.state)
-    with jobs_door.state.sessions() as session:
+    store = jobs_door.state.services.storage
+    with jobs_door.state.services.sessions() as session:
         place = place_of(session.get(Job, job_id))
     store.put(place.raw_key("logs/rank0/000001.jsonl.gz"), _lines(0, 0, 20))
     blank = jsonl_gz([{"ts_ns": T0 + 195_000_000, "source": "stdout", "message": ""}])
@@ -55,7 +54,7 @@ def test_streams_events_tokens_and_filters_of_a_running_job(
     assert [g["logGroupName"] for g in groups["logGroups"]] == [GROUP]
     streams = check_output(logs, "DescribeLogStreams", logs.describe_log_streams(logGroupName=GROUP))
     names = [s["logStreamName"] for s in streams["logStreams"]]
-    with jobs_door.state.sessions() as session:
+    with jobs_door.state.services.sessions() as session:
         epoch = int(session.get(Job, job_id).created_at.timestamp())
     assert names == [f"bert-ft/algo-1-{epoch}", f"bert-ft/algo-2-{epoch}"]
     assert streams["logStreams"][0]["firstEventTimestamp"] == T0 // 1_000_000

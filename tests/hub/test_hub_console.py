@@ -23,7 +23,7 @@ U = "/api/v1/domains/d1/users/alice"
 
 
 def origin(client: Any) -> dict[str, str]:
-    return {"origin": client.app.state.settings.public_url}
+    return {"origin": client.app.state.services.settings.public_url}
 
 
 def sign_in(client: Any, token: str) -> str:
@@ -169,7 +169,7 @@ def test_an_admins_token_for_a_user_cannot_open_their_app_unless_the_domain_allo
         assert domain is not None
         domain.settings = {**(domain.settings or {}), "allow_impersonation": True}
         session.commit()
-    client.app.state.token_cache.clear()
+    client.app.state.services.token_cache.clear()
     assert (
         client.post(f"{U}/apps/DetailedProfiler/default/presigned-url", headers=impostor).status_code == 200
     )

@@ -60,7 +60,7 @@ def test_a_trusted_proxys_x_forwarded_for_names_the_client(hub_settings: Any, hu
             "rate_limit_window_seconds": 3600,
         }
     )
-    app = create_app(settings, engine=hub_app.state.engine)
+    app = create_app(settings, engine=hub_app.state.services.engine)
     with TestClient(app, client=("10.1.2.3", 40000)) as through_proxy:
 
         def guess(chain: str) -> int:

@@ -27,7 +27,7 @@ def _create(client: Any, token: str, name: str = "resnet50-bs64", base: str = JO
 
 
 def _raw_files(hub: Any) -> list[str]:
-    root = Path(hub.state.settings.storage_url.removeprefix("file://"))
+    root = Path(hub.state.services.settings.storage_url.removeprefix("file://"))
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
@@ -45,7 +45,7 @@ def test_user_creates_uploads_and_completes_a_job(jobs_client: Any, jobs_seed: A
     response = jobs_client.post(f"{url}/complete", headers=auth(token))
     assert response.status_code == 202
     assert response.json()["completed_at"] is not None and response.json()["upload"] is None
-    assert jobs_hub.state.app_tasks.sent == [(INGEST_JOB, job["job_id"])]
+    assert jobs_hub.state.services.app_tasks.sent == [(INGEST_JOB, job["job_id"])]
 
     listed = jobs_client.get(JOBS, params={"status": "InProgress"}, headers=auth(token)).json()
     assert [j["job_id"] for j in listed["items"]] == [job["job_id"]]
@@ -59,7 +59,7 @@ def test_completing_twice_is_harmless_and_sends_ingest_again(
     job = _create(jobs_client, token)
     for _ in range(2):
         assert jobs_client.post(f"{JOBS}/{job['job_id']}/complete", headers=auth(token)).status_code == 202
-    assert jobs_hub.state.app_tasks.sent == [(INGEST_JOB, job["job_id"])] * 2
+    assert jobs_hub.state.services.app_tasks.sent == [(INGEST_JOB, job["job_id"])] * 2
 
 
 def test_files_cannot_be_added_after_complete(jobs_client: Any, jobs_seed: Any) -> None:
@@ -215,7 +215,7 @@ def test_a_storage_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
     STORAGE.recovered()  # the process's one storage tracker: up, whatever an earlier test left
     caplog.clear()
     store = _FlakyStore(tmp_path / "flaky")
-    jobs_hub.state.storage = observed(store)
+    jobs_hub.state.services.storage = observed(store)
     token = jobs_seed.user_token("d1", "alice")
     url = f"{JOBS}/{_create(jobs_client, token)['job_id']}/files"
     store.down = True

@@ -38,7 +38,7 @@ def _job(client: Any, token: str, name: str = "partly", files: dict[str, bytes] 
 
 def _ingested(hub: Any, job_id: str, **figures: Any) -> None:
     """Move the job as ingest would: InProgress -> Processing -> Ready (with the list's ``figures``)."""
-    with hub.state.sessions() as session:
+    with hub.state.services.sessions() as session:
         assert transition(session, job_id, JobStatus.InProgress, JobStatus.Processing)
         assert transition(session, job_id, JobStatus.Processing, JobStatus.Ready, **figures)
         session.commit()
@@ -57,7 +57,7 @@ def test_complete_records_what_is_missing_and_the_job_says_how_to_deliver_it(
     (warning,) = body["warnings"]
     assert warning.startswith("3 file(s) not delivered") and "node-7" in warning
     assert "`profilerhub upload --spilled --hub http://hub:8000`" in warning and "1 lost" in warning
-    assert jobs_hub.state.app_tasks.sent == [(INGEST_JOB, job_id)]
+    assert jobs_hub.state.services.app_tasks.sent == [(INGEST_JOB, job_id)]
 
     _ingested(jobs_hub, job_id)
     ready = jobs_client.get(f"{JOBS}/{job_id}", headers=auth(token)).json()
@@ -87,8 +87,8 @@ def test_the_spilled_files_arriving_later_send_a_ready_job_back_to_ingest(
     body = done.json()
     assert body["status"] == "InProgress" and body["completed_at"] is not None and body["upload"] is None
     assert body["undelivered"] == {"missing_files": 1, "lost_files": 1}
-    assert jobs_hub.state.app_tasks.sent == [(INGEST_JOB, job_id)] * 2
-    with jobs_hub.state.sessions() as session:  # its old figures are gone until ingest writes new ones
+    assert jobs_hub.state.services.app_tasks.sent == [(INGEST_JOB, job_id)] * 2
+    with jobs_hub.state.services.sessions() as session:  # old figures gone until ingest writes new
         row = session.get(Job, job_id)
         assert row is not None
         assert (row.duration_s, row.steps, row.gpus, row.ranks) == (None, None, None, None)

@@ -58,7 +58,7 @@ def oidc_client(hub_settings: Any, hub_app: Any, provider: TestOpenIDProvider) -
     settings = oidc_settings(hub_settings, provider)
     provider.redirect_uris = {settings.public_url + "/console/oidc/callback"}
     provider.misbehave, provider.refusals = None, []
-    app = create_app(settings, engine=hub_app.state.engine)
+    app = create_app(settings, engine=hub_app.state.services.engine)
     with TestClient(app) as client:
         yield client
 

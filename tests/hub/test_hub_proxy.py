@@ -81,7 +81,7 @@ def test_cookie_requests_that_change_state_need_the_hubs_origin(
     # The request's own Host is no proof: an attacker's DNS name can point at the hub.
     host = apps_client.post(echo, content=b"x", headers={"origin": "http://testserver"})
     assert host.status_code == 403
-    public = apps_client.app.state.settings.public_url
+    public = apps_client.app.state.services.settings.public_url
     same = apps_client.post(echo, content=b"xyz", headers={"origin": public})
     assert same.status_code == 200 and same.json()["size"] == 3
     # With an API token in the header there is no ambient credential, so no CSRF check.

@@ -31,7 +31,7 @@ def limited(hub_settings: Any, hub_app: Any) -> Iterator[Callable[..., Any]]:
 
     def make(**extra: Any) -> Any:
         settings = hub_settings.model_copy(update={**LIMITS, **extra})
-        client = TestClient(create_app(settings, engine=hub_app.state.engine))
+        client = TestClient(create_app(settings, engine=hub_app.state.services.engine))
         clients.append(client.__enter__())
         return client
 
@@ -60,7 +60,7 @@ def signin_form(client: Any) -> dict[str, str]:
 
 def test_sign_in_attempts_past_the_limit_get_429_and_one_audit_event(limited: Any, seed: Any) -> None:
     client = limited()
-    form, origin = signin_form(client), {"origin": client.app.state.settings.public_url}
+    form, origin = signin_form(client), {"origin": client.app.state.services.settings.public_url}
     for _ in range(3):
         assert client.post("/console/sign-in", data=form, headers=origin).status_code == 401
     for _ in range(2):

@@ -12,7 +12,6 @@ import pytest
 
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
-from profilerhub_hub import job_uploads
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.hub import auth
 from tests.support.jobs import jsonl_gz, sdk_files
@@ -38,13 +37,13 @@ def _files() -> dict[str, bytes]:
 def ready_job(jobs_client: Any, jobs_seed: Any, jobs_hub: Any) -> tuple[str, str]:
     token = jobs_seed.user_token("d1", "alice")
     job_id = jobs_client.post(JOBS, json={"name": "metrics"}, headers=auth(token)).json()["job_id"]
-    store = job_uploads.job_store(jobs_hub.state)
-    with jobs_hub.state.sessions() as session:
+    store = jobs_hub.state.services.storage
+    with jobs_hub.state.services.sessions() as session:
         place = place_of(session.get(Job, job_id))
     for name, data in _files().items():
         store.put(place.raw_key(name), data)
     assert jobs_client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
-    ctx = IngestContext(sessions=jobs_hub.state.sessions, store=store, max_file_bytes=4 << 20,
+    ctx = IngestContext(sessions=jobs_hub.state.services.sessions, store=store, max_file_bytes=4 << 20,
                         max_trace_bytes=64 << 20, stale_after=timedelta(minutes=5))  # fmt: skip
     assert ingest_job(job_id, ctx) == "Ready"
     return job_id, token
@@ -170,7 +169,7 @@ def test_series_retention_rolls_a_job_up_as_it_ages_then_deletes_its_series(
     from profilerhub_worker.retention import apply_series_retention
 
     job_id, token = ready_job
-    sessions, store = jobs_hub.state.sessions, job_uploads.job_store(jobs_hub.state)
+    sessions, store = jobs_hub.state.services.sessions, jobs_hub.state.services.storage
     with sessions() as session:
         job = session.get(Job, job_id)
         completed, place = job.completed_at, place_of(job)
@@ -232,7 +231,7 @@ def test_series_retention_leaves_a_job_ingested_again_meanwhile_alone(jobs_hub: 
     from profilerhub_worker.retention import apply_series_retention
 
     job_id, _ = ready_job
-    sessions, store = jobs_hub.state.sessions, job_uploads.job_store(jobs_hub.state)
+    sessions, store = jobs_hub.state.services.sessions, jobs_hub.state.services.storage
     with sessions() as session:
         job = session.get(Job, job_id)
         completed, key = job.completed_at, place_of(job).processed_key("series.npz")

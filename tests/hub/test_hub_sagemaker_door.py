@@ -27,7 +27,7 @@ URL = "http://testserver/sagemaker/"
 def alice(client: Any, seed: Any) -> dict[str, str]:
     """alice of domain d1 with a Pending app: her access key and the domain's SageMaker id."""
     seed.user("d1", "alice")
-    settings = client.app.state.settings
+    settings = client.app.state.services.settings
     with seed.session() as session:
         domain = domains.require_domain(session, "d1")
         user = users.get_user(session, domain, "alice")
@@ -88,7 +88,7 @@ def test_only_post_reaches_the_door_other_methods_get_405(client: Any) -> None:
 def test_a_body_over_the_hubs_limit_is_413_with_or_without_a_content_length(
     client: Any, alice: dict[str, str]
 ) -> None:
-    limit = client.app.state.settings.max_request_body_bytes
+    limit = client.app.state.services.settings.max_request_body_bytes
     huge = b'{"DomainNameEquals": "' + b"a" * limit + b'"}'
     headers = _signed(alice, "ListDomains", huge)
     assert client.post(URL, content=huge, headers=headers).status_code == 413

@@ -98,7 +98,7 @@ def test_list_tags_pages_and_the_limits_of_sagemaker_hold(
 
     one_page = check_output(sm, "ListTags", sm.list_tags(ResourceArn=arn, MaxResults=50))
     assert len(one_page["Tags"]) == 50 and "NextToken" not in one_page
-    sagemaker_hub.state.settings.default_page_size = 20  # without MaxResults: the hub's page size
+    sagemaker_hub.state.services.settings.default_page_size = 20  # without MaxResults: the hub's page size
     pages = list(sm.get_paginator("list_tags").paginate(ResourceArn=arn))
     assert [len(check_output(sm, "ListTags", p)["Tags"]) for p in pages] == [20, 20, 10]
     keys = [t["Key"] for p in pages for t in p["Tags"]]

@@ -16,7 +16,6 @@ from botocore.exceptions import ClientError
 
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
-from profilerhub_hub import job_uploads
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from profilerhub_worker.ingest.live_rules import evaluate_live
 from tests.support.hub import auth
@@ -28,7 +27,7 @@ DEFINITIONS = [{"Name": "train:acc", "Regex": "acc=([0-9.]+)"}]
 
 
 def _ctx(hub: Any) -> IngestContext:
-    return IngestContext(sessions=hub.state.sessions, store=job_uploads.job_store(hub.state),
+    return IngestContext(sessions=hub.state.services.sessions, store=hub.state.services.storage,
                          max_file_bytes=4 << 20, max_trace_bytes=64 << 20,
                          stale_after=timedelta(minutes=5))  # fmt: skip
 
@@ -40,8 +39,8 @@ def _job(client: Any, token: str, name: str = "bert-ft", **body: Any) -> str:
 
 
 def _upload(hub: Any, job_id: str, files: dict[str, bytes]) -> None:
-    store = job_uploads.job_store(hub.state)
-    with hub.state.sessions() as session:
+    store = hub.state.services.storage
+    with hub.state.services.sessions() as session:
         place = place_of(session.get(Job, job_id))
     for name, data in files.items():
         store.put(place.raw_key(name), data)

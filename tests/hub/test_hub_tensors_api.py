@@ -17,7 +17,6 @@ from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
 from profilerhub_core.storage import layout
-from profilerhub_hub import job_uploads
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.hub import auth
 from tests.support.watchtrain import assert_trial_matches, torch_stats, watched_run
@@ -53,8 +52,8 @@ def test_tensors_while_running_and_when_ready_equal_torchs_statistics(
     token = jobs_seed.user_token("d1", "alice")
     body = {"name": "watched", "rules": ["VanishingGradient", "ExplodingTensor"]}
     job_id = jobs_client.post(JOBS, json=body, headers=auth(token)).json()["job_id"]
-    store = job_uploads.job_store(jobs_hub.state)
-    with jobs_hub.state.sessions() as session:
+    store = jobs_hub.state.services.storage
+    with jobs_hub.state.services.sessions() as session:
         place = place_of(session.get(Job, job_id))
     chunks = sorted(n for n in files if n.startswith("tensors/") and n.endswith(".jsonl.gz"))
     store.put(place.raw_key(chunks[0]), files[chunks[0]])  # the first chunk only: the run goes on
@@ -67,7 +66,7 @@ def test_tensors_while_running_and_when_ready_equal_torchs_statistics(
     assert live["live"] and live["steps"]["train"] == [0, 1, 2, 3] and live["ranks"] == [0]
 
     assert jobs_client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
-    ctx = IngestContext(sessions=jobs_hub.state.sessions, store=store, max_file_bytes=4 << 20,
+    ctx = IngestContext(sessions=jobs_hub.state.services.sessions, store=store, max_file_bytes=4 << 20,
                         max_trace_bytes=64 << 20, stale_after=timedelta(minutes=5))  # fmt: skip
     assert ingest_job(job_id, ctx) == "Ready"
     stored = TensorTable.unpack(store.get(place.processed_key(layout.TENSORS)))

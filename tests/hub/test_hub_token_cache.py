@@ -75,4 +75,4 @@ def test_cache_off_looks_the_token_up_on_every_request(hub_settings: Any, seed: 
             _revoke_elsewhere(hub_settings.database_url, ApiToken.user_id.is_not(None))
             assert client.get(f"{API}/me", headers=auth(secret)).status_code == 401
     finally:
-        app.state.engine.dispose()
+        app.state.services.engine.dispose()

@@ -31,8 +31,8 @@ Rows = list[tuple[str, str, str, str, dict[str, Any]]]
 
 @pytest.fixture
 def sent(client: Any) -> SentTasks:
-    client.app.state.app_tasks = SentTasks()
-    return client.app.state.app_tasks  # type: ignore[no-any-return]
+    client.app.state.services.app_tasks = SentTasks()
+    return client.app.state.services.app_tasks  # type: ignore[no-any-return]
 
 
 def _keys(client: Any, token: str, domain: str, user: str) -> Credentials:

@@ -29,7 +29,7 @@ def loopback_client(hub_settings: Any, hub_app: Any) -> Iterator[Any]:
     app = create_app(hub_settings.model_copy(update={"webhook_allowed_networks": ["127.0.0.0/8"]}))
     with TestClient(app) as test_client:
         yield test_client
-    app.state.engine.dispose()
+    app.state.services.engine.dispose()
 
 
 def test_a_user_manages_webhooks_and_reads_their_delivery_log(client: Any, seed: Any) -> None:

@@ -45,7 +45,7 @@ def apps_hub(apps_settings: Any) -> Iterator[Any]:
 
     engine = make_engine(apps_settings)
     app = create_app(apps_settings, engine=engine)
-    app.state.app_tasks = SentTasks()
+    app.state.services.app_tasks = SentTasks()
     yield app
     engine.dispose()
 
@@ -60,7 +60,7 @@ def apps_client(apps_hub: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def sent(apps_hub: Any) -> SentTasks:
-    return apps_hub.state.app_tasks  # type: ignore[no-any-return]
+    return apps_hub.state.services.app_tasks  # type: ignore[no-any-return]
 
 
 @pytest.fixture

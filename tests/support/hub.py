@@ -17,7 +17,7 @@ The in-process hub:
     hub_settings    ``Settings`` for a hub on ``hub_db_url`` (home in a temporary directory; rate limits
                     off, see tests/hub/test_hub_rate_limits.py). For other
                     settings: ``create_app(hub_settings.model_copy(update={...}))`` in the test
-                    (and ``app.state.engine.dispose()`` after).
+                    (and ``app.state.services.engine.dispose()`` after).
     hub_app         ``create_app(hub_settings)``, built once per backend per session (building an
                     app costs ~0.1 s); the database under it is emptied before each test.
     client          a ``TestClient`` on ``hub_app`` (no auth header by default).
@@ -113,7 +113,7 @@ def wait_for(
 
 @dataclass
 class SentTasks:
-    """Stands in for the hub's task sender (``app.state.app_tasks``): records
+    """Stands in for the hub's task sender (``app.state.services.app_tasks``): records
     ``(task_name, resource_id)`` instead of sending."""
 
     sent: list[tuple[str, str]] = field(default_factory=list)
@@ -203,7 +203,7 @@ def _hubs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, _Hub]]
     yield hubs
     for hub in hubs.values():
         if hub.app is not None:  # settings were used without ever building the app
-            hub.app.state.engine.dispose()
+            hub.app.state.services.engine.dispose()
 
 
 @pytest.fixture
@@ -254,19 +254,19 @@ class Seed:
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self._sessions = app.state.sessions
+        self._sessions = app.state.services.sessions
         self.admin_token: str = self._bootstrap()
 
     def _bootstrap(self) -> str:
         from profilerhub_core.bootstrap import first_start
 
-        secret = first_start(self.app.state.settings, self.app.state.engine)
+        secret = first_start(self.app.state.services.settings, self.app.state.services.engine)
         assert secret is not None, "seed expects a database without a platform admin"
         return secret
 
     def reset(self) -> None:
         """Empty the database and create the platform admin again (new ``admin_token``)."""
-        empty_database(self.app.state.engine)
+        empty_database(self.app.state.services.engine)
         self.admin_token = self._bootstrap()
 
     def session(self) -> Any:

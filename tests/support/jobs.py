@@ -176,7 +176,7 @@ def job_prefix(hub: Any, job_id: str) -> str:
     from profilerhub_core.db.models import Job
     from profilerhub_core.jobstorage import place_of
 
-    with hub.state.sessions() as session:
+    with hub.state.services.sessions() as session:
         job = session.get(Job, job_id)
         assert job is not None
         return place_of(job).prefix
@@ -203,7 +203,7 @@ def open_app(
         app_id = apps.create_user_app(session, domain_row, owner, AppType.DetailedProfiler, "default").id
         owner_id = owner.id
         session.commit()
-    key = hub_signing_key(jobs_hub.state.settings)
+    key = hub_signing_key(jobs_hub.state.services.settings)
     settings = AppServiceSettings(
         id=app_id,
         owner=user,

@@ -30,9 +30,9 @@ def jobs_hub(hub_settings: Any, hub_app: Any, tmp_path: Path) -> Iterator[Any]:
         }
     )
     app = create_app(settings)
-    app.state.app_tasks = SentTasks()
+    app.state.services.app_tasks = SentTasks()
     yield app
-    app.state.engine.dispose()
+    app.state.services.engine.dispose()
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def ctx(jobs_hub: Any, jobs_seed: Any, tmp_path: Path) -> IngestContext:
     jobs_seed.user("d1", "alice")
     sent: list[tuple[str, str]] = []
     context = IngestContext(
-        sessions=jobs_hub.state.sessions,
+        sessions=jobs_hub.state.services.sessions,
         store=LocalStore(tmp_path / "store"),
         max_file_bytes=4 << 20,
         max_trace_bytes=64 << 20,

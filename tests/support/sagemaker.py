@@ -78,7 +78,7 @@ def served(app: Any) -> Iterator[Any]:
 @pytest.fixture
 def sagemaker_hub(apps_hub: Any, worker_ctx: Any) -> Iterator[Any]:
     tasks = ThreadedTasks(worker_ctx)
-    apps_hub.state.app_tasks = tasks
+    apps_hub.state.services.app_tasks = tasks
     with served(apps_hub):
         yield apps_hub
         tasks.join()

@@ -14,17 +14,14 @@ from profilerhub_analysis.rules.base import (
     RuleStatus,
     resolve,
 )
+from profilerhub_analysis.rules.limits import DEFAULT_RULES, MAX_RULES
 
-MAX_RULES = 20
-"""Rules per job (SageMaker's limit)."""
 RULES: dict[str, RuleSpec] = {
     spec.name: spec
     for spec in (*profiler_report.MEMBERS, profiler_report.SPEC, *tb_recommendations.MEMBERS, *model.MEMBERS)
 }
 """The profiler rules, ProfilerReport (which runs them), the TensorBoard plugin's recommendations
 (``rules.tb_recommendations``), then the model rules (``rules.model``)."""
-DEFAULT_RULES: list[dict[str, Any]] = [{"rule": "ProfilerReport", "parameters": {}}]
-"""What a job runs when neither it nor its domain configures rules (as SageMaker runs ProfilerReport)."""
 
 
 def check_configs(configs: Sequence[Any]) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from profilerhub_hub.console.forms import (
     template,
 )
 from profilerhub_hub.ratelimit import PRESIGNED, client_address
+from profilerhub_hub.services import services
 from profilerhub_hub.usecases import accounts, door_of
 
 router = APIRouter(include_in_schema=False)
@@ -43,10 +44,10 @@ def _refused(message: str, status: int) -> Response:
 
 
 def _form_page(request: Request, secret: str, message: str = "", status: int = 200) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
 
     def look() -> tuple[str, str, str, str]:
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             row, user = account_records.open_invitation(session, secret)
             return user.name, user.domain.name, row.created_by, f"{row.expires_at:%Y-%m-%d %H:%M} UTC"
 
@@ -79,7 +80,7 @@ def _render(
 
 @router.get(accounts.INVITATION_PATH)
 async def invitation_page(request: Request, token: str = "") -> Response:
-    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
+    await run_in_threadpool(services(request).rate_limits.hit, PRESIGNED, client_address(request))
     if not token or len(token) > 200:
         return _refused("This invitation link is not valid; ask your administrator for a new one", 401)
     return await run_in_threadpool(_form_page, request, token)
@@ -87,9 +88,9 @@ async def invitation_page(request: Request, token: str = "") -> Response:
 
 @router.post(accounts.INVITATION_PATH)
 async def accept(request: Request) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
-    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
+    await run_in_threadpool(services(request).rate_limits.hit, PRESIGNED, client_address(request))
     form = await read_form(request)
     secret = form.get("token", "")[:200]
     if not signin_form_ok(request, settings, form):
@@ -99,9 +100,9 @@ async def accept(request: Request) -> Response:
         return await run_in_threadpool(_form_page, request, secret, "The two passwords differ.", 400)
 
     def accept_it() -> str:
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             return accounts.accept_invitation(
-                door_of(request.app.state, session, "console"), secret, password
+                door_of(services(request), session, "console"), secret, password
             )
 
     try:

@@ -67,6 +67,7 @@ from profilerhub_hub.console.oidc import (
 from profilerhub_hub.deps.auth import caller_of_session
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.ratelimit import PRESIGNED, SIGNIN, client_address
+from profilerhub_hub.services import services
 from profilerhub_hub.usecases import accounts, door_of
 from profilerhub_hub.usecases import users as user_cases
 
@@ -121,12 +122,12 @@ async def console_bare() -> RedirectResponse:
 @router.get("/console/")
 async def console(request: Request) -> Response:
     cookie = request.cookies.get(CONSOLE_COOKIE)
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     if not cookie:
         return RedirectResponse("/console/sign-in", status_code=303)
 
     def lookup() -> sessions.SessionOwner | None:
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             try:
                 return sessions.authenticate_session(session, cookie, kind=sessions.CONSOLE)
             except Unauthorized:
@@ -154,12 +155,12 @@ async def console(request: Request) -> Response:
 def _signin_page(
     request: Request, message: str = "", status: int = 200, form: dict[str, str] | None = None
 ) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     value = signin_value(request)
     if request.query_params.get("ended") and not message:
         message = "Your session has ended. Sign in again."
     oidc = password = ""
-    if request.app.state.oidc is not None:
+    if services(request).oidc is not None:
         oidc = (
             f'<p><a class="button primary" id="sign-in-oidc" href="{START_PATH}">Sign in with '
             f'{html.escape(provider_name(settings))}</a></p><p class="help">or</p>'
@@ -195,9 +196,9 @@ async def sign_in_page(request: Request) -> Response:
 @router.post("/console/sign-in")
 async def sign_in(request: Request) -> Response:
     """A pasted API token starts a console session with that token's scopes (and impersonation)."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
-    await run_in_threadpool(request.app.state.rate_limits.hit, SIGNIN, client_address(request))
+    await run_in_threadpool(services(request).rate_limits.hit, SIGNIN, client_address(request))
     form = await _form(request)
     if not signin_form_ok(request, settings, form):
         return _signin_page(request, "The sign-in form expired; try again.", 403)
@@ -208,7 +209,7 @@ async def sign_in(request: Request) -> Response:
         return _signin_page(request, "Paste an API token to sign in.", 400)
 
     def start() -> tuple[str, int] | None:
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             try:
                 owner = tokens.authenticate(session, secret, touch_seconds=settings.token_touch_seconds)
             except Unauthorized as exc:
@@ -237,7 +238,7 @@ async def sign_in(request: Request) -> Response:
 
 async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
     """The sign-in form's name and password: a console session of the user's own."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     domain, user, password = (
         form.get("domain", "").strip(),
         form.get("user", "").strip(),
@@ -248,10 +249,10 @@ async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
     address = client_address(request)
 
     def start() -> str:
-        with request.app.state.sessions() as session:
-            door = door_of(request.app.state, session, "console")
+        with services(request).sessions() as session:
+            door = door_of(services(request), session, "console")
             return accounts.password_sign_in(
-                door, request.app.state.rate_limits, domain, user, password, address
+                door, services(request).rate_limits, domain, user, password, address
             )
 
     try:
@@ -264,13 +265,13 @@ async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
 
 @router.post("/console/sign-out")
 async def sign_out(request: Request) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
     form = await _form(request)
     cookie = request.cookies.get(CONSOLE_COOKIE, "")
 
     def end() -> None:
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             owner = sessions.authenticate_session(session, cookie, kind=sessions.CONSOLE)
             check_csrf(settings, owner.secret_hash, form.get("csrf"))
             sessions.end_session(session, cookie)
@@ -290,7 +291,7 @@ async def sign_out(request: Request) -> Response:
 
 
 def _oidc(request: Request) -> OpenIDClient:
-    client: OpenIDClient | None = request.app.state.oidc
+    client: OpenIDClient | None = services(request).oidc
     if client is None:
         raise NotFound("OpenID Connect sign-in is not configured on this hub (PROFILERHUB_OIDC_ISSUER)")
     return client
@@ -299,7 +300,7 @@ def _oidc(request: Request) -> OpenIDClient:
 @router.get(START_PATH)
 async def oidc_sign_in(request: Request) -> Response:
     """Send the browser to the provider, remembering the flow's secrets in a signed cookie."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     client, flow = _oidc(request), new_flow()
     try:
         url = await run_in_threadpool(client.authorization_url, flow)
@@ -314,14 +315,14 @@ async def oidc_sign_in(request: Request) -> Response:
 @router.get(CALLBACK_PATH)
 async def oidc_callback(request: Request) -> Response:
     """The provider's redirect: verify it (oidc.py's checks), then start a console session."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     client = _oidc(request)
-    await run_in_threadpool(request.app.state.rate_limits.hit, SIGNIN, client_address(request))
+    await run_in_threadpool(services(request).rate_limits.hit, SIGNIN, client_address(request))
     query = {k: v for k, v in request.query_params.items() if k in _OIDC_QUERY and len(v) <= 4000}
     flow_value = request.cookies.get(FLOW_COOKIE)
 
     def refuse(exc: SignInRefused, target: str = "oidc", domain: str | None = None) -> SignInRefused:
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             _audit(session, "anonymous", "SignIn", target, domain, audit.DENIED,
                    {"via": "oidc", "reason": exc.reason})  # fmt: skip
             session.commit()
@@ -333,7 +334,7 @@ async def oidc_callback(request: Request) -> Response:
             who = client.identity(client.finish(flow, query))
         except SignInRefused as exc:
             raise refuse(exc) from None
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             actor = f"{who.domain_name}/{who.user_name}"
             user = _oidc_user(request, session, who)
             if user is None:
@@ -372,7 +373,7 @@ def _oidc_user(request: Request, session: Session, who: Identity) -> UserProfile
         return None
     user = users.get_user(session, domain, who.user_name)
     if user is None and DomainSettings.of(domain.settings).create_users_on_sign_in:
-        door = door_of(request.app.state, session, "console")
+        door = door_of(services(request), session, "console")
         user = user_cases.create_on_first_sign_in(door, domain, who.user_name, "oidc")
     return user
 
@@ -387,16 +388,16 @@ async def redeem(request: Request, token: str = "") -> Response:
     Login CSRF: a page elsewhere can send a signed-in browser to someone else's link. A browser
     whose live console session is another user's is asked first (a form POSTed from the hub's own
     page, with the sign-in form's login-CSRF value); it is never switched silently."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     if len(token) > 4000:
         raise InvalidInput("This sign-in link is not valid")
-    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
+    await run_in_threadpool(services(request).rate_limits.hit, PRESIGNED, client_address(request))
     cookie = request.cookies.get(CONSOLE_COOKIE)
 
     def switching() -> tuple[str, str] | None:
         """(signed in as, the link's user) when the link would replace another user's session."""
         link = read_link(settings, token)
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             try:
                 current = sessions.authenticate_session(session, cookie or "", kind=sessions.CONSOLE)
             except Unauthorized:
@@ -418,9 +419,9 @@ async def redeem(request: Request, token: str = "") -> Response:
 @router.post(REDEEM_PATH)
 async def redeem_confirmed(request: Request) -> Response:
     """The switch-user page's answer: redeem the link it carries (same origin, login-CSRF checked)."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
-    await run_in_threadpool(request.app.state.rate_limits.hit, PRESIGNED, client_address(request))
+    await run_in_threadpool(services(request).rate_limits.hit, PRESIGNED, client_address(request))
     form = await _form(request)
     if not signin_form_ok(request, settings, form):
         return _signin_page(request, "The page expired; open the sign-in link again.", 403)
@@ -431,7 +432,7 @@ async def redeem_confirmed(request: Request) -> Response:
 
 
 def _confirm_page(request: Request, token: str, current: str, user: str) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     value = signin_value(request)
     values = {"current": current, "user": user, "token": token, "signin": signin_token(settings, value)}
     response = _page(_CONFIRM.format(**{k: html.escape(v) for k, v in values.items()}))
@@ -440,11 +441,11 @@ def _confirm_page(request: Request, token: str, current: str, user: str) -> Resp
 
 
 async def _redeem(request: Request, token: str) -> Response:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
 
     def start() -> tuple[str, str | None, str | None, str, int]:
         link = read_link(settings, token)
-        with request.app.state.sessions() as session:
+        with services(request).sessions() as session:
             try:  # refused when its source is not live (user deleted, token revoked, signed out...)
                 row, cookie = sessions.start_session(
                     session, link.user_id, kind=sessions.CONSOLE, via="presigned",
@@ -533,8 +534,6 @@ def install_console(app: object) -> None:
     from starlette.staticfiles import StaticFiles
 
     assert isinstance(app, FastAPI)
-    settings: Settings = app.state.settings
-    app.state.oidc = OpenIDClient(settings) if settings.oidc_issuer else None
     app.include_router(router)
     app.include_router(invitations.router)
     app.mount("/console/static/base", StaticFiles(directory=SHARED_WEB), name="console-static-base")

@@ -27,6 +27,7 @@ from profilerhub_hub.browser import CONSOLE_COOKIE, CSRF_HEADER, SAFE_METHODS, c
 from profilerhub_hub.deps.session import run_step
 from profilerhub_hub.permissions import Caller
 from profilerhub_hub.ratelimit import TOKEN_FAILURES, RateLimits, client_address
+from profilerhub_hub.services import services
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer <token>`")
 
@@ -124,7 +125,7 @@ def authenticate(
             return request.state.caller
         raise Unauthorized("Missing credentials: send `Authorization: Bearer <token>`, or sign in")
     secret, address = credentials.credentials, client_address(request)
-    limits: RateLimits = request.app.state.rate_limits
+    limits: RateLimits = services(request).rate_limits
 
     def load() -> tuple[Caller, datetime | None]:
         try:
@@ -134,7 +135,7 @@ def authenticate(
             raise
         return caller_of(owner), owner.expires_at
 
-    caller: Caller = request.app.state.token_cache.lookup(secret, load)
+    caller: Caller = services(request).token_cache.lookup(secret, load)
     if caller.source_kind == sessions.ACCESS_KEY:  # cached by a SigV4 request: still no bearer token
         limits.hit(TOKEN_FAILURES, address)
         raise Unauthorized("That is an access key's secret: it signs SigV4 requests; use an API token")
@@ -143,7 +144,7 @@ def authenticate(
 
 
 async def get_caller(request: Request, credentials: Credentials) -> Caller:
-    settings = request.app.state.settings
+    settings = services(request).settings
     return await run_step(
         request, lambda session, read_only: authenticate(request, session, settings, credentials, read_only)
     )

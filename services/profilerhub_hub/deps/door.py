@@ -13,11 +13,12 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from profilerhub_hub.deps.session import request_session
+from profilerhub_hub.services import services
 from profilerhub_hub.usecases.door import Door, door_of
 
 
 async def get_door(request: Request) -> Door:
-    return door_of(request.app.state, request_session(request), "api")
+    return door_of(services(request), request_session(request), "api")
 
 
 DoorDep = Annotated[Door, Depends(get_door)]

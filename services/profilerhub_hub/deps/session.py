@@ -19,12 +19,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from profilerhub_core.db.session import WriteRequired
 from profilerhub_core.settings import Settings
+from profilerhub_hub.services import services
 
 T = TypeVar("T")
 
 
 async def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     return settings
 
 
@@ -39,7 +40,7 @@ def request_session(request: Request) -> Session:
     """
     session: Session | None = request.scope.get("profilerhub.session")
     if session is None:
-        session = request.scope["profilerhub.session"] = request.app.state.sessions()
+        session = request.scope["profilerhub.session"] = services(request).sessions()
     return session
 
 
@@ -93,14 +94,14 @@ def request_step(session: Session) -> Iterator[None]:
 async def run_step(request: Request, step: Callable[[Session, bool], T]) -> T:
     """Run ``step(session, read_only)`` as one step of the request (see ``request_step``).
 
-    Where reads are local (SQLite, ``app.state.inline_reads``) the step runs read-only on the event
+    Where reads are local (SQLite, ``HubServices.inline_reads``) the step runs read-only on the event
     loop: a few indexed reads cost less than the hop to a thread-pool thread and back. A step that
     must write (a token's ``last_used_at``, a refusal's audit record) raises ``WriteRequired``,
     is rolled back, and runs again in the thread pool, where waiting for the database's write
     lock blocks only that thread.
     """
     session = request_session(request)
-    if request.app.state.inline_reads:
+    if services(request).inline_reads:
         try:
             with request_step(session):
                 return step(session, True)

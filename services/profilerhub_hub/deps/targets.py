@@ -11,7 +11,7 @@ log. The route gets the resolved target back:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from fastapi import Depends, Request
@@ -26,35 +26,16 @@ from profilerhub_core.records import domains, users
 from profilerhub_hub.audit import commit_refused
 from profilerhub_hub.deps.auth import Credentials, authenticate
 from profilerhub_hub.deps.session import run_step
-from profilerhub_hub.permissions import MUTATING, Action, Caller, Target, authorize, check_domain_visible
-
-
-@dataclass(frozen=True, slots=True)
-class Resolved:
-    """The target of a request, looked up from its path and authorized for the caller.
-
-    ``domain`` and ``user`` are the rows, where the lookup loaded them; a read that found its
-    target as plain values (``owner_target``) carries none (only refused changes, which are
-    audited, need them)."""
-
-    caller: Caller
-    target: Target
-    domain: Domain | None = None
-    user: UserProfile | None = None
-
-    @property
-    def kind(self) -> str:
-        """How the audit log names the target's type (``UserProfile``, ``Domain`` or ``Hub``)."""
-        if self.user is not None:
-            return "UserProfile"
-        return "Domain" if self.domain is not None else "Hub"
-
-    @property
-    def name(self) -> str:
-        """How the audit log names the target (``domain/user`` or ``domain``)."""
-        if self.user is not None and self.domain is not None:
-            return f"{self.domain.name}/{self.user.name}"
-        return self.domain.name if self.domain is not None else "*"
+from profilerhub_hub.permissions import (
+    MUTATING,
+    Action,
+    Caller,
+    Resolved,
+    Target,
+    authorize,
+    check_domain_visible,
+)
+from profilerhub_hub.services import services
 
 
 def resolve(session: Session, caller: Caller, path: dict[str, Any]) -> Resolved:
@@ -123,7 +104,7 @@ def allow(action: Action) -> Any:
     """A dependency that authorizes ``action`` on the request's target and returns ``Resolved``."""
 
     async def dependency(request: Request, credentials: Credentials) -> Resolved:
-        settings = request.app.state.settings
+        settings = services(request).settings
 
         def step(session: Session, read_only: bool) -> Resolved:
             caller = authenticate(request, session, settings, credentials, read_only)

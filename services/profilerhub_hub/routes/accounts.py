@@ -26,6 +26,7 @@ from profilerhub_hub.permissions import Action
 from profilerhub_hub.ratelimit import client_address
 from profilerhub_hub.routes.paths import OF_USER
 from profilerhub_hub.schemas import Page, RequestModel, TokenCreated
+from profilerhub_hub.services import services
 from profilerhub_hub.usecases import accounts, door_of
 
 router = APIRouter(tags=["accounts"])
@@ -140,7 +141,7 @@ async def accept_invitation(body: InvitationAccept, request: Request) -> TokenCr
     """Use an invitation from a terminal or script: choose the password, get a new token of your own
     (the console's invitation page does the same in a browser). Not rate limited: an unknown link
     costs one indexed lookup, and only a real one costs a password hash."""
-    state = request.app.state
+    state = services(request)
     secret = parse_qs(urlsplit(body.invitation).query).get("token", [body.invitation])[0].strip()
 
     def accept() -> TokenCreated:
@@ -162,7 +163,7 @@ async def accept_invitation(body: InvitationAccept, request: Request) -> TokenCr
 async def password_sign_in(body: PasswordSignIn, request: Request) -> TokenCreated:
     """A new API token of your own for your name and password (``profilerhub login``): no other
     credential needed. Wrong passwords are rate limited per account and per address."""
-    state = request.app.state
+    state = services(request)
     address = client_address(request)
 
     def issue() -> TokenCreated:

@@ -29,11 +29,12 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from profilerhub_core.apptokens import hub_signing_key, verify_app_token
+from profilerhub_core.apptokens import verify_app_token
 from profilerhub_core.db.models import App, AppStatus, Job, JobStatus
 from profilerhub_core.errors import InvalidInput, Unauthorized
 from profilerhub_hub.deps import PageDep, SessionDep
 from profilerhub_hub.job_schemas import job_warnings
+from profilerhub_hub.services import services
 
 router = APIRouter(tags=["apps"])
 
@@ -97,10 +98,7 @@ def _verified_app(request: Request, session: SessionDep, app_id: str) -> App:
     app = session.get(App, app_id) if len(app_id) <= 64 else None
     if scheme.lower() != "bearer" or not token.strip() or app is None or app.status is AppStatus.Deleted:
         raise Unauthorized("send the app token of a live app: `Authorization: Bearer <app token>`")
-    key = getattr(request.app.state, "app_token_key", None)
-    if key is None:
-        key = request.app.state.app_token_key = hub_signing_key(request.app.state.settings)
-    verify_app_token(key, token.strip(), app.id, app.user_id)
+    verify_app_token(services(request).app_token_key, token.strip(), app.id, app.user_id)
     return app
 
 

@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 
 from profilerhub_core.outage import REDIS, observe
 from profilerhub_hub.schemas import Health
+from profilerhub_hub.services import services
 
 router = APIRouter(tags=["health"])
 
@@ -19,7 +20,7 @@ async def healthz() -> Health:
 
 def _check_database(request: Request) -> str:
     try:
-        with request.app.state.engine.connect() as connection:
+        with services(request).engine.connect() as connection:
             connection.execute(sa.text("SELECT 1"))
         return "ok"
     except Exception as exc:  # any failure means "not ready"; the reason is reported
@@ -52,7 +53,7 @@ def _check_redis(url: str, queue: str) -> tuple[str, str]:
 
 @router.get("/readyz", responses={503: {"model": Health}})
 def readyz(request: Request) -> JSONResponse:
-    settings = request.app.state.settings
+    settings = services(request).settings
     checks = {"database": _check_database(request)}
     if settings.redis_url:
         checks["redis"], checks["workers"] = _check_redis(settings.redis_url, settings.celery_queue)

@@ -36,6 +36,7 @@ from profilerhub_hub.permissions import Action
 from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
 from profilerhub_hub.rule_schemas import RulesRead, configured_rules, rules_read
 from profilerhub_hub.schemas import Page
+from profilerhub_hub.services import services
 from profilerhub_hub.usecases import jobs as job_cases
 
 log = logging.getLogger("profilerhub.hub")
@@ -61,8 +62,8 @@ def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False
     upload = None
     if jobs.takes_files(job):
         url = API_PREFIX + ONE_JOB.format(domain=domain, user=user, job_id=job.id)
-        store = job_uploads.job_store(request.app.state)
-        upload = job_uploads.upload_info(request.app.state.settings, store, url)
+        store = services(request).storage
+        upload = job_uploads.upload_info(services(request).settings, store, url)
     return JobRead.of(job, domain, user, upload=upload, summary=summary)
 
 
@@ -123,7 +124,7 @@ def job_report(
 ) -> HTMLResponse:
     """The job's profiling report: one self-contained HTML page (inline SVG, no script)."""
     job = _job(session, target, job_id)
-    html = job_outputs.report(job_uploads.job_store(request.app.state), _place(target, job_id), job)
+    html = job_outputs.report(services(request).storage, _place(target, job_id), job)
     headers = {
         "Content-Disposition": f'inline; filename="profiling-report-{job.name}.html"',
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
@@ -147,7 +148,7 @@ def job_metrics(
 ) -> dict[str, Any]:
     """The job's metric names and final values, or one metric's datapoints (CloudWatch-style)."""
     job = _job(session, target, job_id)
-    store = job_uploads.job_store(request.app.state)
+    store = services(request).storage
     return job_outputs.metrics(store, _place(target, job_id), job, name, stat, period, start, end)
 
 
@@ -164,7 +165,7 @@ def job_log(
     """The lines the job's script printed (stdout and stderr, in order), while it runs and after."""
     job = _job(session, target, job_id)
     session.close()  # no connection held while storage is read
-    return job_logs.page(job_uploads.job_store(request.app.state), job, rank, offset, limit)
+    return job_logs.page(services(request).storage, job, rank, offset, limit)
 
 
 TensorFormat = Annotated[
@@ -184,7 +185,7 @@ def job_tensors(
     """The job's ``ph.watch`` tensors: names (collection, shape, module type), collections,
     modes, ranks and steps per mode; also while the job runs (``live``: from its chunks so far)."""
     job = _job(session, target, job_id)
-    store, place = job_uploads.job_store(request.app.state), _place(target, job_id)
+    store, place = services(request).storage, _place(target, job_id)
     if format == "npz":
         return Response(job_tensors_out.table_bytes(store, place, job), media_type="application/octet-stream")
     return job_tensors_out.index(store, place, job)
@@ -196,7 +197,7 @@ def job_full_tensors(
 ) -> dict[str, Any]:
     """The tensors saved whole (``ph.watch(full_tensors=…)``): name, mode, rank, step, path."""
     job = _job(session, target, job_id)
-    return job_tensors_out.full_list(job_uploads.job_store(request.app.state), _place(target, job_id), job)
+    return job_tensors_out.full_list(services(request).storage, _place(target, job_id), job)
 
 
 @router.get(ONE_JOB + "/tensors/full/{path:path}", openapi_extra=OF_USER, response_class=Response)
@@ -209,7 +210,7 @@ def job_full_tensor(
 ) -> Response:
     """One tensor saved whole, as a ``.npy`` file (``numpy.load`` reads it)."""
     job = _job(session, target, job_id)
-    store, place = job_uploads.job_store(request.app.state), _place(target, job_id)
+    store, place = services(request).storage, _place(target, job_id)
     data = job_tensors_out.full_file(store, place, job, path)
     return Response(data, media_type="application/octet-stream")
 
@@ -235,7 +236,7 @@ def job_tensor(
 ) -> dict[str, Any]:
     """One tensor's statistic over the steps (and its histogram with ``hist=true``)."""
     job = _job(session, target, job_id)
-    store, place = job_uploads.job_store(request.app.state), _place(target, job_id)
+    store, place = services(request).storage, _place(target, job_id)
     query = {"stat": stat, "mode": mode, "rank": rank, "hist": hist, "start": start, "end": end}
     return job_tensors_out.series(store, place, job, name, **query)
 
@@ -285,7 +286,7 @@ async def upload_file(
     size, total = await run_in_threadpool(
         job_uploads.store_upload,
         settings,
-        job_uploads.job_store(request.app.state),
+        services(request).storage,
         _place(target, job_id),
         path,
         request.stream(),
@@ -311,7 +312,7 @@ def grant_upload(
     jobs.require_uploading(job)
     response.headers.update(jobs.stop_header(job))
     response.headers.update(jobs.capture_header(job))
-    store = job_uploads.job_store(request.app.state)
+    store = services(request).storage
     quota = job_uploads.quota_of(session, target, job)
     grant, total = job_uploads.grant_upload(
         settings, store, _place(target, job_id), body.path, body.size, quota

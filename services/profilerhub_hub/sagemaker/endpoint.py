@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib import import_module
 from typing import Any
 
 import orjson
@@ -51,9 +52,11 @@ from profilerhub_hub.deps.auth import caller_of
 from profilerhub_hub.deps.session import request_session, request_step, run_step
 from profilerhub_hub.errors import error_response
 from profilerhub_hub.permissions import Caller
-from profilerhub_hub.sagemaker import cloudwatch, logs, model, sigv4
+from profilerhub_hub.sagemaker import logs, model, sigv4
+from profilerhub_hub.sagemaker.call import Call
 from profilerhub_hub.sagemaker.errors import AwsError, aws_error_of_exception
-from profilerhub_hub.sagemaker.operations import OPERATIONS, Call
+from profilerhub_hub.sagemaker.operations import OPERATIONS
+from profilerhub_hub.services import services
 from profilerhub_hub.usecases import door_of
 
 PREFIX = "/sagemaker"
@@ -84,17 +87,39 @@ class Service:
         return name.startswith(("Describe", "List", "Get", "Filter"))
 
 
+class ImportedOnFirstCall(Mapping[str, Operation]):
+    """The operations table ``OPERATIONS`` of ``module``, imported on the first call to the door:
+    the CloudWatch door reads series with numpy, which the hub's start does not wait for."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    @functools.cached_property
+    def _table(self) -> Mapping[str, Operation]:
+        table: Mapping[str, Operation] = import_module(self.module).OPERATIONS
+        return table
+
+    def __getitem__(self, name: str) -> Operation:
+        return self._table[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
 SERVICES: dict[str, Service] = {
     service.prefix: service
     for service in (
         Service(PREFIX, "sagemaker", "sagemaker", "SageMaker.", CONTENT_TYPE, OPERATIONS),
         Service(
-            cloudwatch.PREFIX,
+            "/cloudwatch",  # cloudwatch.PREFIX
             "cloudwatch",
             "monitoring",
             "GraniteServiceVersion20100801.",
             "application/x-amz-json-1.0",
-            cloudwatch.OPERATIONS,
+            ImportedOnFirstCall("profilerhub_hub.sagemaker.cloudwatch"),
             {"ValidationException": "InvalidParameterValue", "ResourceNotFound": "ResourceNotFound"},
         ),
         Service(
@@ -177,8 +202,8 @@ def _authenticated(
     """The caller behind a valid signature. The key's owner is looked up at most once per
     ``token_cache_seconds`` (the REST API's token cache, keyed by the derived secret); the
     signature is checked on every request."""
-    settings: Settings = request.app.state.settings
-    cache = request.app.state.token_cache
+    settings: Settings = services(request).settings
+    cache = services(request).token_cache
     if not access_keys.ACCESS_KEY_ID.fullmatch(signed.access_key_id):
         raise AwsError(
             "UnrecognizedClientException", "The security token included in the request is invalid."
@@ -210,7 +235,7 @@ async def answer(request: Request, service: Service | None = None) -> tuple[dict
     """Every operation ProfilerHub supports of ``service`` (SageMaker's by default; see
     ``docs/sagemaker-api.md``): the answer's body, status and ``x-amzn-ErrorType``."""
     service = service or SERVICES[PREFIX]
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     try:
         name = _operation_name(service, request)
         body = await request.body()
@@ -222,7 +247,7 @@ async def answer(request: Request, service: Service | None = None) -> tuple[dict
         def step(session: Session, read_only: bool) -> dict[str, Any]:
             caller = _authenticated(request, session, signed, body, read_only)
             params = _parse(name, body, service)
-            door = door_of(request.app.state, session, service.model)
+            door = door_of(services(request), session, service.model)
             return service.operations[name](Call(door, caller, params))
 
         if service.reads_only(name):

@@ -27,7 +27,7 @@ from profilerhub_hub.permissions import Action
 from profilerhub_hub.sagemaker.errors import AwsError
 
 if TYPE_CHECKING:
-    from profilerhub_hub.sagemaker.operations import Call
+    from profilerhub_hub.sagemaker.call import Call
 
 PREFIX = "/logs"
 GROUP = "/aws/sagemaker/TrainingJobs"

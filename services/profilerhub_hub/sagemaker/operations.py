@@ -14,152 +14,27 @@ answers any other operation of SageMaker's model with ``UnknownOperationExceptio
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, Role, UserProfile
 from profilerhub_core.errors import AccessDenied, NotFound
 from profilerhub_core.names import is_valid_name
-from profilerhub_core.pagination import paginate
-from profilerhub_core.records import apps, domains, users
-from profilerhub_core.settings import Settings
+from profilerhub_core.records import apps, domains
 from profilerhub_hub.app_schemas import DEFAULT_PRESIGNED_SECONDS
 from profilerhub_hub.deps.targets import (
-    Resolved,
-    authorize_resolved,
-    owner_target,
     resolve,
-    resolved_domain,
-    resolved_user,
 )
-from profilerhub_hub.permissions import Action, Caller, Target, visible_domain
+from profilerhub_hub.permissions import Action, visible_domain
 from profilerhub_hub.sagemaker import tagging, training_jobs
+from profilerhub_hub.sagemaker.call import Call, app_type_of
 from profilerhub_hub.sagemaker.errors import validation
-from profilerhub_hub.sagemaker.model import Arns, domain_id, domain_uuid, epoch
-from profilerhub_hub.usecases import Door
+from profilerhub_hub.sagemaker.model import domain_id, epoch
 from profilerhub_hub.usecases import apps as app_cases
 from profilerhub_hub.usecases import domains as domain_cases
 from profilerhub_hub.usecases import users as user_cases
-
-_MAX_RESULTS = 100  # SageMaker's own maximum for MaxResults
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One SageMaker request: who asks, for what, and the door onto the use cases."""
-
-    door: Door
-    caller: Caller
-    params: dict[str, Any]
-
-    @property
-    def session(self) -> Session:
-        return self.door.session
-
-    @property
-    def settings(self) -> Settings:
-        return self.door.settings
-
-    @property
-    def arns(self) -> Arns:
-        return Arns.of(self.settings)
-
-    def hub(self) -> Resolved:
-        return Resolved(self.caller, Target())
-
-    def own_target(self) -> Resolved:
-        """The caller themself as the target (a listing of what they may see, like REST's
-        ``…/users/{me}/jobs``: ``authorize`` then checks the key's scopes)."""
-        target = Target(domain_id=self.caller.domain_id, owner_id=self.caller.user_id)
-        return Resolved(self.caller, target)
-
-    def domain(self, key: str = "DomainId") -> Resolved:
-        """The domain named by ``params[key]``, looked up and hidden like the REST API's."""
-        missing = _domain_missing(self.params[key])
-        raw = domain_uuid(self.params[key])
-        domain = self.session.get(Domain, raw) if raw is not None else None
-        if domain is None:
-            raise missing
-        return resolved_domain(self.caller, domain, missing)
-
-    def user(self) -> Resolved:
-        name, raw = self._user_name(), domain_uuid(self.params["DomainId"])
-        user = users.get_user_in_domain(self.session, raw, name) if raw and is_valid_name(name) else None
-        if user is None:  # the common case in one query, as in REST's resolve
-            raise self._user_missing(name)
-        return resolved_user(self.caller, user, _domain_missing(self.params["DomainId"]))
-
-    def user_app(self, action: Action) -> tuple[Resolved, apps.UserApp, apps.AppValues]:
-        """The target user, allowed ``action``, and their app ``AppType``/``AppName`` (the live
-        one, else the last deleted), found by one query as plain values (for reads)."""
-        app_type, name = _app_type(self), self._user_name()
-        raw, app_name = domain_uuid(self.params["DomainId"]), self.params["AppName"]
-        found = None
-        if raw and is_valid_name(name):
-            found = apps.get_user_app(self.session, raw, name, app_type, app_name)
-        if found is None:
-            raise self._user_missing(name)
-        missing = _domain_missing(self.params["DomainId"])
-        target = owner_target(self.caller, found.domain_id, found.domain_name, found.user_id, name, missing)
-        allowed = self.allowed(Resolved(self.caller, target), action)
-        if found.app is None:
-            raise apps.app_not_found(name, app_type, app_name)
-        return allowed, found, found.app
-
-    def _user_name(self) -> str:
-        name: str | None = self.params.get("UserProfileName")
-        if self.params.get("SpaceName"):
-            raise validation("Spaces are not supported by ProfilerHub; give UserProfileName")
-        if not name:
-            raise validation("UserProfileName is required (ProfilerHub apps belong to user profiles)")
-        return name
-
-    def _user_missing(self, name: str) -> NotFound:
-        domain = self.domain().domain  # raises when the domain is missing or hidden
-        assert domain is not None
-        return users.user_not_found(domain.name, name)
-
-    def allowed(self, resolved: Resolved, action: Action) -> Resolved:
-        return authorize_resolved(self.session, resolved, action)
-
-    def with_params(self, **params: Any) -> Call:
-        """The same request with ``params`` standing in for members of its own (an ARN's parts)."""
-        return replace(self, params=self.params | params)
-
-    def the_app(self, target: Resolved) -> App:
-        """The app ``AppType``/``AppName`` of the target user (the live one, else the last deleted)."""
-        assert target.user is not None
-        return apps.require_app(self.session, target.user, _app_type(self), self.params["AppName"])
-
-    def page(
-        self,
-        stmt: sa.Select[Any],
-        order: Sequence[InstrumentedAttribute[Any]],
-        scope: str,
-        *,
-        descending: bool | None = None,
-    ) -> tuple[list[Any], str | None]:
-        limit = self.params.get("MaxResults") or min(self.settings.default_page_size, _MAX_RESULTS)
-        if descending is None:
-            descending = self.params.get("SortOrder", "Descending") == "Descending"
-        result = paginate(
-            self.session,
-            stmt,
-            order,
-            limit=limit,
-            next_token=self.params.get("NextToken") or None,
-            key=self.settings.signing_key(),
-            scope=f"sagemaker:{scope}:{descending}",
-            descending=descending,
-        )
-        return list(result.items), result.next_token
-
-
-def _domain_missing(sagemaker_id: str) -> NotFound:
-    return NotFound(f"Domain '{sagemaker_id[:80]}' not found")
 
 
 def _named(name: str, what: str) -> str:
@@ -349,16 +224,6 @@ def delete_user_profile(call: Call) -> dict[str, Any]:
 # --------------------------------------------------------------------------- apps
 
 
-def _app_type(call: Call) -> AppType:
-    try:
-        return AppType(call.params["AppType"])
-    except ValueError:
-        supported = ", ".join(t.value for t in AppType)
-        raise validation(
-            f"AppType '{call.params['AppType']}' is not supported by ProfilerHub ({supported})"
-        ) from None
-
-
 def _app_details(call: Call, app: App | apps.AppValues, user_name: str) -> dict[str, Any]:
     return {
         "DomainId": domain_id(app.domain_id),
@@ -374,7 +239,7 @@ def create_app(call: Call) -> dict[str, Any]:
     target = call.allowed(call.user(), Action.CreateApp)
     assert target.domain is not None and target.user is not None
     name = _named(call.params["AppName"], "AppName")
-    app = app_cases.create_app(call.door, target, _app_type(call), name, tags_given=tagging.new_tags(call))
+    app = app_cases.create_app(call.door, target, app_type_of(call), name, tags_given=tagging.new_tags(call))
     return {"AppArn": call.arns.app(app, target.user.name)}
 
 

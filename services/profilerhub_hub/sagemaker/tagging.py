@@ -31,7 +31,7 @@ from profilerhub_hub.permissions import Action
 from profilerhub_hub.sagemaker.errors import validation
 
 if TYPE_CHECKING:
-    from profilerhub_hub.sagemaker.operations import Call
+    from profilerhub_hub.sagemaker.call import Call
 
 ROLE_TAG = "profilerhub:role"
 _APP_TYPES = {t.value.lower(): t for t in AppType}

@@ -23,6 +23,7 @@ placeholders the output shape accepts (docs/sagemaker-api.md, "Training jobs").
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -30,8 +31,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import sqlalchemy as sa
 
-from profilerhub_analysis.rules import RuleParamError, check_configs, profiler_report
-from profilerhub_analysis.series import JobSeries
 from profilerhub_core.db.models import AuditEvent, Job, JobStatus
 from profilerhub_core.errors import Conflict
 from profilerhub_core.records import jobs
@@ -43,9 +42,17 @@ from profilerhub_hub.sagemaker.model import epoch
 from profilerhub_hub.usecases import jobs as job_cases
 
 if TYPE_CHECKING:
-    from profilerhub_hub.sagemaker.operations import Call
+    from profilerhub_analysis.series import JobSeries
+    from profilerhub_hub.sagemaker.call import Call
 
-PROFILER_RULES = frozenset({profiler_report.NAME, *(spec.name for spec in profiler_report.MEMBERS)})
+@functools.cache
+def profiler_rules() -> frozenset[str]:
+    """ProfilerReport and the rules it runs (the analysis engine: imported on first use, not at start)."""
+    from profilerhub_analysis.rules import profiler_report
+
+    return frozenset({profiler_report.NAME, *(spec.name for spec in profiler_report.MEMBERS)})
+
+
 RULE_IMAGE = "profilerhub-rules"  # RuleEvaluatorImage: the rules run in the hub's workers
 TRAINING_IMAGE = "profilerhub-sdk"  # AlgorithmSpecification.TrainingImage: the user's own script
 LOGGED_METRIC_REGEX = "ph.log_metric"  # MetricDefinitions.Regex of a metric logged, not printed
@@ -270,7 +277,7 @@ def _rule_members(job: Job, rules: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, list[dict[str, Any]]] = {}
     for config in rules:
         name = config["rule"]
-        kind = "Profiler" if name in PROFILER_RULES else "Debug"
+        kind = "Profiler" if name in profiler_rules() else "Debug"
         params = {"rule_to_invoke": name} | {
             str(k)[:256]: str(v)[:256] for k, v in (config.get("parameters") or {}).items()
         }
@@ -355,6 +362,8 @@ def _rules_of(configurations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         params = dict(c.get("RuleParameters") or {})
         name = params.pop("rule_to_invoke", c["RuleConfigurationName"])
         wanted.append({"rule": name, "parameters": {k: _parameter(v) for k, v in params.items()}})
+    from profilerhub_analysis.rules.registry import RuleParamError, check_configs  # numpy: not at start
+
     try:
         return check_configs(wanted)
     except RuleParamError as exc:
@@ -384,7 +393,7 @@ def update_training_job(call: Call) -> dict[str, Any]:
 
 
 __all__ = [
-    "PROFILER_RULES",
+    "profiler_rules",
     "describe_training_job",
     "final_metrics",
     "list_training_jobs",

@@ -26,6 +26,7 @@ from profilerhub_hub import job_uploads
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps.targets import Resolved
 from profilerhub_hub.permissions import Action
+from profilerhub_hub.services import HubServices
 
 Via = str
 """The door: ``api`` (REST, ``/api/v1``, which the console's pages call too), an AWS door by its
@@ -72,9 +73,9 @@ class Door:
         job_uploads.delete_owned(self.open_store, prefix, owner)
 
 
-def door_of(state: Any, session: Session, via: Via) -> Door:
-    """The door onto the hub whose ``app.state`` is ``state``, for one request's ``session``."""
-    return Door(session, state.settings, via, state.app_tasks, lambda: job_uploads.job_store(state))
+def door_of(hub: HubServices, session: Session, via: Via) -> Door:
+    """The door onto the hub wired from ``hub`` (``create_app``'s services), for one request's ``session``."""
+    return Door(session, hub.settings, via, hub.app_tasks, lambda: hub.storage)
 
 
 __all__ = ["Door", "TaskQueue", "Via", "door_of"]

@@ -1,0 +1,34 @@
+"""The hub starts without the analysis engine's heavy dependencies: a fresh interpreter builds the
+hub's app (``create_app``) and numpy, pyarrow and the rules have not been imported. The hub
+needs them only for a job's report, metrics or rule checks, on the request that asks; its start
+(and every restart of every hub process) does not wait for them.
+
+How long the start takes is a benchmark's figure: ``benchmarks/bench_hub_start.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+NOT_AT_START = ("numpy", "pyarrow", "profilerhub_analysis.rules.base", "profilerhub_analysis.series")
+
+BUILD = """
+import json, sys
+from profilerhub_core.settings import Settings
+from profilerhub_hub.main import create_app
+home = sys.argv[1]
+create_app(Settings(home=home, database_url=f"sqlite:///{home}/hub.db"), check_schema=False)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_hub_builds_its_app_without_numpy_pyarrow_or_the_rules(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD, str(tmp_path)], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "profilerhub_hub.main" in loaded  # the build did run
+    assert [m for m in NOT_AT_START if m in loaded] == []
