@@ -1,7 +1,8 @@
-"""The hub starts without the analysis engine's heavy dependencies: a fresh interpreter builds the
-hub's app (``create_app``) and numpy, pyarrow and the rules have not been imported. The hub
-needs them only for a job's report, metrics or rule checks, on the request that asks; its start
-(and every restart of every hub process) does not wait for them.
+"""The hub starts without the analysis engine's heavy dependencies nor botocore: a fresh interpreter
+builds the hub's app (``create_app``) and numpy, pyarrow, the rules and botocore have not been
+imported. The hub needs the engine only for a job's report, metrics, tensors or rule checks and
+botocore only for the AWS doors, on the request that asks; its start (and every restart of every
+hub process) does not wait for them.
 
 How long the start takes is a benchmark's figure: ``benchmarks/bench_hub_start.py``.
 """
@@ -13,7 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-NOT_AT_START = ("numpy", "pyarrow", "profilerhub_analysis.rules.base", "profilerhub_analysis.series")
+NOT_AT_START = (
+    "numpy",
+    "pyarrow",
+    "botocore",
+    "profilerhub_analysis.rules.base",
+    "profilerhub_analysis.series",
+)
 
 BUILD = """
 import json, sys

@@ -20,28 +20,33 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-import botocore.session
-from botocore.model import OperationModel, ServiceModel, Shape
-from botocore.validate import ParamValidator
+from typing import TYPE_CHECKING, Any
 
 from profilerhub_core.db.models import App, Domain
 from profilerhub_core.records.apps import AppValues
 from profilerhub_core.settings import Settings
 from profilerhub_hub.sagemaker.errors import AwsError, validation
 
+if TYPE_CHECKING:
+    from botocore.model import OperationModel, ServiceModel, Shape
+    from botocore.validate import ParamValidator
+
 _DOMAIN_ID = re.compile(r"d-([0-9a-f]{32})")
 
 
 @functools.cache
 def service_model(service: str = "sagemaker") -> ServiceModel:
-    """botocore's model of ``service`` (``sagemaker``, ``cloudwatch``, ``logs``), once per process."""
+    """botocore's model of ``service`` (``sagemaker``, ``cloudwatch``, ``logs``), once per process
+    (botocore is imported here, on a door's first request, not at the hub's start)."""
+    import botocore.session
+
     return botocore.session.get_session().get_service_model(service)
 
 
 @functools.cache
 def _validator() -> ParamValidator:
+    from botocore.validate import ParamValidator
+
     return ParamValidator()
 
 

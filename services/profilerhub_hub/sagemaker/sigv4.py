@@ -20,13 +20,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-from botocore.auth import SigV4Auth
-from botocore.compat import HTTPHeaders
-from botocore.credentials import Credentials
+from typing import TYPE_CHECKING, Any
 
 from profilerhub_hub.sagemaker.errors import AwsError
+
+if TYPE_CHECKING:  # botocore: imported by the functions that sign, not at the hub's start
+    from botocore.auth import SigV4Auth
+    from botocore.compat import HTTPHeaders
 
 SERVICE = "sagemaker"
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -117,6 +117,8 @@ def expected_signature(
 ) -> str:
     """The signature botocore computes for this request with ``secret``."""
     wanted = set(signed.signed_headers)
+    from botocore.compat import HTTPHeaders
+
     request = _Received(method, url, HTTPHeaders(), body, {"timestamp": signed.amz_date})
     for name, value in headers:
         if name.lower() in wanted:
@@ -129,6 +131,9 @@ def expected_signature(
 
 @functools.lru_cache(maxsize=1024)
 def _signer(access_key_id: str, secret: str, region: str, service: str = SERVICE) -> SigV4Auth:
+    from botocore.auth import SigV4Auth
+    from botocore.credentials import Credentials
+
     return SigV4Auth(Credentials(access_key_id, secret), service, region)
 
 
