@@ -197,7 +197,7 @@ def test_a_sign_in_link_never_silently_replaces_another_users_session(client: An
     sign_in(client, seed.user_token("d1", "alice"))
     seed.user("d1", "bob")
     made = client.post("/api/v1/domains/d1/users/bob/presigned-url", headers=auth(seed.admin_token))
-    path = made.json()["url"].removeprefix(client.app.state.settings.public_url)
+    path = made.json()["url"].removeprefix(client.app.state.services.settings.public_url)
     asked = client.get(path, follow_redirects=False)
     assert asked.status_code == 200 and "Switch user?" in asked.text and "d1/bob" in asked.text
     assert client.get("/api/v1/me").json()["user"] == "alice"  # nothing changed, the link unspent
@@ -211,6 +211,7 @@ def test_a_sign_in_link_never_silently_replaces_another_users_session(client: An
     assert switched.status_code == 303 and client.get("/api/v1/me").json()["user"] == "bob"
     again = client.post("/api/v1/domains/d1/users/bob/presigned-url", headers=auth(seed.admin_token))
     own = client.get(
-        again.json()["url"].removeprefix(client.app.state.settings.public_url), follow_redirects=False
+        again.json()["url"].removeprefix(client.app.state.services.settings.public_url),
+        follow_redirects=False,
     )
     assert own.status_code == 303  # bob's own browser: no question asked

@@ -253,11 +253,11 @@ def test_what_an_openid_session_opens_ends_with_it(
     assert sign_in(oidc_client, provider, ALICE).status_code == 303
     page = oidc_client.get("/console/")
     csrf = re.search(r'name="csrf-token" content="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
-    browser = {"origin": oidc_client.app.state.settings.public_url, "x-csrf-token": csrf}
+    browser = {"origin": oidc_client.app.state.services.settings.public_url, "x-csrf-token": csrf}
     me = "/api/v1/domains/ml/users/alice"
     made = oidc_client.post(f"{me}/apps", json={"app_type": "DetailedProfiler"}, headers=browser)
     assert made.status_code == 202, made.text
-    app_id, prefix = made.json()["app_id"], oidc_client.app.state.settings.public_url
+    app_id, prefix = made.json()["app_id"], oidc_client.app.state.services.settings.public_url
     app_url = oidc_client.post(f"{me}/apps/DetailedProfiler/default/presigned-url", headers=browser).json()[
         "url"
     ]
