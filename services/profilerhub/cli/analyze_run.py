@@ -111,7 +111,7 @@ def run(path: Path, output: OutputFormat, top: int | None, max_bytes: int | None
         sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
         sys.stdout.flush()
         return 0
-    from profilerhub.cli.analyze_table import render
+    from profilerhub.cli.analyze_tb import render
 
     render(result, wide=wide)
     return 0

@@ -298,6 +298,3 @@ def _render_one(r: dict[str, Any], console: Console, title: str, wide: bool = Fa
         for s in steps[:50]:
             t.add_row(str(s["step"]), str(s["ranks"]), _us(s["max_duration_us"]), _us(s["mean_duration_us"]))
         console.print(t)
-    from profilerhub.cli.analyze_tb import render_tb  # its module imports this one
-
-    render_tb(r, console, wide)

@@ -6,7 +6,8 @@ from typing import Any
 
 from rich.console import Console
 
-from profilerhub.cli.analyze_table import _pct, _short, _table, _us
+from profilerhub.cli.analyze_table import _pct, _short, _table, _us, output_console
+from profilerhub.cli.analyze_table import render as render_analyses
 
 TOP = 10
 _ROLES = (
@@ -19,6 +20,14 @@ _ROLES = (
     ("cpu_exec_us", "CPU Exec"),
     ("other_us", "Other"),
 )
+
+
+def render(result: dict[str, Any], console: Console | None = None, *, wide: bool = False) -> None:
+    """Print an ``analyze`` result: every analysis, then (for one trace) the plugin's views."""
+    console = console or output_console()
+    render_analyses(result, console, wide=wide)
+    if "ranks" not in result:
+        render_tb(result, console, wide)
 
 
 def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
