@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from profilerhub_analysis.timeline.binary import decode_window
 from profilerhub_analysis.timeline.bundle import OVERVIEW_PX
 from profilerhub_worker.ingest import IngestContext, ingest_job
-from tests.support.jobs import make_job, sdk_files
+from tests.support.jobs import analyze_cli, ingested_job, make_job, sdk_files
 
 GPU_TRACE = "traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
 RANK_TRACES = ("traces/hta/tests/data/trace_filter/sampled_rank-0.json.gz",
@@ -26,31 +26,15 @@ BASE = "traces/hta/tests/data/trace_compare/base/base.json.gz"
 TEST = "traces/hta/tests/data/trace_compare/test/test.json.gz"
 
 
-def _job(ctx: IngestContext, shared_dir: Path, *traces: str) -> str:
-    files = {f"torch/{Path(t).name}": (shared_dir / t).read_bytes() for t in traces}
-    job_id, _ = make_job(ctx, files)
-    assert ingest_job(job_id, ctx) == "Ready"
-    return job_id
-
-
-def _analyze(shared_dir: Path, trace: str) -> dict[str, Any]:
-    cli = Path(sys.executable).parent / "profilerhub"
-    done = subprocess.run(
-        [str(cli), "analyze", str(shared_dir / trace), "--format", "json"], capture_output=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
 def test_dashboard_numbers_are_those_of_profilerhub_analyze(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, GPU_TRACE)
+    job_id = ingested_job(ctx, shared_dir, GPU_TRACE)
     answer = app_client.get(f"api/jobs/{job_id}/dashboard", params={"top": 3})
     assert answer.status_code == 200, answer.text
     doc = answer.json()
     panels = doc["panels"]
-    cli = _analyze(shared_dir, GPU_TRACE)
+    cli = analyze_cli(shared_dir, GPU_TRACE)
     assert doc["traces"] == [{"index": 0, "file": "torch/rank0.json.gz", "rank": cli["rank"]}]
     kt = panels["kernel_time"]
     assert [k["name"] for k in kt["top"]] == [k["name"] for k in cli["kernels"][:3]]
@@ -68,10 +52,10 @@ def test_dashboard_numbers_are_those_of_profilerhub_analyze(
 def test_timeline_lanes_window_event_and_search_answer_from_the_ingested_index(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, GPU_TRACE)
+    job_id = ingested_job(ctx, shared_dir, GPU_TRACE)
     base = f"api/jobs/{job_id}/timeline"
     lanes = app_client.get(f"{base}/lanes").json()
-    assert lanes["events"] == _analyze(shared_dir, GPU_TRACE)["x_events"]
+    assert lanes["events"] == analyze_cli(shared_dir, GPU_TRACE)["x_events"]
     gpu = next(g for g in lanes["groups"] if g["kind"] == "gpu")
     stream = gpu["lanes"][0]["lane_id"]
     window = app_client.get(f"{base}/window", params={"start": 0, "end": lanes["t_end"], "px": 2000})
@@ -103,7 +87,7 @@ def test_timeline_lanes_window_event_and_search_answer_from_the_ingested_index(
 def test_two_rank_job_has_a_rank_table_and_a_rank_selector(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, *RANK_TRACES)
+    job_id = ingested_job(ctx, shared_dir, *RANK_TRACES)
     ranks = app_client.get(f"api/jobs/{job_id}/ranks").json()
     assert [r["index"] for r in ranks["ranks"]] == [0, 1]
     assert all(r["gpu_utilization_pct"] > 0 and r["communication_us"] > 0 for r in ranks["ranks"])
@@ -115,7 +99,7 @@ def test_two_rank_job_has_a_rank_table_and_a_rank_selector(
 def test_compare_two_jobs_gives_the_cli_compare(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    base, test = _job(ctx, shared_dir, BASE), _job(ctx, shared_dir, TEST)
+    base, test = ingested_job(ctx, shared_dir, BASE), ingested_job(ctx, shared_dir, TEST)
     answer = app_client.get("api/compare", params={"base": base, "test": test})
     assert answer.status_code == 200, answer.text
     ops = {o["name"]: o for o in answer.json()["compare"]["ops"]}
@@ -132,7 +116,7 @@ def test_compare_two_jobs_gives_the_cli_compare(
 def test_raw_trace_downloads_as_gzip_chrome_trace(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, BASE)
+    job_id = ingested_job(ctx, shared_dir, BASE)
     answer = app_client.get(f"api/jobs/{job_id}/traces/0/raw")
     assert answer.status_code == 200 and answer.headers["content-type"] == "application/gzip"
     assert "attachment" in answer.headers["content-disposition"]
@@ -162,7 +146,7 @@ def test_bad_input_gets_a_4xx_with_the_error_shape(
     params: dict[str, str],
     status: int,
 ) -> None:
-    job_id = _job(ctx, shared_dir, BASE)
+    job_id = ingested_job(ctx, shared_dir, BASE)
     answer = app_client.get(f"api/jobs/{job_id}/{path}", params=params)
     assert answer.status_code == status, answer.text
     assert set(answer.json()["error"]) == {"code", "message"}
@@ -223,7 +207,7 @@ def test_a_running_job_shows_what_it_has_streamed_so_far(ctx: IngestContext, app
 def test_the_app_maps_the_ingested_timeline_in_place_without_a_copy(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path, tmp_path: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, BASE)
+    job_id = ingested_job(ctx, shared_dir, BASE)
     for _ in range(2):
         assert app_client.get(f"api/jobs/{job_id}/timeline/lanes").status_code == 200
     assert not (tmp_path / "app-cache-alice").exists()

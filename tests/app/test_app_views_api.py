@@ -4,47 +4,28 @@ answered as ``profilerhub analyze`` prints them; a trace ingested without them s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 from fastapi.testclient import TestClient
 
 from profilerhub_analysis.tbviews import SECTIONS
-from profilerhub_worker.ingest import IngestContext, ingest_job
-from tests.support.jobs import make_job
+from profilerhub_worker.ingest import IngestContext
+from tests.support.jobs import analyze_cli, ingested_job
 
 MLP = "traces/torch-cpu/mlp_cpu_10steps.pt.trace.json"  # memory records and input shapes
 GPU = "traces/hta/tests/data/trace_compare/test/test.json.gz"
 
 
-def _job(ctx: IngestContext, shared_dir: Path, *traces: str) -> str:
-    files = {f"torch/{Path(t).name}": (shared_dir / t).read_bytes() for t in traces}
-    job_id, _ = make_job(ctx, files)
-    assert ingest_job(job_id, ctx) == "Ready"
-    return job_id
-
-
-def _analyze(shared_dir: Path, trace: str) -> dict[str, Any]:
-    cli = Path(sys.executable).parent / "profilerhub"
-    done = subprocess.run(
-        [str(cli), "analyze", str(shared_dir / trace), "--format", "json"], capture_output=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
 def test_the_views_of_each_trace_are_those_of_profilerhub_analyze(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, MLP, GPU)
+    job_id = ingested_job(ctx, shared_dir, MLP, GPU)
     for index, trace in enumerate((MLP, GPU)):
         answer = app_client.get(f"api/jobs/{job_id}/views", params={"trace": index})
         assert answer.status_code == 200, answer.text
         doc = answer.json()
         assert doc["trace"] == index and [t["index"] for t in doc["traces"]] == [0, 1]
-        cli = _analyze(shared_dir, trace)
+        cli = analyze_cli(shared_dir, trace)
         for section in SECTIONS:
             assert doc["views"][section] == cli[section], (trace, section)
         assert isinstance(doc["recommendations"], list)
@@ -55,7 +36,7 @@ def test_the_views_of_each_trace_are_those_of_profilerhub_analyze(
 def test_a_trace_ingested_before_the_views_existed_answers_404_saying_what_to_do(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:
-    job_id = _job(ctx, shared_dir, GPU)
+    job_id = ingested_job(ctx, shared_dir, GPU)
     summary_key = next(
         k.key for k in ctx.store.list("") if k.key.endswith(f"{job_id}/processed/summary.json")
     )

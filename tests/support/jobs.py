@@ -216,3 +216,26 @@ def open_app(
     headers = {"Authorization": f"Bearer {issue_app_token(key, app_id, owner_id)}"}
     hub = HttpHub("http://testserver", app_id, client=jobs_client)
     return TestClient(create_app(settings, hub=hub), headers=headers, base_url=f"http://app/apps/{app_id}/")
+
+
+def ingested_job(ctx: IngestContext, shared_dir: Path, *traces: str) -> str:
+    """A job of the shared ``traces`` (paths under ``../shared``), ingested to Ready; its id."""
+    from profilerhub_worker.ingest import ingest_job
+
+    files = {f"torch/{Path(t).name}": (shared_dir / t).read_bytes() for t in traces}
+    job_id, _ = make_job(ctx, files)
+    assert ingest_job(job_id, ctx) == "Ready"
+    return job_id
+
+
+def analyze_cli(shared_dir: Path, trace: str) -> dict[str, Any]:
+    """``profilerhub analyze --format json`` of a shared trace, run as the CLI a user would."""
+    import subprocess
+    import sys
+
+    cli = Path(sys.executable).parent / "profilerhub"
+    done = subprocess.run(
+        [str(cli), "analyze", str(shared_dir / trace), "--format", "json"], capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
