@@ -275,11 +275,16 @@ def test_a_key_an_administrator_made_for_a_user_opens_their_app_only_where_imper
         closed_portal.value
     )
     audit = apps_client.get("/api/v1/audit?action=OpenApp", headers=auth(seed.admin_token)).json()["items"]
-    assert [(e["actor"], e["detail"]) for e in audit] == [
+    opened_rows = [e for e in audit if e["outcome"] == "success"]
+    assert [(e["actor"], e["detail"]) for e in opened_rows] == [
         ("system/root", {"impersonation": True, "as": "imp-on/carol", "via": "sagemaker"}),
         # the seed's platform admin
         ("system/admin", {"impersonation": True, "as": "imp-on/carol", "via": "sagemaker"}),
     ]
+    # the refused attempts are audited too (F9): the closed domain's portal and alice's admin-made key
+    refused_rows = [e for e in audit if e["outcome"] == "denied"]
+    assert [e["actor"] for e in refused_rows] == ["system/root", "imp-off/alice"]
+    assert all("allow_impersonation" in e["detail"]["reason"] for e in refused_rows)
     carol.delete_app(DomainId=opened, UserProfileName="carol", **APP)
     wait_for(lambda: _status(carol, opened, "carol") == "Deleted", "carol's app Deleted", 180)
 
