@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     embedded = None
     root = Path(tempfile.mkdtemp(prefix="profilerhub-bench-apps-"))
     if not redis_url:
-        from profilerhub_worker.embedded_redis import EmbeddedRedis
+        from profilerhub_stack.embedded_redis import EmbeddedRedis
 
         embedded = EmbeddedRedis(root / "redis")
         redis_url = embedded.start()

@@ -15,6 +15,7 @@ PACKAGES = {
     "profilerhub_hub": ROOT / "services" / "profilerhub_hub",
     "profilerhub_app": ROOT / "services" / "profilerhub_app",
     "profilerhub_worker": ROOT / "workers" / "profilerhub_worker",
+    "profilerhub_stack": ROOT / "services" / "profilerhub_stack",
 }
 
 

@@ -119,6 +119,7 @@ def test_the_wheel_it_installs_builds_with_the_server_and_none_of_the_tests(tmp_
         "profilerhub_hub",
         "profilerhub_app",
         "profilerhub_worker",
+        "profilerhub_stack",
     ):
         assert f"{package}/__init__.py" in names
     assert "profilerhub_worker/spawners/kubernetes.py" in names

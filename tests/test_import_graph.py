@@ -7,6 +7,7 @@
     profilerhub_hub        core, analysis                  never worker, app
     profilerhub_worker     core, analysis                  never hub, app
     profilerhub_app        core, analysis                  never hub, worker
+    profilerhub_stack      core, worker                    never hub, app (it runs them as processes)
 
 Inside the hub and the app the same one-way rule holds between layers (STYLE.md, 11): a route
 module never imports another route module (the hub's ``routes/paths.py``, shared paths and no
@@ -38,6 +39,7 @@ PACKAGES = {
     "profilerhub_hub": ROOT / "services" / "profilerhub_hub",
     "profilerhub_app": ROOT / "services" / "profilerhub_app",
     "profilerhub_worker": ROOT / "workers" / "profilerhub_worker",
+    "profilerhub_stack": ROOT / "services" / "profilerhub_stack",
 }
 TOOLKIT = "profilerhub.cli.toolkit"
 HUBHTTP = "profilerhub.hubhttp"
@@ -49,6 +51,8 @@ ALLOWED: dict[str, set[str]] = {
     "profilerhub_hub": {"profilerhub_core", "profilerhub_analysis", *SHARED_SDK},
     "profilerhub_worker": {"profilerhub_core", "profilerhub_analysis", *SHARED_SDK},
     "profilerhub_app": {"profilerhub_core", "profilerhub_analysis", *SHARED_SDK},
+    # The whole stack runs hub, worker and app as processes; of their code it needs the worker's exit step.
+    "profilerhub_stack": {"profilerhub_core", "profilerhub_worker", *SHARED_SDK},
 }
 # The SDK reaches the analysis engine only from its command line and the trial API
 # (`profilerhub.debug`, which needs the `analysis` extra like `analyze`), never from `import profilerhub`.
@@ -204,6 +208,7 @@ SERVER_PACKAGES = (
     "profilerhub_hub",
     "profilerhub_app",
     "profilerhub_worker",
+    "profilerhub_stack",
 )
 
 

@@ -14,6 +14,7 @@ def test_packages_import_at_top_level() -> None:
     import profilerhub_app
     import profilerhub_core
     import profilerhub_hub
+    import profilerhub_stack
     import profilerhub_worker
 
     for module in (
@@ -23,6 +24,7 @@ def test_packages_import_at_top_level() -> None:
         profilerhub_hub,
         profilerhub_app,
         profilerhub_worker,
+        profilerhub_stack,
     ):
         assert module.__file__ is not None and "site-packages/services" not in module.__file__
 
@@ -55,7 +57,7 @@ def test_every_server_command_comes_from_the_package_that_owns_it() -> None:
 
     owners = {ep.name: ep.value.split(".")[0] for ep in main.entry_points(group=main.ENTRY_POINT_GROUP)}
     assert owners == {
-        "up": "profilerhub_worker",
+        "up": "profilerhub_stack",
         "hub": "profilerhub_hub",
         "worker": "profilerhub_worker",
         "app": "profilerhub_app",

@@ -10,13 +10,18 @@ import logging
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from profilerhub.cli.toolkit import err_console, require
 from profilerhub_core.cli import database_errors, load_settings, require_migrated
 from profilerhub_core.outage import name_this_process
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from profilerhub_core.settings import Settings
 
 
 def _settings(home: Path | None):
@@ -32,6 +37,31 @@ def _settings(home: Path | None):
     return settings
 
 
+def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
+    """The Celery app a worker (or beat) process runs, with its context attached."""
+    from profilerhub_worker.celery_app import make_celery
+    from profilerhub_worker.context import build_context
+    from profilerhub_worker.runtime import runtime_of
+
+    if not settings.redis_url:
+        raise ValueError("PROFILERHUB_REDIS_URL is not set")
+    celery = make_celery(
+        settings.redis_url,
+        queue=settings.celery_queue,
+        reconcile_every=settings.reconcile_seconds,
+        poll_every=settings.app_poll_seconds,
+        cull_every=settings.cull_seconds,
+        sweep_every=settings.storage_sweep_seconds,
+        rules_every=settings.rules_scan_interval_seconds,
+        retention_every=settings.series_retention_seconds,
+    )
+    runtime = runtime_of(celery)
+    runtime.settings = settings  # for the ingest tasks
+    if with_context:
+        runtime.apps = build_context(settings, celery)
+    return celery
+
+
 def worker(
     concurrency: int = typer.Option(None, help="Tasks run at once (env PROFILERHUB_WORKER_CONCURRENCY)."),
     home: Path = typer.Option(None, help="Home directory (env PROFILERHUB_HOME)."),
@@ -40,7 +70,6 @@ def worker(
     """Run a Celery worker: spawns, stops, reconciles and culls apps."""
     require("celery", "server")
     from profilerhub_core.db.session import make_engine
-    from profilerhub_worker.context import worker_celery
 
     name_this_process("worker")
     settings = _settings(home)
@@ -130,7 +159,6 @@ def beat(
 ) -> None:
     """Run the scheduler that sends the periodic tasks (reconcile, poll, cull idle apps)."""
     require("celery", "server")
-    from profilerhub_worker.context import worker_celery
 
     name_this_process("beat")
     settings = _settings(home)

@@ -1,16 +1,18 @@
-"""Build a worker's ``WorkerContext`` (database, Redis, spawner, app environment) from settings."""
+"""A worker's ``WorkerContext`` (database, Redis, spawner, app environment), and how it is built
+from settings (``build_context``), once per worker process."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import redis
+from sqlalchemy.orm import Session, sessionmaker
 
 from profilerhub_core.apptokens import hub_signing_key, public_key_pem
 from profilerhub_core.db.session import make_engine, session_factory
-from profilerhub_worker.lifecycle import WorkerContext
-from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.spawners import SpawnerConfig
 
 if TYPE_CHECKING:
@@ -26,6 +28,31 @@ STORAGE_CREDENTIALS_ENV = (
     "AWS_SESSION_TOKEN",
     "AWS_DEFAULT_REGION",
 )
+
+
+@dataclass
+class WorkerContext:
+    """Everything the lifecycle functions need; built once per worker process."""
+
+    sessions: sessionmaker[Session]
+    redis: redis.Redis
+    spawner: str
+    spawner_config: SpawnerConfig
+    app_env: dict[str, str]
+    """Environment every app gets: the hub's public key and URL."""
+    enqueue: Callable[[str, str], None]
+    """``enqueue(task_name, app_id)``: send a task (the reconciler re-sends stuck work)."""
+    resend_after: float = 10.0
+    """Seconds a Pending/Deleting app may wait, unclaimed, before the reconciler re-sends its task."""
+    lock_seconds: float = 10.0
+    """Lifetime of an app's lock; the holder renews it, so a killed worker's lock lapses this fast."""
+    key_prefix: str = "profilerhub"
+
+    @property
+    def pending_timeout(self) -> float:
+        """A Pending app older than this failed to start, whatever the reason."""
+        cfg = self.spawner_config
+        return 2 * (cfg.start_timeout + cfg.http_timeout + cfg.stop_grace) + self.resend_after
 
 
 def spawner_config(settings: Settings) -> SpawnerConfig:
@@ -61,26 +88,3 @@ def build_context(settings: Settings, celery: Celery) -> WorkerContext:
         resend_after=settings.app_resend_seconds,
         key_prefix=settings.celery_queue,
     )
-
-
-def worker_celery(settings: Settings, *, with_context: bool = True) -> Celery:
-    """The Celery app a worker (or beat) process runs, with its context attached."""
-    from profilerhub_worker.celery_app import make_celery
-
-    if not settings.redis_url:
-        raise ValueError("PROFILERHUB_REDIS_URL is not set")
-    celery = make_celery(
-        settings.redis_url,
-        queue=settings.celery_queue,
-        reconcile_every=settings.reconcile_seconds,
-        poll_every=settings.app_poll_seconds,
-        cull_every=settings.cull_seconds,
-        sweep_every=settings.storage_sweep_seconds,
-        rules_every=settings.rules_scan_interval_seconds,
-        retention_every=settings.series_retention_seconds,
-    )
-    runtime = runtime_of(celery)
-    runtime.settings = settings  # for the ingest tasks
-    if with_context:
-        runtime.apps = build_context(settings, celery)
-    return celery

@@ -19,29 +19,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import redis
 import sqlalchemy as sa
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, Domain, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.records.app_states import transition
 from profilerhub_core.records.apps import save_instance
 from profilerhub_core.tasks import DELETE_APP, SPAWN_APP
-from profilerhub_worker.spawners import (
-    AppSpec,
-    Spawner,
-    SpawnerConfig,
-    SpawnError,
-    make_spawner,
-    spawner_class,
-)
+from profilerhub_worker.context import WorkerContext
+from profilerhub_worker.spawners import AppSpec, Spawner, SpawnError, make_spawner, spawner_class
 
 log = logging.getLogger(__name__)
 
@@ -51,31 +44,6 @@ SPAWN_TRIED = "spawn_tried_at"
 """Key in a Pending app's ``spawner_state``: when a worker first took its spawn task. The start
 timeout counts from then: an app whose task never reached a worker (Redis was down) is re-sent,
 not failed for the time it waited."""
-
-
-@dataclass
-class WorkerContext:
-    """Everything the lifecycle functions need; built once per worker process."""
-
-    sessions: sessionmaker[Session]
-    redis: redis.Redis
-    spawner: str
-    spawner_config: SpawnerConfig
-    app_env: dict[str, str]
-    """Environment every app gets: the hub's public key and URL."""
-    enqueue: Callable[[str, str], None]
-    """``enqueue(task_name, app_id)``: send a task (the reconciler re-sends stuck work)."""
-    resend_after: float = 10.0
-    """Seconds a Pending/Deleting app may wait, unclaimed, before the reconciler re-sends its task."""
-    lock_seconds: float = 10.0
-    """Lifetime of an app's lock; the holder renews it, so a killed worker's lock lapses this fast."""
-    key_prefix: str = "profilerhub"
-
-    @property
-    def pending_timeout(self) -> float:
-        """A Pending app older than this failed to start, whatever the reason."""
-        cfg = self.spawner_config
-        return 2 * (cfg.start_timeout + cfg.http_timeout + cfg.stop_grace) + self.resend_after
 
 
 def _lock_name(ctx: WorkerContext, app_id: str) -> str:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from profilerhub_core.settings import Settings
+    from profilerhub_worker.context import WorkerContext
     from profilerhub_worker.ingest import IngestContext
-    from profilerhub_worker.lifecycle import WorkerContext
 
 ATTRIBUTE = "profilerhub"
 

@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from profilerhub_core.tasks import CULL_IDLE_APPS, DELETE_APP, POLL_APPS, RECONCILE_APPS, SPAWN_APP
 from profilerhub_worker import lifecycle
+from profilerhub_worker.context import WorkerContext
 from profilerhub_worker.outages import quiet_in_outages
 from profilerhub_worker.runtime import runtime_of
 
@@ -30,7 +31,7 @@ _RETRY: dict[str, Any] = {
 }
 
 
-def _ctx(task: Task) -> lifecycle.WorkerContext:
+def _ctx(task: Task) -> WorkerContext:
     return runtime_of(task.app).app_context()
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import psutil
 import redis
 
-from profilerhub_worker.embedded_redis import EmbeddedRedis
+from profilerhub_stack.embedded_redis import EmbeddedRedis
 
 
 def test_embedded_redis_answers_and_is_gone_after_stop(tmp_path: Path) -> None:

@@ -10,16 +10,25 @@ itself in ``services()``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from profilerhub.cli.toolkit import err_console, require
 from profilerhub_core.cli import bootstrap_and_announce, database_errors, load_settings
-from profilerhub_worker.supervisor import Supervisor
+from profilerhub_stack.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from profilerhub_core.settings import Settings
+    from profilerhub_stack.embedded_redis import EmbeddedRedis
+
+log = logging.getLogger(__name__)
 
 
 def _cli(*args: str) -> list[str]:
@@ -68,6 +77,31 @@ def hold_home(home: Path) -> Any:
     return fh
 
 
+@contextmanager
+def apps_stack(settings: Settings, env: dict[str, str]) -> Iterator[tuple[Settings, EmbeddedRedis | None]]:
+    """Start an embedded Redis unless ``settings.redis_url`` is set (its URL goes into ``env``);
+    on exit suspend the local apps (``profilerhub_worker.local_apps``), then stop Redis.  Yields
+    the settings with the Redis URL, and the embedded Redis (None when one was configured) to watch."""
+    from profilerhub_stack.embedded_redis import EmbeddedRedis
+    from profilerhub_worker.local_apps import suspend_local_apps
+
+    embedded = None
+    if not settings.redis_url:
+        embedded = EmbeddedRedis(settings.home / "redis")
+        env["PROFILERHUB_REDIS_URL"] = embedded.start()
+        settings = settings.model_copy(update={"redis_url": env["PROFILERHUB_REDIS_URL"]})
+    try:
+        yield settings, embedded
+    finally:
+        try:
+            suspended = suspend_local_apps(settings)
+            if suspended:
+                log.warning("stopped %d app process(es); the next `profilerhub up` restarts them", suspended)
+        finally:
+            if embedded is not None:
+                embedded.stop()
+
+
 def up(
     host: str = typer.Option(None, help="Address to listen on (default 127.0.0.1; env PROFILERHUB_HOST)."),
     port: int = typer.Option(None, help="Port to listen on (default 8080; env PROFILERHUB_PORT)."),
@@ -96,8 +130,6 @@ def up(
         PROFILERHUB_PORT=str(settings.port),
         PROFILERHUB_DATABASE_URL=settings.database_url,
     )
-    from profilerhub_worker.local_stack import apps_stack
-
     with apps_stack(settings, env) as (_, embedded):  # embedded Redis unless configured
         supervisor = Supervisor(on_event=lambda message: err_console.print(f"[dim]up:[/dim] {message}"))
         for name, argv, child_env in services(env):

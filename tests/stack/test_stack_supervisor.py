@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from profilerhub_worker.supervisor import Supervisor
+from profilerhub_stack.supervisor import Supervisor
 from tests.support.hub import wait_for
 
 # The child starts a grandchild that listens on a port (as uvicorn's workers do), then waits.
