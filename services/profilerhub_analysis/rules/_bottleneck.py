@@ -15,6 +15,7 @@ import numpy as np
 
 from profilerhub_analysis.rules.base import (
     Finding,
+    Param,
     RuleData,
     RuleResult,
     RuleStatus,
@@ -23,9 +24,22 @@ from profilerhub_analysis.rules.base import (
     error,
     evidence,
     not_enough,
+    patience_param,
     pct,
+    percent_param,
     runs,
 )
+
+
+def bottleneck_params(bound: str, resource: Param) -> tuple[Param, ...]:
+    """The parameters of a bottleneck rule: ``threshold`` (% of datapoints ``bound``-bound),
+    ``gpu_threshold``, the ``resource``'s own threshold, ``patience`` (SageMaker's order)."""
+    return (
+        percent_param("threshold", 50, f"% of datapoints that must be {bound}-bound to trigger"),
+        percent_param("gpu_threshold", 10, "GPU utilisation (%) below which the GPU counts as idle"),
+        resource,
+        patience_param(),
+    )
 
 
 def busiest_gpu(data: RuleData, t_ns: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -215,6 +215,21 @@ class Param:
     """A number that may be set to None (``null``): that check is off."""
 
 
+def patience_param(default: int = 1000) -> Param:
+    """SageMaker's ``patience``: datapoints skipped at the start (warm-up)."""
+    return Param("patience", default, 0, 1e9, integer=True, description="datapoints skipped at the start")
+
+
+def window_param(default: int, description: str = "datapoints per quantile") -> Param:
+    """SageMaker's ``window``: datapoints one figure (a quantile, a moving average) is taken over."""
+    return Param("window", default, 1, 1e9, integer=True, description=description)
+
+
+def percent_param(name: str, default: float, description: str) -> Param:
+    """A threshold in percent (0 to 100)."""
+    return Param(name, default, 0, 100, description=description)
+
+
 MAX_TEXT = 500
 
 
@@ -397,6 +412,77 @@ def pct(x: float) -> float:
     return round(float(x), 2)
 
 
+def verdict(
+    rule: str,
+    params: dict[str, Any],
+    findings: list[Finding],
+    *,
+    found: str,
+    clean: str,
+    figures: dict[str, Any] | None = None,
+    evidence: dict[str, list[list[float]]] | None = None,
+    recommendation: str = "",
+) -> RuleResult:
+    """The ending of a rule that ran: IssuesFound saying ``found`` when there are findings, else
+    NoIssuesFound saying ``clean``."""
+    status = RuleStatus.IssuesFound if findings else RuleStatus.NoIssuesFound
+    reason = found if findings else clean
+    return RuleResult(rule, status, reason, params, findings, figures or {}, evidence or {}, recommendation)
+
+
+@dataclass
+class PerGpu:
+    """What a rule gathers GPU by GPU: findings, figures by GPU, evidence, and the GPUs it checked.
+
+    tally = PerGpu()
+    for gpu, s, bounds in tally.windowed(data.gpu_util, patience, window):
+        ...                                  # the rule's own test of each window
+        tally.flag(s, bounds, i, message, figures, f"{gpu}.util_percent")
+    if not tally.checked:
+        return not_enough(...)
+    return tally.result(NAME, params, RECOMMENDATION, found=..., clean=f"checked {tally.checked} GPU(s)")
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, list[list[float]]] = field(default_factory=dict)
+    checked: int = 0
+
+    def windowed(
+        self, series: dict[str, Series], patience: int, window: int
+    ) -> Iterator[tuple[str, Series, np.ndarray]]:
+        """``(gpu, finite series, window bounds)`` of each GPU with at least one window after
+        ``patience`` (:func:`windows`), each counted as checked; GPUs with none are skipped."""
+        for gpu, raw in series.items():
+            s = raw.finite()
+            bounds = windows(len(s), patience, window)
+            if len(bounds):
+                self.checked += 1
+                yield gpu, s, bounds
+
+    def flag(
+        self, s: Series, bounds: np.ndarray, i: int, message: str, figures: dict[str, Any], key: str
+    ) -> None:
+        """A finding over window ``i`` of ``s`` (its first to its last datapoint's time)."""
+        lo, hi = bounds[i]
+        self.findings.append(Finding(message, int(s.t_ns[lo]), int(s.t_ns[hi - 1]), figures, key))
+
+    def result(
+        self, rule: str, params: dict[str, Any], recommendation: str, *, found: str, clean: str
+    ) -> RuleResult:
+        """:func:`verdict` of what was gathered."""
+        return verdict(
+            rule,
+            params,
+            self.findings,
+            found=found,
+            clean=clean,
+            figures=self.figures,
+            evidence=self.evidence,
+            recommendation=recommendation,
+        )
+
+
 @dataclass(frozen=True)
 class RuleSpec:
     """A rule as the registry knows it."""
@@ -406,12 +492,24 @@ class RuleSpec:
     evaluate: Callable[[RuleData, dict[str, Any]], RuleResult]
     description: str
 
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        params: tuple[Param, ...],
+        evaluate: Callable[[RuleData, dict[str, Any]], RuleResult],
+        doc: str | None,
+    ) -> RuleSpec:
+        """A rule module's spec, described by the first line of its docstring (``doc``)."""
+        return cls(name, params, evaluate, doc.splitlines()[0] if doc else name)
+
 
 __all__ = [
     "EVIDENCE_POINTS",
     "MAX_FINDINGS",
     "Finding",
     "Param",
+    "PerGpu",
     "RuleData",
     "RuleParamError",
     "RuleResult",
@@ -424,9 +522,13 @@ __all__ = [
     "evidence",
     "not_enough",
     "pct",
+    "patience_param",
+    "percent_param",
     "resolve",
     "runs",
     "split_list",
+    "verdict",
+    "window_param",
     "window_quantiles",
     "windows",
 ]

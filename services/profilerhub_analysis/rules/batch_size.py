@@ -12,46 +12,28 @@ from typing import Any
 import numpy as np
 
 from profilerhub_analysis.rules.base import (
-    Finding,
-    Param,
+    PerGpu,
     RuleData,
     RuleResult,
     RuleSpec,
-    RuleStatus,
     earlier_index,
     error,
     evidence,
     not_enough,
+    patience_param,
     pct,
+    percent_param,
+    window_param,
     window_quantiles,
-    windows,
 )
 
 NAME = "BatchSize"
 PARAMS = (
-    Param(
-        "cpu_threshold_p95",
-        70,
-        0,
-        100,
-        description="p95 CPU utilisation (%) below which the CPU is underused",
-    ),
-    Param(
-        "gpu_threshold_p95",
-        70,
-        0,
-        100,
-        description="p95 GPU utilisation (%) below which the GPU is underused",
-    ),
-    Param(
-        "gpu_memory_threshold_p95",
-        70,
-        0,
-        100,
-        description="p95 GPU memory (%) below which memory is underused",
-    ),
-    Param("patience", 1000, 0, 1e9, integer=True, description="datapoints skipped at the start"),
-    Param("window", 500, 1, 1e9, integer=True, description="datapoints per quantile"),
+    percent_param("cpu_threshold_p95", 70, "p95 CPU utilisation (%) below which the CPU is underused"),
+    percent_param("gpu_threshold_p95", 70, "p95 GPU utilisation (%) below which the GPU is underused"),
+    percent_param("gpu_memory_threshold_p95", 70, "p95 GPU memory (%) below which memory is underused"),
+    patience_param(),
+    window_param(500),
 )
 RECOMMENDATION = "Increase the batch size (scaling the learning rate with it), or run on a smaller instance."
 
@@ -73,19 +55,10 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     if not data.gpu_mem:
         return error(NAME, params, "no GPU memory samples (NVML reported no memory use)")
     patience, window = params["patience"], params["window"]
-    findings: list[Finding] = []
-    figures: dict[str, Any] = {}
-    ev: dict[str, list[list[float]]] = {}
-    checked = 0
-    for gpu, util in data.gpu_util.items():
-        mem = data.gpu_mem.get(gpu)
-        if mem is None:
-            continue
-        u = util.finite()
-        bounds = windows(len(u), patience, window)
-        if not len(bounds):
-            continue
-        checked += 1
+    tally = PerGpu()
+    with_memory = {gpu: util for gpu, util in data.gpu_util.items() if gpu in data.gpu_mem}
+    for gpu, u, bounds in tally.windowed(with_memory, patience, window):
+        mem = data.gpu_mem[gpu]
         c, m = _on(u.t_ns, cpu), _on(u.t_ns, mem)
         q_u, q_c, q_m = (
             window_quantiles(v, bounds, 95, data.windows, f"{NAME}.{gpu}.{what}")
@@ -96,43 +69,38 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             & (q_u < params["gpu_threshold_p95"])
             & (q_m < params["gpu_memory_threshold_p95"])
         )
-        figures[gpu] = {
+        tally.figures[gpu] = {
             "windows": len(bounds),
             "cpu_p95": pct(np.nanmax(q_c)),
             "gpu_p95": pct(np.nanmax(q_u)),
             "gpu_memory_p95": pct(np.nanmax(q_m)),
         }
         for i in np.flatnonzero(hit).tolist():
-            lo, hi = bounds[i]
-            findings.append(
-                Finding(
-                    f"{gpu}: p95 CPU {q_c[i]:.1f} %, GPU {q_u[i]:.1f} %, "
-                    f"GPU memory {q_m[i]:.1f} % all below thresholds",
-                    int(u.t_ns[lo]),
-                    int(u.t_ns[hi - 1]),
-                    {
-                        "gpu": gpu,
-                        "cpu_p95": pct(q_c[i]),
-                        "gpu_p95": pct(q_u[i]),
-                        "gpu_memory_p95": pct(q_m[i]),
-                    },
-                    f"{gpu}.util_percent",
-                )
+            message = (
+                f"{gpu}: p95 CPU {q_c[i]:.1f} %, GPU {q_u[i]:.1f} %, "
+                f"GPU memory {q_m[i]:.1f} % all below thresholds"
             )
+            figures = {
+                "gpu": gpu,
+                "cpu_p95": pct(q_c[i]),
+                "gpu_p95": pct(q_u[i]),
+                "gpu_memory_p95": pct(q_m[i]),
+            }
+            tally.flag(u, bounds, i, message, figures, f"{gpu}.util_percent")
         if hit.any():
-            ev[f"{gpu}.util_percent"] = evidence(u)
-            ev[f"{gpu}.mem_percent"] = evidence(mem)
-    if not checked:
+            tally.evidence[f"{gpu}.util_percent"] = evidence(u)
+            tally.evidence[f"{gpu}.mem_percent"] = evidence(mem)
+    if not tally.checked:
         return not_enough(
             NAME, data, params, f"fewer GPU datapoints than patience {patience} + window {window} / 2"
         )
-    status = RuleStatus.IssuesFound if findings else RuleStatus.NoIssuesFound
-    reason = (
-        f"{len(findings)} window(s) with CPU, GPU and GPU memory all underused"
-        if findings
-        else f"checked {checked} GPU(s)"
+    return tally.result(
+        NAME,
+        params,
+        RECOMMENDATION,
+        found=f"{len(tally.findings)} window(s) with CPU, GPU and GPU memory all underused",
+        clean=f"checked {tally.checked} GPU(s)",
     )
-    return RuleResult(NAME, status, reason, params, findings, figures, ev, RECOMMENDATION)
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

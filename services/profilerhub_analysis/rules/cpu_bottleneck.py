@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from profilerhub_analysis.rules._bottleneck import bottleneck
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules._bottleneck import bottleneck, bottleneck_params
+from profilerhub_analysis.rules.base import RuleData, RuleResult, RuleSpec, percent_param
 
 NAME = "CPUBottleneck"
-PARAMS = (
-    Param("threshold", 50, 0, 100, description="% of datapoints that must be CPU-bound to trigger"),
-    Param("gpu_threshold", 10, 0, 100, description="GPU utilisation (%) below which the GPU counts as idle"),
-    Param("cpu_threshold", 90, 0, 100, description="CPU utilisation (%) above which the CPU counts as busy"),
-    Param("patience", 1000, 0, 1e9, integer=True, description="datapoints skipped at the start"),
+PARAMS = bottleneck_params(
+    "CPU", percent_param("cpu_threshold", 90, "CPU utilisation (%) above which the CPU counts as busy")
 )
 RECOMMENDATION = (
     "Move pre-processing off the training loop: more DataLoader workers, pre-processed data, or "
@@ -34,4 +31,4 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

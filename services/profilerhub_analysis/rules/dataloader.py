@@ -18,12 +18,12 @@ from profilerhub_analysis.rules.base import (
     RuleData,
     RuleResult,
     RuleSpec,
-    RuleStatus,
     Series,
     error,
     evidence,
     not_enough,
     pct,
+    verdict,
 )
 
 NAME = "Dataloader"
@@ -115,13 +115,16 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             "no data-loading ranges: neither a trace's DataLoader events nor an SDK "
             "annotation named for data loading (e.g. ph.annotate('dataloader')), and no worker count",
         )
-    status = RuleStatus.IssuesFound if findings else RuleStatus.NoIssuesFound
-    reason = (
-        f"{len(findings)} finding(s) from {', '.join(checked)}"
-        if findings
-        else f"checked {', '.join(checked)}"
+    return verdict(
+        NAME,
+        params,
+        findings,
+        found=f"{len(findings)} finding(s) from {', '.join(checked)}",
+        clean=f"checked {', '.join(checked)}",
+        figures=figures,
+        evidence=ev,
+        recommendation=RECOMMENDATION,
     )
-    return RuleResult(NAME, status, reason, params, findings, figures, ev, RECOMMENDATION)
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

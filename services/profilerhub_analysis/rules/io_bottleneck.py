@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from profilerhub_analysis.rules._bottleneck import bottleneck
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules._bottleneck import bottleneck, bottleneck_params
+from profilerhub_analysis.rules.base import RuleData, RuleResult, RuleSpec, percent_param
 
 NAME = "IOBottleneck"
-PARAMS = (
-    Param("threshold", 50, 0, 100, description="% of datapoints that must be I/O-bound to trigger"),
-    Param("gpu_threshold", 10, 0, 100, description="GPU utilisation (%) below which the GPU counts as idle"),
-    Param("io_threshold", 50, 0, 100, description="CPU iowait (%) above which I/O counts as the bottleneck"),
-    Param("patience", 1000, 0, 1e9, integer=True, description="datapoints skipped at the start"),
+PARAMS = bottleneck_params(
+    "I/O", percent_param("io_threshold", 50, "CPU iowait (%) above which I/O counts as the bottleneck")
 )
 RECOMMENDATION = (
     "Read data faster: local NVMe or a cache instead of network storage, larger files (TFRecord, "
@@ -35,4 +32,4 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

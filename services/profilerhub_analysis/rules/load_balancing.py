@@ -22,13 +22,15 @@ from profilerhub_analysis.rules.base import (
     error,
     evidence,
     not_enough,
+    patience_param,
     pct,
+    verdict,
 )
 
 NAME = "LoadBalancing"
 PARAMS = (
     Param("threshold", 0.5, 0, 1, description="histogram distance between two GPUs that triggers"),
-    Param("patience", 1000, 0, 1e9, integer=True, description="datapoints skipped at the start"),
+    patience_param(),
 )
 RECOMMENDATION = (
     "Balance the work: check the sampler shards data evenly, that one rank does not do extra work "
@@ -76,15 +78,16 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
                     evidence=f"{a}.util_percent",
                 )
             )
-    figures = {"distances": distances, "gpus": len(hists)}
-    ev = {f"{g}.util_percent": evidence(data.gpu_util[g]) for g in sorted(hists)} if findings else {}
-    status = RuleStatus.IssuesFound if findings else RuleStatus.NoIssuesFound
-    reason = (
-        f"{len(findings)} unbalanced pair(s) of GPUs"
-        if findings
-        else f"{len(hists)} GPUs within {params['threshold']:g}"
+    return verdict(
+        NAME,
+        params,
+        findings,
+        found=f"{len(findings)} unbalanced pair(s) of GPUs",
+        clean=f"{len(hists)} GPUs within {params['threshold']:g}",
+        figures={"distances": distances, "gpus": len(hists)},
+        evidence={f"{g}.util_percent": evidence(data.gpu_util[g]) for g in sorted(hists)} if findings else {},
+        recommendation=RECOMMENDATION,
     )
-    return RuleResult(NAME, status, reason, params, findings, figures, ev, RECOMMENDATION)
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

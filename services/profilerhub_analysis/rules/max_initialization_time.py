@@ -60,4 +60,4 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     return RuleResult(NAME, RuleStatus.IssuesFound, f.message, params, [f], figures, {}, RECOMMENDATION)
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

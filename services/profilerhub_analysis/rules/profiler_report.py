@@ -94,4 +94,4 @@ def run(spec: RuleSpec, data: RuleData, given: dict[str, Any] | None) -> RuleRes
         )
 
 
-SPEC = RuleSpec(NAME, (), evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, (), evaluate, __doc__)

@@ -10,14 +10,15 @@ timeline alike. Evidence series are ``[[step, value], …]`` (not ``t_ns``): ``E
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from profilerhub_analysis.rules.base import (
     EVIDENCE_POINTS,
     Finding,
+    Param,
     RuleData,
     RuleResult,
     RuleStatus,
@@ -27,6 +28,7 @@ from profilerhub_analysis.rules.base import (
 )
 from profilerhub_analysis.tensors import TensorTable, collection_of
 
+T = TypeVar("T")
 EVIDENCE_AXIS = "step"
 """``figures["evidence_axis"]`` of a model rule: its evidence series are by step."""
 NO_TENSORS = (
@@ -45,6 +47,16 @@ MODULE_KINDS = {
     "tanh": ("Tanh", "Hardtanh"),
     "sigmoid": ("Sigmoid", "Hardsigmoid"),
 }
+
+
+def collections_param(description: str) -> Param:
+    """SageMaker's ``collection_names``: ``"comma-separated collections " + description``."""
+    return Param("collection_names", "", description=f"comma-separated collections {description}")
+
+
+def regex_param(description: str) -> Param:
+    """SageMaker's ``tensor_regex``: ``"comma-separated regexes " + description``."""
+    return Param("tensor_regex", "", description=f"comma-separated regexes {description}")
 
 
 def table_of(rule: str, data: RuleData, params: dict[str, Any]) -> TensorTable | RuleResult:
@@ -239,12 +251,24 @@ def outcome(
 
 
 class Collected:
-    """A rule's findings and evidence as it gathers them over tensors, ranks and modes."""
+    """One model rule's run over the job's tensors (``table``): the findings and evidence it
+    gathers over tensors, ranks and modes, and its answer (``result``)."""
 
-    def __init__(self, data: RuleData, table: TensorTable) -> None:
-        self.data, self.table = data, table
+    def __init__(
+        self, rule: str, data: RuleData, params: dict[str, Any], table: TensorTable, recommendation: str
+    ) -> None:
+        self.rule, self.data, self.params, self.table = rule, data, params, table
+        self.recommendation = recommendation
         self.findings: list[Finding] = []
         self.evidence: dict[str, list[list[float]]] = {}
+
+    def each(self, names: Sequence[T], modes: Sequence[str] = ("train",)) -> Iterator[tuple[str, int, T]]:
+        """``(mode, rank, name)`` of every tensor in ``names`` (or of whatever stands for one) on
+        every rank, mode by mode."""
+        for mode in modes:
+            for rank in ranks(self.table):
+                for name in names:
+                    yield mode, rank, name
 
     def add(self, message: str, tensors: Sequence[str], mode: str, rank: int, first: int, last: int,
             figures: dict[str, Any]) -> None:  # fmt: skip
@@ -252,6 +276,14 @@ class Collected:
         self.findings.append(
             finding(self.data, self.table, message, tensors, mode, rank, first, last, figures)
         )
+
+    def flag(self, message: str, name: str, mode: str, rank: int, first: int, last: int,
+             figures: dict[str, Any], steps: np.ndarray, values: np.ndarray,
+             tensors: Sequence[str] | None = None) -> None:  # fmt: skip
+        """A finding over steps ``first``..``last`` of tensor ``name`` (and of ``tensors`` when
+        given), whose ``values`` by ``steps`` are its evidence."""
+        self.add(message, tensors or [name], mode, rank, first, last, figures)
+        self.see(name, steps, values)
 
     def see(self, key: str, steps: np.ndarray, values: np.ndarray, limit: int = 5) -> None:
         """Keep ``values`` by step as the evidence ``key`` (the first ``limit`` keys only)."""
@@ -262,9 +294,44 @@ class Collected:
         """The first tensor of each finding, once each, in order."""
         return list(dict.fromkeys(f.evidence for f in self.findings if f.evidence))
 
-    def result(self, rule: str, params: dict[str, Any], **kwargs: Any) -> RuleResult:
-        """``outcome`` of what was collected (the same keyword arguments but ``evidence``)."""
-        return outcome(rule, params, self.findings, evidence=self.evidence, **kwargs)
+    def short(self, what: str) -> RuleResult:
+        """:func:`short`: the job lacks the tensors this rule reads (``what`` says which)."""
+        return short(self.rule, self.data, self.params, what)
+
+    def result(self, **kwargs: Any) -> RuleResult:
+        """``outcome`` of what was collected (its keyword arguments but ``evidence`` and
+        ``recommendation``)."""
+        return outcome(
+            self.rule,
+            self.params,
+            self.findings,
+            evidence=self.evidence,
+            recommendation=self.recommendation,
+            **kwargs,
+        )
+
+
+Body = Callable[[Collected, dict[str, Any]], RuleResult]
+
+
+def tensor_rule(
+    rule: str, recommendation: str
+) -> Callable[[Body], Callable[[RuleData, dict[str, Any]], RuleResult]]:
+    """A model rule's ``evaluate(data, params)`` from its body ``(out, params)``, where ``out`` is
+    a :class:`Collected` over the job's tensors (``out.table``); a job without tensors gets
+    :func:`table_of`'s answer and the body does not run."""
+
+    def wrap(body: Body) -> Callable[[RuleData, dict[str, Any]], RuleResult]:
+        def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
+            table = table_of(rule, data, params)
+            if isinstance(table, RuleResult):
+                return table
+            return body(Collected(rule, data, params, table, recommendation), params)
+
+        evaluate.__doc__ = body.__doc__
+        return evaluate
+
+    return wrap
 
 
 def train_step(f: Finding) -> int:
@@ -283,6 +350,7 @@ def tensor_list(names: Iterable[str], limit: int = 3) -> str:
 __all__ = [
     "EVIDENCE_AXIS",
     "Collected",
+    "collections_param",
     "NO_TENSORS",
     "finding",
     "fig",
@@ -292,6 +360,7 @@ __all__ = [
     "outcome",
     "pick",
     "pre_activations",
+    "regex_param",
     "ranks",
     "short",
     "sig",
@@ -299,6 +368,7 @@ __all__ = [
     "step_runs",
     "step_times",
     "table_of",
+    "tensor_rule",
     "tensor_list",
     "train_mode",
     "train_step",

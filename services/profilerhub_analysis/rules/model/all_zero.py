@@ -9,27 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
+    collections_param,
     fig,
     label,
     pick,
-    ranks,
-    short,
+    regex_param,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 
 NAME = "AllZero"
 PARAMS = (
-    Param(
-        "collection_names",
-        "",
-        description="comma-separated collections (default: weights, gradients, activations)",
-    ),
-    Param("tensor_regex", "", description="comma-separated regexes of tensor names to check"),
+    collections_param("(default: weights, gradients, activations)"),
+    regex_param("of tensor names to check"),
     Param("threshold", 100, 0, 100, description="percentage of zero values that triggers"),
 )
 RECOMMENDATION = (
@@ -40,33 +36,25 @@ RECOMMENDATION = (
 EPS = 1e-12
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = pick(table, params, ("weights", "gradients", "activations"))
     if not names:
-        return short(NAME, data, params, "no weights, gradients or activations recorded (or none matches)")
+        return out.short("no weights, gradients or activations recorded (or none matches)")
     limit = params["threshold"] / 100
-    out = Collected(data, table)
-    for mode in table.modes():
-        for rank in ranks(table):
-            for name in names:
-                steps, zf = table.series(name, "zero_frac", mode, rank)
-                for a, b, first, last in step_runs(steps, zf >= limit - EPS):
-                    share = float(zf[a : b + 1].max())
-                    msg = f"{label(name, rank, table)} ({mode}): {share:.1%} zeros at steps {first}-{last}"
-                    out.add(msg, [name], mode, rank, first, last, {"zero_percent": fig(100 * share)})
-                    out.see(name, steps, zf * 100)
+    for mode, rank, name in out.each(names, table.modes()):
+        steps, zf = table.series(name, "zero_frac", mode, rank)
+        for a, b, first, last in step_runs(steps, zf >= limit - EPS):
+            share = float(zf[a : b + 1].max())
+            msg = f"{label(name, rank, table)} ({mode}): {share:.1%} zeros at steps {first}-{last}"
+            out.flag(msg, name, mode, rank, first, last, {"zero_percent": fig(100 * share)}, steps, zf * 100)
     hit = out.tensors()
     return out.result(
-        NAME,
-        params,
         checked=len(names),
         what="tensor(s)",
         found=f"{len(hit)} tensor(s) at least {params['threshold']:g} % zero ({tensor_list(hit)})",
-        recommendation=RECOMMENDATION,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec, not_enough
-from profilerhub_analysis.rules.model._common import Collected, fig, label, ranks, short, sig, table_of
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec, not_enough
+from profilerhub_analysis.rules.model._common import Collected, fig, label, sig, tensor_rule
 
 NAME = "ClassImbalance"
 PARAMS = (
@@ -60,63 +60,54 @@ def class_counts(table: Any, name: str, rank: int) -> np.ndarray | None:
     return np.array([zeros, float(np.nansum(n)) - zeros])
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table, data = out.table, out.data
     pattern = re.compile(params["labels_regex"])
     names = [n for n in table.names(collection="labels") if pattern.search(n)]
     if not names:
-        return short(
-            NAME,
-            data,
-            params,
+        return out.short(
             "no labels collection: ph.watch(…, loss_fn=criterion) records the loss's targets",
         )
-    out = Collected(data, table)
     figures: dict[str, Any] = {}
     checked = 0
-    for rank in ranks(table):
-        for name in names:
-            counts = class_counts(table, name, rank)
-            if counts is None:
-                continue
-            total = float(counts.sum())
-            if total < params["samples"]:
-                continue
-            checked += 1
-            present = counts[counts > 0]
-            ratio = float(present.max() / present.min()) if len(present) > 1 else float("inf")
-            figures[label(name, rank, table)] = {"samples": int(total), "classes": int(len(present)),
-                                                  "imbalance": fig(ratio)}  # fmt: skip
-            if ratio > params["threshold_imbalance"]:
-                big, small = int(np.argmax(counts)), int(np.argmin(np.where(counts > 0, counts, np.inf)))
-                steps = table.steps(mode="train", name=name, rank=rank)
-                msg = (
-                    f"{label(name, rank, table)}: class {big} has {sig(ratio)}x the samples of class {small} "
-                    f"({int(counts[big])} vs {int(counts[small])} of {int(total)})"
-                )
-                out.add(
-                    msg,
-                    [name],
-                    "train",
-                    rank,
-                    steps[0],
-                    steps[-1],
-                    {"imbalance": fig(ratio), "largest_class": big, "smallest_class": small},
-                )
+    for _, rank, name in out.each(names):
+        counts = class_counts(table, name, rank)
+        if counts is None:
+            continue
+        total = float(counts.sum())
+        if total < params["samples"]:
+            continue
+        checked += 1
+        present = counts[counts > 0]
+        ratio = float(present.max() / present.min()) if len(present) > 1 else float("inf")
+        figures[label(name, rank, table)] = {"samples": int(total), "classes": int(len(present)),
+                                              "imbalance": fig(ratio)}  # fmt: skip
+        if ratio > params["threshold_imbalance"]:
+            big, small = int(np.argmax(counts)), int(np.argmin(np.where(counts > 0, counts, np.inf)))
+            steps = table.steps(mode="train", name=name, rank=rank)
+            msg = (
+                f"{label(name, rank, table)}: class {big} has {sig(ratio)}x the samples of class {small} "
+                f"({int(counts[big])} vs {int(counts[small])} of {int(total)})"
+            )
+            out.add(
+                msg,
+                [name],
+                "train",
+                rank,
+                steps[0],
+                steps[-1],
+                {"imbalance": fig(ratio), "largest_class": big, "smallest_class": small},
+            )
     if not checked and not out.findings:
         what = f"fewer than {params['samples']} labels counted (or more classes than two without counts)"
         return not_enough(NAME, data, params, what)
     return out.result(
-        NAME,
-        params,
         checked=checked,
         what="label tensor(s)",
         found=lambda fs: fs[0].message,
-        recommendation=RECOMMENDATION,
         figures=figures,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -15,17 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     label,
     of_kind,
-    ranks,
-    short,
+    regex_param,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 
 NAME = "DeadRelu"
@@ -34,7 +33,7 @@ PARAMS = (
         "threshold_inactivity", 1.0, 0, 100, description="% of the batch below which a unit counts as dead"
     ),
     Param("threshold_layer", 50.0, 0, 100, description="% of dead units in a layer that triggers"),
-    Param("tensor_regex", "", description="comma-separated regexes narrowing the layers checked"),
+    regex_param("narrowing the layers checked"),
 )
 RECOMMENDATION = (
     "Dead ReLUs output zero for every input and get no gradient, so they never recover. Lower the "
@@ -54,36 +53,26 @@ def dead_share(table: Any, name: str, rank: int, inactivity: float) -> tuple[np.
     return steps, np.where(1 - z < inactivity / 100, 1.0, est)
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     layers = of_kind(table, "relu", params["tensor_regex"])
     if not layers:
-        return short(
-            NAME,
-            data,
-            params,
+        return out.short(
             'no ReLU activations recorded: ph.watch(model, collections=[…, "activations"])',
         )
-    out = Collected(data, table)
-    for rank in ranks(table):
-        for name in layers:
-            steps, dead = dead_share(table, name, rank, params["threshold_inactivity"])
-            for a, b, first, last in step_runs(steps, np.nan_to_num(dead) > params["threshold_layer"] / 100):
-                top = float(dead[a : b + 1].max())
-                msg = f"{label(name, rank, table)}: {top:.0%} of units dead at steps {first}-{last}"
-                out.add(msg, [name], "train", rank, first, last, {"dead_percent": fig(100 * top)})
-                out.see(name, steps, 100 * dead)
+    for mode, rank, name in out.each(layers):
+        steps, dead = dead_share(table, name, rank, params["threshold_inactivity"])
+        for a, b, first, last in step_runs(steps, np.nan_to_num(dead) > params["threshold_layer"] / 100):
+            top = float(dead[a : b + 1].max())
+            msg = f"{label(name, rank, table)}: {top:.0%} of units dead at steps {first}-{last}"
+            out.flag(msg, name, mode, rank, first, last, {"dead_percent": fig(100 * top)}, steps, 100 * dead)
     hit = out.tensors()
     return out.result(
-        NAME,
-        params,
         checked=len(layers),
         what="ReLU layer(s)",
         found=f"{len(hit)} ReLU layer(s) mostly dead ({tensor_list(hit)})",
-        recommendation=RECOMMENDATION,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -8,23 +8,23 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
+    collections_param,
     label,
     pick,
-    ranks,
-    short,
+    regex_param,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 
 NAME = "ExplodingTensor"
 PARAMS = (
     Param("only_nan", False, description="watch for NaN only, not for infinity"),
-    Param("collection_names", "", description="comma-separated collections to inspect (default: all)"),
-    Param("tensor_regex", "", description="comma-separated regexes of tensor names to inspect"),
+    collections_param("to inspect (default: all)"),
+    regex_param("of tensor names to inspect"),
 )
 RECOMMENDATION = (
     "A NaN or Inf spreads to every weight within a step. Lower the learning rate, clip gradients "
@@ -33,46 +33,29 @@ RECOMMENDATION = (
 )
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = pick(table, params, ())
     if not names:
-        return short(NAME, data, params, "no tensor matches collection_names / tensor_regex")
-    out = Collected(data, table)
-    for mode in table.modes():
-        for rank in ranks(table):
-            for name in names:
-                steps, nan = table.series(name, "nan", mode, rank)
-                if not len(steps):
-                    continue
-                _, inf = table.series(name, "inf", mode, rank)
-                bad = nan if params["only_nan"] else nan + inf
-                for a, b, first, last in step_runs(steps, bad > 0):
-                    n_nan, n_inf = int(nan[a : b + 1].max()), int(inf[a : b + 1].max())
-                    what = f"{n_nan} NaN" if params["only_nan"] else f"{n_nan} NaN, {n_inf} Inf"
-                    msg = f"{label(name, rank, table)} ({mode}): {what} at steps {first}-{last}"
-                    out.add(
-                        msg,
-                        [name],
-                        mode,
-                        rank,
-                        first,
-                        last,
-                        {"nan": n_nan, "inf": n_inf, "first_step": first},
-                    )
-                    out.see(name, steps, np.asarray(bad, np.float64))
+        return out.short("no tensor matches collection_names / tensor_regex")
+    for mode, rank, name in out.each(names, table.modes()):
+        steps, nan = table.series(name, "nan", mode, rank)
+        if not len(steps):
+            continue
+        _, inf = table.series(name, "inf", mode, rank)
+        bad = nan if params["only_nan"] else nan + inf
+        for a, b, first, last in step_runs(steps, bad > 0):
+            n_nan, n_inf = int(nan[a : b + 1].max()), int(inf[a : b + 1].max())
+            what = f"{n_nan} NaN" if params["only_nan"] else f"{n_nan} NaN, {n_inf} Inf"
+            msg = f"{label(name, rank, table)} ({mode}): {what} at steps {first}-{last}"
+            figures = {"nan": n_nan, "inf": n_inf, "first_step": first}
+            out.flag(msg, name, mode, rank, first, last, figures, steps, np.asarray(bad, np.float64))
     hit = out.tensors()
     kind = "NaN" if params["only_nan"] else "NaN/Inf"
     return out.result(
-        NAME,
-        params,
-        checked=len(names),
-        what="tensor(s)",
-        found=f"{len(hit)} tensor(s) hold {kind} ({tensor_list(hit)})",
-        recommendation=RECOMMENDATION,
+        checked=len(names), what="tensor(s)", found=f"{len(hit)} tensor(s) hold {kind} ({tensor_list(hit)})"
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -15,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec, not_enough
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec, not_enough
 from profilerhub_analysis.rules.model._common import (
     Collected,
+    collections_param,
     fig,
     label,
     pick,
-    ranks,
-    short,
+    regex_param,
     sig,
     step_runs,
-    table_of,
+    tensor_rule,
 )
 from profilerhub_analysis.rules.model._losses import values, window_mean
 
@@ -35,8 +35,8 @@ PARAMS = (
     Param("num_steps", 10, 1, 1e9, integer=True, description="steps between checks and in each window"),
     Param("diff_percent", 0, 0, 100, description="minimum decrease (%) between windows"),
     Param("mode", "", choices=MODES, description="mode to check (default: eval, else train)"),
-    Param("collection_names", "", description="comma-separated collections of scalar tensors to check"),
-    Param("tensor_regex", "", description="comma-separated regexes of scalar tensors to check"),
+    collections_param("of scalar tensors to check"),
+    regex_param("of scalar tensors to check"),
     Param("use_losses_collection", True, description="check the losses collection too"),
 )
 RECOMMENDATION = (
@@ -71,48 +71,41 @@ def checks(
     return at[ok], before[ok], now[ok], failed[ok]
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table, data = out.table, out.data
     chosen = {k: params[k] for k in ("collection_names", "tensor_regex")}
     names = pick(table, chosen, ("losses",)) if any(chosen.values()) else []
     if params["use_losses_collection"] or not names:
         names = sorted(set(names) | set(table.names(collection="losses")))
     if not names:
-        return short(NAME, data, params, "no losses recorded: pass loss_fn to ph.watch")
+        return out.short("no losses recorded: pass loss_fn to ph.watch")
     mode = _mode(table, names, params["mode"])
     if mode is None:
-        return short(NAME, data, params, f"no losses in mode {params['mode'] or 'eval or train'}")
+        return out.short(f"no losses in mode {params['mode'] or 'eval or train'}")
     n, diff = params["num_steps"], params["diff_percent"]
-    out = Collected(data, table)
     checked = 0
-    for rank in ranks(table):
-        for name in names:
-            steps, v = values(table, name, mode, rank)
-            at, before, now, failed = checks(steps, v, n, diff)
-            checked += bool(len(at))
-            for a, b, first, last in step_runs(at, failed):
-                msg = (
-                    f"{label(name, rank, table)} ({mode}): mean loss {sig(now[a])} over steps "
-                    f"{first - n + 1}-{first} is not below {sig(before[a])} over the {n} steps before"
-                    + (f", nor at the {b - a} checks after it (to step {last})" if b > a else "")
-                )
-                start = max(first - 2 * n + 1, int(steps[0]))
-                figures = {"mean_before": fig(before[a]), "mean_now": fig(now[a]), "checks_failed": b - a + 1}
-                out.add(msg, [name], mode, rank, start, last, figures)
-                out.see(name, steps, v)
+    for _, rank, name in out.each(names, [mode]):
+        steps, v = values(table, name, mode, rank)
+        at, before, now, failed = checks(steps, v, n, diff)
+        checked += bool(len(at))
+        for a, b, first, last in step_runs(at, failed):
+            msg = (
+                f"{label(name, rank, table)} ({mode}): mean loss {sig(now[a])} over steps "
+                f"{first - n + 1}-{first} is not below {sig(before[a])} over the {n} steps before"
+                + (f", nor at the {b - a} checks after it (to step {last})" if b > a else "")
+            )
+            start = max(first - 2 * n + 1, int(steps[0]))
+            figures = {"mean_before": fig(before[a]), "mean_now": fig(now[a]), "checks_failed": b - a + 1}
+            out.flag(msg, name, mode, rank, start, last, figures, steps, v)
     if not checked and not out.findings:
         return not_enough(NAME, data, params, f"fewer than {2 * n} {mode} steps of loss")
     return out.result(
-        NAME,
-        params,
         checked=checked,
         what=f"{mode} loss series",
         found=lambda fs: f"{fs[0].message}",
-        recommendation=RECOMMENDATION,
         figures={"mode": mode},
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -12,16 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     label,
     ranks,
-    short,
     sig,
     step_runs,
-    table_of,
+    tensor_rule,
 )
 from profilerhub_analysis.rules.model._losses import (
     evaluations,
@@ -65,17 +64,15 @@ def ratios(
     return g, val, train, ratio
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = loss_names(table, params["tensor_regex"])
     if not names:
-        return short(NAME, data, params, "no losses recorded: pass loss_fn to ph.watch")
+        return out.short("no losses recorded: pass loss_fn to ph.watch")
     pairs = train_eval_pairs(table, names, ranks(table))
     if not pairs:
-        return short(NAME, data, params, NO_EVAL)
-    out = Collected(data, table)
+        return out.short(NO_EVAL)
     worst = -np.inf
     for name, rank in pairs:
         g, val, train, ratio = ratios(table, name, rank, params["start_step"])
@@ -107,8 +104,6 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             )
             out.see(f"{name}:ratio", g, ratio)
     return out.result(
-        NAME,
-        params,
         checked=len(pairs),
         what="train/eval loss pair(s)",
         found=lambda fs: (
@@ -116,9 +111,8 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             f"{fs[0].figures['training_loss']}: ratio {fs[0].figures['ratio']} "
             f"> {sig(params['ratio_threshold'])}"
         ),
-        recommendation=RECOMMENDATION,
         figures={"max_ratio": fig(worst)},
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -14,15 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     label,
     ranks,
-    short,
     sig,
-    table_of,
+    tensor_rule,
 )
 from profilerhub_analysis.rules.model._losses import evaluations, loss_names, train_eval_pairs, values
 from profilerhub_analysis.rules.model.overfit import NO_EVAL
@@ -65,17 +64,15 @@ def _tail_mean(steps: np.ndarray, v: np.ndarray, upto: int, n: int) -> float:
     return float(tail.mean()) if len(tail) else float("nan")
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = loss_names(table)
     if not names:
-        return short(NAME, data, params, "no losses recorded: pass loss_fn to ph.watch")
+        return out.short("no losses recorded: pass loss_fn to ph.watch")
     pairs = train_eval_pairs(table, names, ranks(table))
     if not pairs:
-        return short(NAME, data, params, NO_EVAL)
-    out = Collected(data, table)
+        return out.short(NO_EVAL)
     pv, pt, delta = params["patience_validation"], params["patience_train"], params["delta"]
     for name, rank in pairs:
         g, val = evaluations(table, name, rank)
@@ -117,16 +114,13 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             out.see(f"{name}:eval", g, val)
             break
     return out.result(
-        NAME,
-        params,
         checked=len(pairs),
         what="train/eval loss pair(s)",
         found=lambda fs: (
             f"the validation loss has not improved since step {fs[0].figures['best_step']} "
             f"({fs[0].figures['evaluations_since_best']} evaluations) while the training loss kept falling"
         ),
-        recommendation=RECOMMENDATION,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

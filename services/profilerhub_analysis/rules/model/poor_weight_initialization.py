@@ -22,15 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec, split_list
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec, split_list
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     pre_activations,
-    short,
     sig,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 from profilerhub_analysis.rules.model._losses import loss_names, values
 
@@ -112,14 +111,12 @@ def pooled_spread(table: Any, first: list[int]) -> tuple[np.ndarray, np.ndarray]
     return steps, SPREAD_PER_STD * np.sqrt(np.maximum(var, 0))
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     first = table.steps(mode="train")[: params["steps"]]
     if not first:
-        return short(NAME, data, params, "no train steps recorded")
-    out = Collected(data, table)
+        return out.short("no train steps recorded")
     figures: dict[str, Any] = {}
     inputs = _inputs(table, params["activation_inputs_regex"])
     checked = 0
@@ -169,14 +166,11 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
         )
         out.see("gradient_range", gsteps, spread)
     if not checked:
-        return short(NAME, data, params, "neither activations of two layers nor gradients recorded")
+        return out.short("neither activations of two layers nor gradients recorded")
     return out.result(
-        NAME,
-        params,
         checked=checked,
         what="check(s) over the first steps",
         found=lambda fs: fs[0].message,
-        recommendation=RECOMMENDATION,
         figures=figures | {"steps_checked": len(first), "activation_inputs": tensor_list(inputs)},
     )
 
@@ -200,4 +194,4 @@ def _loss_stalled(table: Any, first: list[int], patience: int) -> tuple[int, int
     return None
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

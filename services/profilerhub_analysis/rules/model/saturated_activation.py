@@ -16,17 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     label,
     of_kind,
-    ranks,
-    short,
+    regex_param,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 from profilerhub_analysis.tensors import hist_fraction
 
@@ -41,7 +40,7 @@ PARAMS = (
         description="sigmoid output at or above which (or at or below 1 - it) a unit is saturated",
     ),
     Param("ratio_threshold", 0.5, 0, 1, description="share of saturated outputs in a layer that triggers"),
-    Param("tensor_regex", "", description="comma-separated regexes narrowing the layers checked"),
+    regex_param("narrowing the layers checked"),
 )
 RECOMMENDATION = (
     "Saturated tanh/sigmoid units pass almost no gradient. Normalise their inputs (BatchNorm, "
@@ -61,43 +60,29 @@ def saturated(
     return steps, hist_fraction(counts, t) + hist_fraction(counts, 0, 1 - t)
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     layers = [(n, k) for k in ("tanh", "sigmoid") for n in of_kind(table, k, params["tensor_regex"])]
     if not layers:
-        return short(
-            NAME, data, params,
-            "no tanh or sigmoid activations recorded: ph.watch(model, collections=[…, \"activations\"])",
-        )  # fmt: skip
-    out = Collected(data, table)
-    for rank in ranks(table):
-        for name, kind in layers:
-            steps, share = saturated(table, name, kind, rank, params)
-            for a, b, first, last in step_runs(steps, np.nan_to_num(share) > params["ratio_threshold"]):
-                top = float(share[a : b + 1].max())
-                who = f"{label(name, rank, table)} ({kind})"
-                msg = f"{who}: {top:.1%} of outputs saturated at steps {first}-{last}"
-                out.add(
-                    msg,
-                    [name],
-                    "train",
-                    rank,
-                    first,
-                    last,
-                    {"saturated_percent": fig(100 * top), "kind": kind},
-                )
-                out.see(name, steps, 100 * share)
+        return out.short(
+            'no tanh or sigmoid activations recorded: ph.watch(model, collections=[…, "activations"])'
+        )
+    for mode, rank, (name, kind) in out.each(layers):
+        steps, share = saturated(table, name, kind, rank, params)
+        for a, b, first, last in step_runs(steps, np.nan_to_num(share) > params["ratio_threshold"]):
+            top = float(share[a : b + 1].max())
+            msg = (
+                f"{label(name, rank, table)} ({kind}): {top:.1%} of outputs saturated at steps {first}-{last}"
+            )
+            figures = {"saturated_percent": fig(100 * top), "kind": kind}
+            out.flag(msg, name, mode, rank, first, last, figures, steps, 100 * share)
     hit = out.tensors()
     return out.result(
-        NAME,
-        params,
         checked=len(layers),
         what="tanh/sigmoid layer(s)",
         found=f"{len(hit)} layer(s) saturated ({tensor_list(hit)})",
-        recommendation=RECOMMENDATION,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

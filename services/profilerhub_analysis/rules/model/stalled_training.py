@@ -77,4 +77,4 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -13,24 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
+    collections_param,
     fig,
     label,
     pick,
-    ranks,
-    short,
+    regex_param,
     sig,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 
 NAME = "TensorVariance"
 PARAMS = (
-    Param("collection_names", "", description="comma-separated collections (default: weights, gradients)"),
-    Param("tensor_regex", "", description="comma-separated regexes of tensor names to check"),
+    collections_param("(default: weights, gradients)"),
+    regex_param("of tensor names to check"),
     Param(
         "max_threshold",
         1e4,
@@ -55,50 +55,44 @@ RECOMMENDATION = (
 )
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = [
         n for n in pick(table, params, ("weights", "gradients")) if int(np.prod(table.shape(n) or (1,))) > 1
     ]
     if not names:
-        return short(NAME, data, params, "no weights or gradients recorded (or none matches)")
+        return out.short("no weights or gradients recorded (or none matches)")
     hi, lo = params["max_threshold"], params["min_threshold"]
-    out = Collected(data, table)
-    for mode in table.modes():
-        for rank in ranks(table):
-            for name in names:
-                steps, std = table.series(name, "std", mode, rank)
-                if not len(steps):
-                    continue
-                var = std * std
-                checks = []
-                if hi is not None:
-                    checks.append((np.nan_to_num(var, nan=-np.inf) > hi, "high", ">", hi))
-                if lo is not None:
-                    checks.append((np.nan_to_num(var, nan=np.inf) < lo, "low", "<", lo))
-                for mask, what, sign, limit in checks:
-                    for a, b, first, last in step_runs(steps, mask):
-                        seg = var[a : b + 1]
-                        worst = float(seg.max() if what == "high" else seg.min())
-                        msg = (
-                            f"{label(name, rank, table)} ({mode}): variance {sig(worst)} {sign} {sig(limit)} "
-                            f"at steps {first}-{last}"
-                        )
-                        out.add(msg, [name], mode, rank, first, last, {"variance": fig(worst), "too": what})
-                        out.see(name, steps, var)
+    for mode, rank, name in out.each(names, table.modes()):
+        steps, std = table.series(name, "std", mode, rank)
+        if not len(steps):
+            continue
+        var = std * std
+        checks = []
+        if hi is not None:
+            checks.append((np.nan_to_num(var, nan=-np.inf) > hi, "high", ">", hi))
+        if lo is not None:
+            checks.append((np.nan_to_num(var, nan=np.inf) < lo, "low", "<", lo))
+        for mask, what, sign, limit in checks:
+            for a, b, first, last in step_runs(steps, mask):
+                seg = var[a : b + 1]
+                worst = float(seg.max() if what == "high" else seg.min())
+                msg = (
+                    f"{label(name, rank, table)} ({mode}): variance {sig(worst)} {sign} {sig(limit)} "
+                    f"at steps {first}-{last}"
+                )
+                out.flag(
+                    msg, name, mode, rank, first, last, {"variance": fig(worst), "too": what}, steps, var
+                )
     hit = out.tensors()
     return out.result(
-        NAME,
-        params,
         checked=len(names),
         what="tensor(s)",
         found=lambda fs: (
             f"{len(hit)} tensor(s) with variance too {fs[0].figures['too']} ({tensor_list(hit)})"
         ),
-        recommendation=RECOMMENDATION,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -14,24 +14,24 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
+    collections_param,
     label,
     pick,
-    ranks,
-    short,
+    regex_param,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
     train_mode,
 )
 
 NAME = "UnchangedTensor"
 COMPARED = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf")
 PARAMS = (
-    Param("collection_names", "", description="comma-separated collections to check (default: weights)"),
-    Param("tensor_regex", "", description="comma-separated regexes of tensor names to check"),
+    collections_param("to check (default: weights)"),
+    regex_param("of tensor names to check"),
     Param(
         "num_steps", 3, 2, 1e9, integer=True, description="saved steps over which a tensor must not change"
     ),
@@ -46,10 +46,9 @@ RECOMMENDATION = (
 )
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = pick(table, params, ("weights",))
     graded = {n.split("/", 1)[1] for n in table.names(collection="gradients")}
     if graded:
@@ -57,40 +56,33 @@ def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
             n for n in names if not n.startswith(("weights/", "biases/")) or n.split("/", 1)[1] in graded
         ]
     if not names:
-        return short(NAME, data, params, "no weights recorded: ph.watch(model) records them")
+        return out.short("no weights recorded: ph.watch(model) records them")
     k = params["num_steps"]
-    out = Collected(data, table)
     checked = 0
-    for rank in ranks(table):
-        for name in names:
-            mode = train_mode(table, name)
-            steps, _ = table.series(name, "l2", mode, rank)
-            if len(steps) < k:
-                continue
-            checked += 1
-            cols = np.stack([table.series(name, s, mode, rank)[1] for s in COMPARED])  # (stats, steps)
-            same = np.isclose(cols[:, 1:], cols[:, :-1], rtol=params["rtol"], atol=params["atol"],
-                              equal_nan=params["equal_nan"]).all(axis=0)  # fmt: skip
-            # window ending at step i (i >= k-1) is unchanged when the k-1 transitions before it are
-            c = np.concatenate([[0], np.cumsum(~same)])
-            window = np.zeros(len(steps), bool)
-            window[k - 1 :] = (c[k - 1 :] - c[: len(steps) - k + 1]) == 0
-            for a, b, _first, last in step_runs(steps, window):
-                first = int(steps[a - k + 1])
-                who = f"{label(name, rank, table)} ({mode})"
-                msg = f"{who}: unchanged over steps {first}-{last} ({b - a + k} saved steps)"
-                out.add(
-                    msg, [name], mode, rank, first, last, {"saved_steps": b - a + k, "l2": float(cols[5, a])}
-                )
+    for _, rank, name in out.each(names):
+        mode = train_mode(table, name)
+        steps, _ = table.series(name, "l2", mode, rank)
+        if len(steps) < k:
+            continue
+        checked += 1
+        cols = np.stack([table.series(name, s, mode, rank)[1] for s in COMPARED])  # (stats, steps)
+        same = np.isclose(cols[:, 1:], cols[:, :-1], rtol=params["rtol"], atol=params["atol"],
+                          equal_nan=params["equal_nan"]).all(axis=0)  # fmt: skip
+        # window ending at step i (i >= k-1) is unchanged when the k-1 transitions before it are
+        c = np.concatenate([[0], np.cumsum(~same)])
+        window = np.zeros(len(steps), bool)
+        window[k - 1 :] = (c[k - 1 :] - c[: len(steps) - k + 1]) == 0
+        for a, b, _first, last in step_runs(steps, window):
+            first = int(steps[a - k + 1])
+            who = f"{label(name, rank, table)} ({mode})"
+            msg = f"{who}: unchanged over steps {first}-{last} ({b - a + k} saved steps)"
+            out.add(msg, [name], mode, rank, first, last, {"saved_steps": b - a + k, "l2": float(cols[5, a])})
     hit = out.tensors()
     return out.result(
-        NAME,
-        params,
         checked=checked,
         what="tensor(s)",
         found=f"{len(hit)} tensor(s) stopped changing ({tensor_list(hit)})",
-        recommendation=RECOMMENDATION,
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

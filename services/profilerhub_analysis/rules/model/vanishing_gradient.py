@@ -8,17 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     label,
-    ranks,
-    short,
     sig,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 
 NAME = "VanishingGradient"
@@ -40,55 +38,34 @@ def mean_abs(table: Any, name: str, mode: str, rank: int) -> tuple[np.ndarray, n
         return steps, l1 / (n - nan - inf)
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     names = table.names(collection="gradients")
     if not names:
-        return short(
-            NAME,
-            data,
-            params,
-            "no gradients recorded: ph.watch(model) records them with the default collections",
-        )
+        return out.short("no gradients recorded: ph.watch(model) records them with the default collections")
     threshold = params["threshold"]
-    out = Collected(data, table)
     lowest = np.inf
-    for rank in ranks(table):
-        for name in names:
-            steps, m = mean_abs(table, name, "train", rank)
-            if not len(steps):
-                continue
-            lowest = min(lowest, float(np.nanmin(m)) if np.isfinite(m).any() else np.inf)
-            for a, b, first, last in step_runs(steps, m < threshold):
-                low = float(np.nanmin(m[a : b + 1]))
-                msg = (
-                    f"{label(name, rank, table)}: mean |grad| {sig(low)} < {sig(threshold)} "
-                    f"at steps {first}-{last}"
-                )
-                out.add(
-                    msg,
-                    [name],
-                    "train",
-                    rank,
-                    first,
-                    last,
-                    {"mean_abs_grad": fig(low), "threshold": threshold},
-                )
-                out.see(name, steps, m)
+    for mode, rank, name in out.each(names):
+        steps, m = mean_abs(table, name, mode, rank)
+        if not len(steps):
+            continue
+        lowest = min(lowest, float(np.nanmin(m)) if np.isfinite(m).any() else np.inf)
+        for a, b, first, last in step_runs(steps, m < threshold):
+            low = float(np.nanmin(m[a : b + 1]))
+            who = label(name, rank, table)
+            msg = f"{who}: mean |grad| {sig(low)} < {sig(threshold)} at steps {first}-{last}"
+            figures = {"mean_abs_grad": fig(low), "threshold": threshold}
+            out.flag(msg, name, mode, rank, first, last, figures, steps, m)
     hit = out.tensors()
     low_txt = sig(min((f.figures["mean_abs_grad"] or 0.0) for f in out.findings)) if out.findings else ""
     return out.result(
-        NAME,
-        params,
         checked=len(names),
         what="gradient tensor(s)",
         found=f"{len(hit)} gradient(s) vanish ({tensor_list(hit)}; "
         f"mean |grad| down to {low_txt} < {sig(threshold)})",
-        recommendation=RECOMMENDATION,
         figures={"lowest_mean_abs_grad": fig(lowest)},
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)

@@ -12,17 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.rules.base import Param, RuleData, RuleResult, RuleSpec
+from profilerhub_analysis.rules.base import Param, RuleResult, RuleSpec
 from profilerhub_analysis.rules.model._common import (
     Collected,
     fig,
     label,
-    ranks,
-    short,
     sig,
     step_runs,
-    table_of,
     tensor_list,
+    tensor_rule,
 )
 
 NAME = "WeightUpdateRatio"
@@ -55,53 +53,39 @@ def ratio_series(table: Any, name: str, rank: int, epsilon: float) -> tuple[np.n
     return steps, ul2[ui] / (wl2[wi] + epsilon)
 
 
-def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
-    table = table_of(NAME, data, params)
-    if isinstance(table, RuleResult):
-        return table
+@tensor_rule(NAME, RECOMMENDATION)
+def evaluate(out: Collected, params: dict[str, Any]) -> RuleResult:
+    table = out.table
     have = set(table.names(collection="optimizer_variables"))
     names = [n for n in table.names(collection="weights") if update_of(n) in have]
     if not names:
-        return short(NAME, data, params, "no weight updates recorded: pass optimizer= to ph.watch")
+        return out.short("no weight updates recorded: pass optimizer= to ph.watch")
     large, small = params["large_threshold"], params["small_threshold"]
-    out = Collected(data, table)
     lo, hi = np.inf, 0.0
-    for rank in ranks(table):
-        for name in names:
-            steps, ratio = ratio_series(table, name, rank, params["epsilon"])
-            if not len(steps):
-                continue
-            if np.isfinite(ratio).any():
-                lo, hi = min(lo, float(np.nanmin(ratio))), max(hi, float(np.nanmax(ratio)))
-            for mask, what, limit in ((ratio > large, "large", large), (ratio < small, "small", small)):
-                for a, b, first, last in step_runs(steps, mask):
-                    seg = ratio[a : b + 1]
-                    worst = float(seg.max() if what == "large" else seg.min())
-                    sign = ">" if what == "large" else "<"
-                    msg = (
-                        f"{label(name, rank, table)}: update/weight ratio {sig(worst)} {sign} {sig(limit)} "
-                        f"(too {what}) at steps {first}-{last}"
-                    )
-                    out.add(
-                        msg,
-                        [name, update_of(name)],
-                        "train",
-                        rank,
-                        first,
-                        last,
-                        {"ratio": fig(worst), "too": what},
-                    )
-                    out.see(name, steps, ratio)
+    for mode, rank, name in out.each(names):
+        steps, ratio = ratio_series(table, name, rank, params["epsilon"])
+        if not len(steps):
+            continue
+        if np.isfinite(ratio).any():
+            lo, hi = min(lo, float(np.nanmin(ratio))), max(hi, float(np.nanmax(ratio)))
+        for mask, what, limit in ((ratio > large, "large", large), (ratio < small, "small", small)):
+            for a, b, first, last in step_runs(steps, mask):
+                seg = ratio[a : b + 1]
+                worst = float(seg.max() if what == "large" else seg.min())
+                sign = ">" if what == "large" else "<"
+                msg = (
+                    f"{label(name, rank, table)}: update/weight ratio {sig(worst)} {sign} {sig(limit)} "
+                    f"(too {what}) at steps {first}-{last}"
+                )
+                figures = {"ratio": fig(worst), "too": what}
+                out.flag(msg, name, mode, rank, first, last, figures, steps, ratio, [name, update_of(name)])
     hit = out.tensors()
     return out.result(
-        NAME,
-        params,
         checked=len(names),
         what="weight tensor(s) with updates",
         found=lambda fs: f"{len(hit)} weight(s) with updates too {fs[0].figures['too']} ({tensor_list(hit)})",
-        recommendation=RECOMMENDATION,
         figures={"min_ratio": fig(lo), "max_ratio": fig(hi)},
     )
 
 
-SPEC = RuleSpec(NAME, PARAMS, evaluate, __doc__.splitlines()[0] if __doc__ else NAME)
+SPEC = RuleSpec.of(NAME, PARAMS, evaluate, __doc__)
