@@ -23,6 +23,7 @@ from profilerhub_app.auth import RequireAppToken
 from profilerhub_app.http import error as _error
 from profilerhub_app.hub import HubJobs
 from profilerhub_app.routes import analysis as analysis_routes
+from profilerhub_app.routes import control as control_routes
 from profilerhub_app.routes import jobs as job_routes
 from profilerhub_app.routes import model as model_routes
 from profilerhub_app.routes import rules as rules_routes
@@ -70,6 +71,7 @@ def create_app(settings: AppServiceSettings, *, hub: HubJobs | None = None) -> S
             Route(f"{base}health", health),
             Route(f"{base}api/whoami", whoami),
             *job_routes.routes(f"{base}api"),  # the owner's jobs, read from storage
+            *control_routes.routes(f"{base}api"),  # a job's log, Stop and Capture (asked of the hub)
             *analysis_routes.routes(f"{base}api"),  # dashboard, ranks, compare, raw download
             *rules_routes.routes(f"{base}api"),  # rule results and the HTML profiling report
             *model_routes.routes(f"{base}api"),  # the Model page's tensors (ph.watch)

@@ -183,6 +183,10 @@ def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         # the hub's stamp of the move to Ready/Failed (what the list's "Finished" sorts by)
         "finished_at": record.get("updated_at") if status in ("Ready", "Failed") else None,
         "created_at": record.get("created_at"),
+        "completed_at": record.get("completed_at"),
+        # a person's or a rule's request that the run stop, and the captures asked (the hub's)
+        "stop_request": record.get("stop_request"),
+        "captures": list(record.get("captures") or []),
         "first_upload_at": first.isoformat() if first is not None else record.get("created_at"),
         "raw_files": sum(1 for k in keys if k.startswith("raw/")),
         "bytes": total,

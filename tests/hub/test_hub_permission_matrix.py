@@ -39,6 +39,7 @@ CALLERS = ("platform", "dadmin", "oadmin", "user", "other", "revoked", "expired"
 U = "/api/v1/domains/d1/users/alice"
 APP = f"{U}/apps/DetailedProfiler/default"
 JOB = f"{U}/jobs/{{job}}"
+OWNER_JOB = "/api/v1/apps/{app}/owner/jobs/{job}"  # the app's own requests: an app token or 401
 
 # (method, path, json body, status for each caller in CALLERS order)
 PATCH_D1 = {"settings": {"idle_minutes": 5}}  # a domain admin may change this one...
@@ -94,6 +95,9 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("POST",  f"{APP}/presigned-url",            None,              (403, 403, 404, 200, 404, 401, 401, 401)),
     ("GET",   "/api/v1/apps",                    None,              (200, 200, 200, 403, 403, 401, 401, 401)),
     ("GET",   "/api/v1/apps/{app}/owner/jobs",   None,              (401, 401, 401, 401, 401, 401, 401, 401)),
+    ("GET",   f"{OWNER_JOB}/logs",               None,              (401, 401, 401, 401, 401, 401, 401, 401)),
+    ("POST",  f"{OWNER_JOB}/stop",               None,              (401, 401, 401, 401, 401, 401, 401, 401)),
+    ("POST",  f"{OWNER_JOB}/captures",           {"steps": 2},      (401, 401, 401, 401, 401, 401, 401, 401)),
     ("POST",  f"{U}/jobs",                       {"name": "run"},   (201, 201, 404, 201, 404, 401, 401, 401)),
     ("GET",   f"{U}/jobs",                       None,              (200, 200, 404, 200, 404, 401, 401, 401)),
     ("GET",   JOB,                               None,              (200, 200, 404, 200, 404, 401, 401, 401)),

@@ -1,4 +1,9 @@
-"""What a profiler app may ask the hub: its owner's jobs, ``GET /apps/{app_id}/owner/jobs``.
+"""What a profiler app may ask the hub: its owner's jobs, ``GET /apps/{app_id}/owner/jobs``, and
+for one running job its log and the requests its dashboard's buttons make:
+
+    GET  /apps/{app_id}/owner/jobs/{job_id}/logs      a page of a rank's printed lines (as REST's …/logs)
+    POST /apps/{app_id}/owner/jobs/{job_id}/stop      ask the run to stop (as REST's …/stop)
+    POST /apps/{app_id}/owner/jobs/{job_id}/captures  ask for a PyTorch-profiler capture (as REST's)
 
 An app holds no database URL and no user token, so it cannot know on its own which jobs its owner
 has; walking storage would show whatever objects lie there, a deleted job's leftovers included.
@@ -8,6 +13,11 @@ token, that the app is live and owned by the subject, and lists that user's jobs
 reads storage only under those job ids (``{domain_id}/{user_id}/jobs/{job_id}/``).
 
 Any failure of the token, a missing app or a deleted one answers 401 alike.
+
+The job routes act as the app's owner through the ``app`` door: the caller is the owner with the
+scopes ``ReadJob``, ``StopJob`` and ``UpdateJob`` alone, authorized by the same
+``permissions.authorize`` and handled by the same use cases as REST (one audit row each, its
+``via`` ``app``). A job of someone else answers 404, like a missing one.
 
 The list is paged, sorted and filtered here, in SQL, so an owner with thousands of jobs costs the
 app one small page: ``limit`` (≤ the hub's ``max_page_size``, 1000) and ``next_token`` (keyset,
@@ -28,13 +38,21 @@ from typing import Annotated, Any
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
 from profilerhub_core.apptokens import verify_app_token
-from profilerhub_core.db.models import App, AppStatus, Job, JobStatus
+from profilerhub_core.db.models import App, AppStatus, Job, JobStatus, UserProfile
+from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import InvalidInput, Unauthorized
+from profilerhub_core.records import domains, jobs
+from profilerhub_hub import job_logs
 from profilerhub_hub.deps import PageDep, SessionDep
-from profilerhub_hub.job_schemas import job_warnings
+from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolved_user
+from profilerhub_hub.job_schemas import JobCapture, JobCaptureCreate, JobLog, job_warnings
+from profilerhub_hub.permissions import Action, Caller
 from profilerhub_hub.services import services
+from profilerhub_hub.usecases import jobs as job_cases
+from profilerhub_hub.usecases.door import door_of
 
 router = APIRouter(tags=["apps"])
 
@@ -82,6 +100,12 @@ class OwnerJob(BaseModel):
     steps: int | None = Field(default=None, description="Training steps ingest counted; null until Ready.")
     gpus: int | None = Field(default=None, description="Most GPUs any one trace used; null until Ready.")
     ranks: int | None = Field(default=None, description="Ranks (traces) ingest read; null until Ready.")
+    stop_request: dict[str, Any] | None = Field(
+        default=None, description="Who asked the run to stop, and when (as the REST job's)."
+    )
+    captures: list[dict[str, Any]] = Field(
+        default_factory=list, description="PyTorch-profiler captures asked of the run."
+    )
 
 
 class OwnerJobs(BaseModel):
@@ -193,4 +217,79 @@ def _owner_job(job: Job) -> OwnerJob:
         steps=job.steps,
         gpus=job.gpus,
         ranks=job.ranks,
+        stop_request=job.stop_request,
+        captures=list(job.captures or []),
     )
+
+
+#: What the app door's caller may do: read, stop and capture its owner's jobs, nothing else.
+APP_SCOPES = (Action.ReadJob.value, Action.StopJob.value, Action.UpdateJob.value)
+OWNER_JOB = "/apps/{app_id}/owner/jobs/{job_id}"
+_APP_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "Not the app token of a live app (any failure alike)"},
+    404: {"description": "No such job of the app's owner"},
+}
+
+
+def _as_owner(request: Request, session: Session, app_id: str, action: Action) -> Resolved:
+    """The app's owner as the caller of ``action`` on their own profile (``allow``'s answer for
+    the app door): authorized by ``permissions.authorize`` like any other door's."""
+    app = _verified_app(request, session, app_id)
+    user = session.get(UserProfile, app.user_id)
+    if user is None:
+        raise Unauthorized("send the app token of a live app: `Authorization: Bearer <app token>`")
+    settings = DomainSettings.of(user.domain.settings)
+    caller = Caller(
+        user_id=user.id,
+        user_name=user.name,
+        domain_id=user.domain_id,
+        domain_name=user.domain.name,
+        role=user.role.value,
+        is_platform_admin=user.is_platform_admin,
+        users_manage_own_apps=settings.users_manage_own_apps,
+        token_id=f"app:{app.id}",
+        scopes=APP_SCOPES,
+        source_kind="app",
+    )
+    resolved = resolved_user(caller, user, domains.domain_not_found(user.domain.name))
+    return authorize_resolved(session, resolved, action)
+
+
+@router.get(OWNER_JOB + "/logs", responses=_APP_ERRORS)
+def owner_job_log(
+    app_id: str,
+    job_id: str,
+    request: Request,
+    session: SessionDep,
+    rank: Annotated[int | None, Query(ge=0, description="The rank's log; default the first.")] = None,
+    offset: Annotated[int, Query(ge=0, description="Lines to skip (a previous answer's next_offset).")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000, description="Lines at most.")] = 1000,
+) -> JobLog:
+    """The lines the owner's job printed (for the app's log panel, with its request's token)."""
+    target = _as_owner(request, session, app_id, Action.ReadJob)
+    assert target.user is not None
+    job = jobs.require_job(session, target.user, job_id)
+    session.close()  # no connection held while storage is read
+    return job_logs.page(services(request).storage, job, rank, offset, limit)
+
+
+@router.post(OWNER_JOB + "/stop", status_code=202, responses=_APP_ERRORS)
+def owner_job_stop(app_id: str, job_id: str, request: Request, session: SessionDep) -> OwnerJob:
+    """Ask the owner's running job to stop (the app's Stop button; as REST's ``…/stop``)."""
+    target = _as_owner(request, session, app_id, Action.StopJob)
+    assert target.user is not None
+    door = door_of(services(request), session, "app")
+    return _owner_job(job_cases.stop_job(door, target, jobs.require_job(session, target.user, job_id)))
+
+
+@router.post(OWNER_JOB + "/captures", status_code=202, responses=_APP_ERRORS)
+def owner_job_capture(
+    app_id: str, job_id: str, body: JobCaptureCreate, request: Request, session: SessionDep
+) -> JobCapture:
+    """Ask the owner's running job for a PyTorch-profiler capture (the app's button; as REST's)."""
+    target = _as_owner(request, session, app_id, Action.UpdateJob)
+    assert target.user is not None
+    door = door_of(services(request), session, "app")
+    job = jobs.require_job(session, target.user, job_id)
+    capture = job_cases.capture_job(door, target, job, body.steps, body.start_step, body.record_shapes)
+    return JobCapture(job_id=job.id, **capture)

@@ -30,8 +30,9 @@ from profilerhub_hub.services import HubServices
 
 Via = str
 """The door: ``api`` (REST, ``/api/v1``, which the console's pages call too), an AWS door by its
-model's name (``sagemaker``, ``cloudwatch``: ``sagemaker.endpoint.SERVICES``), or ``console``
-(the console's own server-side steps: sign-in links, first sign-in)."""
+model's name (``sagemaker``, ``cloudwatch``: ``sagemaker.endpoint.SERVICES``), ``console``
+(the console's own server-side steps: sign-in links, first sign-in), or ``app`` (a profiler app
+acting for its owner with its request's token: ``routes.app_owner``)."""
 
 
 class TaskQueue(Protocol):
