@@ -13,6 +13,12 @@ export async function api(path, { signal } = {}) {
   return readAnswer(await fetch(`${base}api/${path}`, { signal, credentials: "same-origin" }));
 }
 
+/** POST `body` (JSON) to `api/<path>`; the answer's JSON, or throws ApiError with the app's message. */
+export async function apiPost(path, body) {
+  const sent = { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" } };
+  return readAnswer(await fetch(`${base}api/${path}`, { ...sent, body: JSON.stringify(body ?? {}) }));
+}
+
 /** GET `api/<path>` as an ArrayBuffer (the binary timeline window). */
 export async function apiBinary(path, { signal } = {}) {
   const answer = await fetch(`${base}api/${path}`, { signal, credentials: "same-origin" });

@@ -6,6 +6,7 @@
 // reason and whatever of it could still be read. The URL keeps trace and top-k.
 import { clearCharts, dataTable, panel } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, pct, query, seconds, setQuery, statusBadge, us } from "./common.js";
+import { showControls } from "./job_controls.js";
 import { buildLivePanels, buildPanels } from "./panels.js";
 
 const LIVE_MS = 3000;
@@ -17,6 +18,7 @@ const live = document.getElementById("job-live");
 const timelineLink = document.getElementById("open-timeline");
 const viewsLink = document.getElementById("open-views");
 const download = document.getElementById("download");
+const actions = document.getElementById("job-actions");
 
 const initial = query();
 const state = { trace: Number(initial.trace) || 0, top: Math.max(1, Math.min(1000, Number(initial.top) || 10)) };
@@ -190,9 +192,17 @@ function liveFacts(job, streamed) {
   );
 }
 
+/** The job as the hub lists it, each time it is read: the Stop/Capture buttons, and the log
+ * panel (a `jobstate` event: it follows the log while the run goes on). */
+function jobState(job) {
+  showControls(actions, job, () => load());
+  document.dispatchEvent(new CustomEvent("jobstate", { detail: job }));
+}
+
 async function notReady(job) {
   // Not Ready: what has streamed so far, checked again in a few seconds (the page turns into the
   // dashboard by itself when ingest finishes). A Failed job: its reason, and what could be read.
+  jobState(job);
   title.textContent = job.name || jobId;
   document.title = `${job.name || jobId} · ${job.status}`;
   const streamed = await api(`${jobPath}/live`);
@@ -230,6 +240,7 @@ async function load() {
       if (job.status !== "Ready") return await notReady(job);
       listed = job;
       ready = true;
+      jobState(job);
       delete panelsNode.dataset.live;
     }
     d = await api(`${jobPath}/dashboard?trace=${state.trace}&top=${state.top}`);
