@@ -39,6 +39,7 @@ CHUNK_KINDS = ("system", "annotations", "metrics", "tensors", "logs")
 MAX_LOG_BYTES = 8 << 20
 #: Records that make a chunk early, so no single chunk takes long to write out.
 MAX_CHUNK_RECORDS = 50_000
+CHUNK_LIMITS = {"tensors": MAX_CHUNK_RECORDS // 100}  # a record per step and watch: larger each
 _CHECK_S = 0.5
 
 #: An annotation or step as recorded: (kind, name, start_ns, end_ns, thread id, depth, step).
@@ -510,13 +511,8 @@ class Run:
                 self._sample(sampler)
                 next_sample = max(next_sample + interval, now + interval / 2)
             # A very busy loop (100k+ annotations between chunks) gets smaller chunks, sooner.
-            if (
-                now >= next_chunk
-                or len(self.annotations) > MAX_CHUNK_RECORDS
-                or len(self.metrics) > MAX_CHUNK_RECORDS
-                or len(self.tensors) > MAX_CHUNK_RECORDS // 100
-            ):
-                self.flush_chunks()
+            if now >= next_chunk or any(self._over_limit(kind) for kind in CHUNK_KINDS):
+                self.flush_chunks(hold=True)
                 next_chunk = now + chunk_every
         if sampler is not None:
             self._sample(sampler)
@@ -529,13 +525,23 @@ class Run:
         except Exception as exc:
             log_once("sample", logging.WARNING, "profilerhub: a system-metrics sample failed (%s)", exc)
 
-    def flush_chunks(self) -> None:
-        """Cut every buffer into its next chunk file (``<kind>/<seq>.jsonl.gz``) and queue it."""
+    def _over_limit(self, kind: str) -> bool:
+        return len(getattr(self, kind)) > CHUNK_LIMITS.get(kind, MAX_CHUNK_RECORDS)
+
+    def flush_chunks(self, *, hold: bool = False) -> None:
+        """Cut every buffer into its next chunk file (``<kind>/<seq>.jsonl.gz``) and queue it.
+
+        ``hold`` (the collector's periodic cut): a kind whose previous chunk the sink has not
+        taken yet (``Uploader.holding``) waits for the next cut, unless its buffer is over its
+        limit. Without it, a hub slower than one file per chunk interval per kind fell ever
+        further behind, and ``finish`` gave up (spilled) the run's last seconds."""
         for kind in CHUNK_KINDS:
+            folder = f"logs/rank{self.log_rank}" if kind == "logs" else kind  # one log stream per rank
+            if hold and not self._over_limit(kind) and self.uploader.holding(folder):
+                continue
             records = self._drain(kind)
             if records:
                 self.chunks[kind] += 1
-                folder = f"logs/rank{self.log_rank}" if kind == "logs" else kind  # one log stream per rank
                 self.uploader.submit(f"{folder}/{self.chunks[kind]:06d}.jsonl.gz", _jsonl_gz(records))
         for path, data in self.tensorboard.files(final=self._stop.is_set()):
             self.uploader.submit(path, data)

@@ -78,6 +78,7 @@ class Uploader:
         self._pending_bytes = 0
         self._cond = threading.Condition()
         self._busy = False  # the worker holds an item that is not in the queue any more
+        self._retrying = False  # the first item failed transiently and waits for its next try
         self._stop_at: float | None = None  # monotonic deadline set by close()
         self._thread: threading.Thread | None = None
 
@@ -108,6 +109,18 @@ class Uploader:
                 )
         self.give_up(path, data)
         return False
+
+    def holding(self, folder: str) -> bool:
+        """Whether a file under ``folder/`` is still queued (or in flight) while the sink takes
+        files. The collector then keeps that kind's records for its next chunk: a slow sink gets
+        fewer, larger files instead of a queue that grows with every chunk, so what ``finish``
+        has to drain stays about one file per kind. False while the sink fails (retrying or
+        dead): files are then queued and spilled as before."""
+        prefix = folder + "/"
+        with self._cond:
+            if self._retrying or self.dead:
+                return False
+            return any(isinstance(item, tuple) and item[0].startswith(prefix) for item in self._queue)
 
     def give_up(self, path: str, data: bytes) -> None:
         """``path`` will not reach the sink: spill it when it fits, else count it as dropped."""
@@ -212,6 +225,7 @@ class Uploader:
                     self.give_up(*item)
             with self._cond:
                 self._busy = False
+                self._retrying = not ok
                 if ok:
                     if self._queue and self._queue[0] is item:
                         self._queue.popleft()
