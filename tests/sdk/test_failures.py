@@ -83,6 +83,9 @@ def test_a_slow_sink_gets_fewer_larger_chunks_instead_of_a_growing_queue(tmp_pat
     summary = ph.finish(timeout=10)
 
     files = files_of_dir(tmp_path / "slow")
-    assert sorted(n for n in files if n.startswith("metrics/")) == ["metrics/000001.jsonl.gz", "metrics/000002.jsonl.gz"]
+    assert sorted(n for n in files if n.startswith("metrics/")) == [
+        "metrics/000001.jsonl.gz",
+        "metrics/000002.jsonl.gz",
+    ]
     assert [r["value"] for r in records(files, "metrics")] == [float(i) for i in range(11)]
     assert summary["spilled_files"] == {} and summary["dropped_files"] == {}, summary
