@@ -759,3 +759,50 @@ def test_the_profile_views_distributed_tab_splits_each_rank_and_lists_its_collec
     assert _shown_total(app, "vw-collectives") == len(cli[0]["tb_distributed"]["collectives"])
     assert first["communication_us"] > 0
     shot(app, "views-distributed")
+
+
+def _module_rows(roots: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    out: list[tuple[int, dict[str, Any]]] = []
+    todo = [(0, r) for r in reversed(roots)]
+    while todo:
+        depth, m = todo.pop()
+        out.append((depth, m))
+        todo.extend((depth + 1, c) for c in reversed(m["children"]))
+    return out
+
+
+def test_the_profile_views_modules_tab_shows_the_models_tree_and_collapses_it(
+    app: Any, jobs: PagesJobs
+) -> None:
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    cli = analyze(TRACE_JOBS["modules-cpu"][0])
+    expected = _module_rows(cli["tb_modules"])
+    open_page(app, f"jobs/{jobs.ids['modules-cpu']}/views?tab=modules")
+    app.wait_for_selector("#vw-modules table tbody tr")
+    rows = _views_rows(app, "vw-modules")
+    expect(rows).to_have_count(len(expected))  # two levels open: nothing deeper has children here
+    for i, (depth, m) in enumerate(expected):
+        cells = rows.nth(i).locator("td")
+        assert rows.nth(i).get_attribute("data-depth") == str(depth)
+        assert cells.nth(0).get_attribute("data-raw") == m["name"]
+        assert int(cells.nth(1).get_attribute("data-raw")) == m["calls"]
+        assert float(cells.nth(3).get_attribute("data-raw")) == pytest.approx(m["host_total_us"])
+    expect(app.locator("#vw-modules th")).to_have_count(6)  # CPU-only: no device columns
+    shot(app, "views-modules")
+    assert table_of(app, "vw-top-modules").count() == len(cli["tb_modules"][0]["children"])
+
+    block = app.locator("#vw-modules tr", has=app.locator("td[data-raw='Block_0']"))
+    toggle = block.locator("button.mod-toggle")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    toggle.click()  # collapse: Block_0's two children go
+    expect(rows).to_have_count(
+        len(expected) - len(next(m for _, m in expected if m["name"] == "Block_0")["children"])
+    )
+    expect(block.locator("button.mod-toggle")).to_have_attribute("aria-expanded", "false")
+    app.keyboard.press("Enter")  # the toggle keeps the focus: Enter opens it again
+    expect(rows).to_have_count(len(expected))
+
+    block.locator("a").click()  # a module opens its calls in the timeline
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    assert app.locator("#tl-query").input_value() == "nn.Module: Block_0"

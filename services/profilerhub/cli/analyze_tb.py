@@ -31,7 +31,8 @@ def render(result: dict[str, Any], console: Console | None = None, *, wide: bool
 
 
 def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
-    """The step-time overview, the top operators and the kernels' launch figures, when present."""
+    """The step-time overview, the top operators, the kernels' launch figures and the modules, when
+    present."""
     overview = r.get("tb_overview")
     if overview:
         avg = overview["average"]
@@ -106,6 +107,29 @@ def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
                 "yes" if k["tensor_cores"] else "no",
             )
         console.print(t)
+    render_modules(r.get("tb_modules") or [], console)
+
+
+def render_modules(roots: list[dict[str, Any]], console: Console) -> None:
+    """The module view as an indented tree (traces recorded with stacks and modules)."""
+    if not roots:
+        return
+    t = _table("Modules (time per nn.Module)", "module", "calls", "operators", "host total", "host self",
+               "device total", "mean")  # fmt: skip
+    todo = [(root, 0) for root in reversed(roots)]
+    while todo:
+        m, depth = todo.pop()
+        t.add_row(
+            "  " * depth + m["name"],
+            f"{m['calls']:,}",
+            f"{m['operators']:,}",
+            _us(m["host_total_us"]),
+            _us(m["host_self_us"]),
+            _us(m["device_total_us"]),
+            _us(m["mean_us"]),
+        )
+        todo.extend((c, depth + 1) for c in reversed(m["children"]))
+    console.print(t)
 
 
 def recommendations(r: dict[str, Any]) -> list[dict[str, Any]]:

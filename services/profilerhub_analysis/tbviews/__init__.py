@@ -8,6 +8,7 @@ shipped, and its quirks as ``../shared/oracle/README.md`` lists them), from a tr
     tree    per-thread call trees, runtimes on operators, GPU ops on runtimes
     steps   the steps moved to the GPU, and the window W
     views   the seven tables
+    modules the module view (time per nn.Module)
 
 ``tb_views(data)`` returns them as one dict, the keys ``profilerhub analyze --format json`` prints.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from profilerhub_analysis.tbviews import views
+from profilerhub_analysis.tbviews.modules import modules
 from profilerhub_analysis.tbviews.parse import parse
 from profilerhub_analysis.tbviews.steps import find_steps
 from profilerhub_analysis.tbviews.tree import Forest, build
@@ -36,6 +38,8 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
     """The seven sections of one (decompressed) Kineto trace document.
 
     ``tb_distributed`` is the plugin's distributed view of this worker (``views.distributed``).
+    ``tb_modules`` is the module view (``modules.py``), ``None`` for a trace recorded without
+    ``with_stack`` and ``with_modules``.
     ``tb_facts`` holds what the plugin's recommendations read beyond the tables (``views.facts``).
     ``tb_notes`` says what a reader should know (launches that cannot be tied to operators).
     ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
@@ -56,6 +60,7 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
         "tb_kernels_by_op": kernels_by_op,
         "tb_memory": views.memory(trace, forest),
         "tb_memory_curve": views.memory_curve(trace),
+        "tb_modules": modules(trace, forest),
         "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
         "tb_notes": _notes(forest),
         "tb_facts": views.facts(trace, forest),

@@ -40,6 +40,8 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     blocks_per_sm: Any = msgspec.field(name="blocks per SM", default=None)
     occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
     module_id: Any = msgspec.field(name="Python module id", default=None)
+    python_id: Any = msgspec.field(name="Python id", default=None)
+    python_parent_id: Any = msgspec.field(name="Python parent id", default=None)
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     device_type: Any = msgspec.field(name="Device Type", default=None)
     device_id: Any = msgspec.field(name="Device Id", default=None)
@@ -148,6 +150,9 @@ class TbTrace:
     memory: list[MemoryRecord] = field(default_factory=list)
     skipped: int = 0
     device_properties: list[dict[str, Any]] = field(default_factory=list)
+    python_functions: list[Event] = field(default_factory=list)
+    """``python_function`` events that are not modules: no view reads them, the module view's
+    hierarchy walks through them (``modules.py``)."""
 
     @cached_property
     def types(self) -> np.ndarray:
@@ -204,7 +209,11 @@ def _typed(ev: Event, out: TbTrace) -> None:
         return
     kind = _CATEGORY.get(cat) or _CATEGORY.get(cat.lower())
     if kind is None:
-        if cat.lower() != "python_function" or args.module_id is None:
+        if cat.lower() != "python_function":
+            return
+        if args.module_id is None:
+            if args.python_id is not None:
+                out.python_functions.append(ev)
             return
         kind = T.MODULE
     dur = _number(ev.dur)

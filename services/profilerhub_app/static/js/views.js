@@ -1,12 +1,13 @@
 // The profile views of one trace: what PyTorch's TensorBoard profiler plugin showed (Overview,
-// Operators, Kernels, Memory), from `GET api/jobs/{id}/views?trace=N` (computed once at ingest
+// Operators, Kernels, Memory, Modules, Distributed), from `GET api/jobs/{id}/views?trace=N` (computed once at ingest
 // by the analysis engine; this module only draws and sorts). The URL keeps trace, tab, grouping,
 // search and sort, so a view can be linked. An operator's name opens its calls in the timeline.
 import { barList, dataTable, lineChart, panel, stackBar } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
+import { modulesTab } from "./views_modules.js";
 
 const LIMIT = 500; // rows drawn per table (the search reaches all of them)
-const TABS = ["overview", "operators", "kernels", "memory", "distributed"];
+const TABS = ["overview", "operators", "kernels", "memory", "modules", "distributed"];
 const node = document.getElementById("vw-panel");
 const title = document.getElementById("job-title");
 const tracePicker = document.getElementById("vw-trace");
@@ -436,7 +437,14 @@ function distributedTab(v) {
 /** The engine's notes on this trace, above the tables they concern. */
 const notes = (v) => (v.tb_notes || []).map((n) => el("p", { class: "vw-note", role: "note" }, n));
 
-const DRAW = { overview: overviewTab, operators: operatorsTab, kernels: kernelsTab, memory: memoryTab, distributed: distributedTab };
+const DRAW = {
+  overview: overviewTab,
+  operators: operatorsTab,
+  kernels: kernelsTab,
+  memory: memoryTab,
+  modules: (v) => modulesTab(v, { section, timelineHref }),
+  distributed: distributedTab,
+};
 
 function draw() {
   for (const t of tabs) {
