@@ -22,7 +22,7 @@ import numpy as np
 from profilerhub_analysis import tf_trace
 from profilerhub_analysis.events import PHASE_OF, Complete, Counter, Instant, Metadata, TfComplete, TraceEvent
 from profilerhub_analysis.lanes import LANE_GPU, LANE_KIND_NAMES, as_int, build_lanes
-from profilerhub_analysis.reader import Decoded, decode, read_bytes
+from profilerhub_analysis.reader import Decoded, decode
 from profilerhub_analysis.store import (
     COUNTER_COLUMNS,
     GPU_LANE_KINDS,
@@ -33,6 +33,7 @@ from profilerhub_analysis.store import (
     TraceMeta,
     empty_columns,
 )
+from profilerhub_analysis.stream import decode_stream, file_chunks
 
 #: Category spellings (lower-cased) of Kineto traces, current and 2021-era.
 CATEGORY_KINDS: dict[str, Kind] = {
@@ -75,12 +76,14 @@ def category_kind(cat: str) -> Kind:
 
 
 def load_trace(path: str | Path, max_bytes: int | None = None) -> EventStore:
-    """Read one trace file (``.json`` or ``.json.gz``) into an ``EventStore``.
+    """Read one trace file (``.json`` or ``.json.gz``) into an ``EventStore``, as a stream
+    (``stream``: the document is never in memory whole; the store is the one ``parse_trace``
+    builds of the same bytes).
 
     Raises ``TraceError`` (with a one-line message) for unreadable or oversized input.
     """
     p = Path(path)
-    return parse_trace(read_bytes(p, max_bytes), source=p.name)
+    return build_store(decode_stream(file_chunks(p, max_bytes), p.name), source=p.name)
 
 
 def parse_trace(data: bytes | bytearray, source: str = "trace") -> EventStore:
@@ -171,6 +174,7 @@ class _Columns:
         self.memory_events: list[Instant] = []
         self.counter_events: list[Counter] = []
         self.all_int = True
+        self.any_x = False
 
     def _ids(self, table: str, values: Iterable[Any], count: int) -> np.ndarray:
         return np.fromiter(map(self.tables[table].__getitem__, values), dtype=np.int32, count=count)
@@ -204,7 +208,9 @@ class _Columns:
         # float64 holds integer µs exactly (|ts| < 2**53), and _to_ns keeps them exact
         ts_raw = np.fromiter(map(attrgetter("ts"), xs), dtype=np.float64, count=m)
         dur_raw = np.fromiter(map(attrgetter("dur"), xs), dtype=np.float64, count=m)
-        self.all_int &= bool(m) and type(xs[0].ts) is int and type(xs[-1].dur) is int
+        if m:  # a batch without X events (a stream's slice may be one) says nothing of their type
+            self.any_x = True
+            self.all_int &= type(xs[0].ts) is int and type(xs[-1].dur) is int
         ts_ns, ts_ok = _to_ns(ts_raw)
         dur_ns, dur_ok = _to_ns(dur_raw)
         dur_ok &= dur_ns >= 0
@@ -339,7 +345,7 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         phases=acc.phases,
         skipped=skipped,
         base_time_ns=doc.baseTimeNanoseconds,
-        ts_type="int" if acc.all_int else "float",
+        ts_type="int" if acc.all_int and acc.any_x else "float",
         device_properties=doc.deviceProperties if isinstance(doc.deviceProperties, list) else [],
         distributed_info=dist,
         rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,

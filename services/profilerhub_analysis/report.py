@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from profilerhub_analysis.build import parse_trace
+from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.gpu_metrics import gpu_metrics
 from profilerhub_analysis.kernels import kernel_breakdown, kernel_kinds
 from profilerhub_analysis.launch import launch_latency, launch_stats
@@ -63,8 +63,7 @@ def analyze_store(
 def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None = None) -> dict[str, Any]:
     """Every analysis of one trace file, the TensorBoard plugin's views (``tb_*``) included."""
     p = Path(path)
-    data = read_bytes(p, max_bytes)
-    store = parse_trace(data, source=p.name)
+    store = load_trace(p, max_bytes)  # streamed: the document is not in memory beside the store
     report = analyze_store(store, top=top)
     kineto = store.meta.producer == "kineto"  # TensorFlow's traces have none of what the views read
     del store
@@ -74,7 +73,7 @@ def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None
         "tb_distributed": None,
         "tb_memory_curve": [],
     }
-    report.update(tb_views(data) if kineto else none)
+    report.update(tb_views(read_bytes(p, max_bytes)) if kineto else none)
     return report
 
 
