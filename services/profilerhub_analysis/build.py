@@ -22,7 +22,7 @@ import numpy as np
 from profilerhub_analysis import tf_trace
 from profilerhub_analysis.events import PHASE_OF, Complete, Counter, Instant, Metadata, TfComplete, TraceEvent
 from profilerhub_analysis.lanes import LANE_GPU, LANE_KIND_NAMES, as_int, build_lanes
-from profilerhub_analysis.reader import Decoded, decode
+from profilerhub_analysis.reader import Decoded, decode, file_chunks
 from profilerhub_analysis.store import (
     COUNTER_COLUMNS,
     GPU_LANE_KINDS,
@@ -33,7 +33,7 @@ from profilerhub_analysis.store import (
     TraceMeta,
     empty_columns,
 )
-from profilerhub_analysis.stream import decode_stream, file_chunks
+from profilerhub_analysis.stream import SLICE_BYTES, decode_stream
 
 #: Category spellings (lower-cased) of Kineto traces, current and 2021-era.
 CATEGORY_KINDS: dict[str, Kind] = {
@@ -83,7 +83,8 @@ def load_trace(path: str | Path, max_bytes: int | None = None) -> EventStore:
     Raises ``TraceError`` (with a one-line message) for unreadable or oversized input.
     """
     p = Path(path)
-    return build_store(decode_stream(file_chunks(p, max_bytes), p.name), source=p.name)
+    chunks = file_chunks(p, max_bytes, size=SLICE_BYTES)
+    return build_store(decode_stream(chunks, p.name), source=p.name)
 
 
 def parse_trace(data: bytes | bytearray, source: str = "trace") -> EventStore:

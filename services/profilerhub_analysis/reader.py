@@ -1,5 +1,9 @@
 """Read a Kineto / Chrome-trace JSON file (plain or gzipped) into typed events.
 
+This module decodes a whole document in memory (``read_bytes`` + ``decode``); ``stream`` reads a
+file in slices with the same decoders (``file_chunks`` + ``stream.decode_stream``), which is what
+``build.load_trace`` does.
+
 Fast path: one typed ``msgspec`` decode of only the fields the store needs. A document that the
 typed decoder refuses (a field of the wrong type somewhere: a string ``args.bytes``) costs only
 the events it refuses, not the fast path: the document is split into its events' raw JSON (a
@@ -37,6 +41,7 @@ from profilerhub_analysis.events import KNOWN_PHASES, AnyEvent, TfAnyEvent, Trac
 
 DEFAULT_MAX_BYTES = 4 << 30
 _CHUNK = 64 << 20
+_READ_BYTES = 1 << 20
 
 
 def max_trace_bytes() -> int:
@@ -103,20 +108,8 @@ def dialect_of(data: bytes | bytearray) -> Dialect:
 
 def read_bytes(path: str | Path, max_bytes: int | None = None) -> bytes | bytearray:
     """The (decompressed) document at ``path``; gzip is detected by its magic bytes."""
-    limit = max_trace_bytes() if max_bytes is None else max_bytes
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            head = fh.read(2)
-            fh.seek(0)
-            if head != b"\x1f\x8b":
-                size = p.stat().st_size
-                if size > limit:
-                    raise TraceTooLarge(_too_large(p, size, limit))
-                return fh.read()
-            return _gunzip(fh, p, limit)
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read {p}: {exc.strerror or exc}") from exc
+    # mutable: decode blanks TF's end marker in place
+    return bytearray().join(file_chunks(path, max_bytes, size=_CHUNK))
 
 
 def _too_large(p: Path, size: int, limit: int) -> str:
@@ -127,33 +120,49 @@ def _too_large(p: Path, size: int, limit: int) -> str:
     )
 
 
-def _gunzip(fh: Any, p: Path, limit: int) -> bytearray:
-    parts: list[bytes] = []
+def file_chunks(path: str | Path, max_bytes: int | None = None, size: int = _CHUNK) -> Iterator[bytes]:
+    """The decompressed bytes of ``path`` in chunks of at most ``size`` (gzip by its magic bytes);
+    ``TraceTooLarge`` as soon as more than ``max_bytes`` came out, ``TraceFormatError`` for a
+    file that cannot be read or a broken or truncated gzip stream."""
+    limit = max_trace_bytes() if max_bytes is None else max_bytes
+    p = Path(path)
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read {p}: {exc.strerror or exc}") from exc
+    with fh:
+        head = fh.read(2)
+        fh.seek(0)
+        if head != b"\x1f\x8b":
+            total = p.stat().st_size
+            if total > limit:
+                raise TraceTooLarge(_too_large(p, total, limit))
+            while chunk := fh.read(size):
+                yield chunk
+            return
+        yield from _gunzip_chunks(fh, p, limit, size)
+
+
+def _gunzip_chunks(fh: Any, p: Path, limit: int, size: int) -> Iterator[bytes]:
     total = 0
     dec = zlib.decompressobj(wbits=31)
     try:
-        while True:
-            # Large reads: one decompress call per 64 MiB of input is as fast as gzip.decompress,
-            # while max_length still stops a gzip bomb at the limit.
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                break
+        while chunk := fh.read(_READ_BYTES):
             while chunk:
-                out = dec.decompress(chunk, limit + 1 - total)
+                out = dec.decompress(chunk, size)
                 total += len(out)
-                parts.append(out)
                 if total > limit:
                     raise TraceTooLarge(_too_large(p, total, limit))
+                if out:
+                    yield out
                 chunk = dec.unconsumed_tail
-                if dec.eof and dec.unused_data:
-                    # another gzip member follows (concatenated .gz files are valid gzip)
+                if dec.eof and dec.unused_data:  # another gzip member follows
                     chunk = dec.unused_data + chunk
                     dec = zlib.decompressobj(wbits=31)
     except zlib.error as exc:
         raise TraceFormatError(f"{p.name}: not a valid gzip file ({exc})") from exc
     if not dec.eof:
         raise TraceFormatError(f"{p.name}: gzip data is truncated (the file ended early)")
-    return bytearray().join(parts)  # mutable: decode blanks TF's end marker in place
 
 
 #: Documents larger than this are decoded in batches of ``BATCH_EVENTS`` events, so the typed
@@ -393,6 +402,7 @@ __all__ = [
     "TraceDoc",
     "decode",
     "dialect_of",
+    "file_chunks",
     "max_trace_bytes",
     "read_bytes",
 ]

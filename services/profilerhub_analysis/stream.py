@@ -29,15 +29,12 @@ streamed reader itself needs no more memory for a larger trace, only the columns
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
 
-from profilerhub_analysis.errors import TraceFormatError, TraceTooLarge
+from profilerhub_analysis.errors import TraceFormatError
 from profilerhub_analysis.events import TraceEvent
 from profilerhub_analysis.reader import (
     _SNIFF_BYTES,
@@ -46,15 +43,11 @@ from profilerhub_analysis.reader import (
     TraceDoc,
     _decode_tolerantly,
     _LooseDoc,
-    _too_large,
     dialect_of,
-    max_trace_bytes,
 )
 
 #: Decompressed JSON per slice: what the reader holds of the document at once (with its events).
 SLICE_BYTES = 8 << 20
-#: Input read per call from the file.
-_READ_BYTES = 1 << 20
 #: The header (the document outside ``traceEvents``) and one event may not pass this.
 MAX_HEADER_BYTES = 256 << 20
 _MIB_CAP = MAX_HEADER_BYTES >> 20
@@ -76,51 +69,6 @@ _DECODE_TRIES = 2
 
 class _NotACut(Exception):
     """A guessed end of a slice that is not the end of an event."""
-
-
-def file_chunks(path: str | Path, max_bytes: int | None = None, size: int = SLICE_BYTES) -> Iterator[bytes]:
-    """The decompressed bytes of ``path`` in chunks of at most ``size`` (gzip by its magic bytes);
-    ``TraceTooLarge`` as soon as more than ``max_bytes`` came out, ``TraceFormatError`` for a
-    file that cannot be read or a broken or truncated gzip stream."""
-    limit = max_trace_bytes() if max_bytes is None else max_bytes
-    p = Path(path)
-    try:
-        fh = p.open("rb")
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read {p}: {exc.strerror or exc}") from exc
-    with fh:
-        head = fh.read(2)
-        fh.seek(0)
-        if head != b"\x1f\x8b":
-            total = p.stat().st_size
-            if total > limit:
-                raise TraceTooLarge(_too_large(p, total, limit))
-            while chunk := fh.read(size):
-                yield chunk
-            return
-        yield from _gunzip_chunks(fh, p, limit, size)
-
-
-def _gunzip_chunks(fh: Any, p: Path, limit: int, size: int) -> Iterator[bytes]:
-    total = 0
-    dec = zlib.decompressobj(wbits=31)
-    try:
-        while chunk := fh.read(_READ_BYTES):
-            while chunk:
-                out = dec.decompress(chunk, size)
-                total += len(out)
-                if total > limit:
-                    raise TraceTooLarge(_too_large(p, total, limit))
-                if out:
-                    yield out
-                chunk = dec.unconsumed_tail
-                if dec.eof and dec.unused_data:  # another gzip member follows
-                    chunk = dec.unused_data + chunk
-                    dec = zlib.decompressobj(wbits=31)
-    except zlib.error as exc:
-        raise TraceFormatError(f"{p.name}: not a valid gzip file ({exc})") from exc
-    if not dec.eof:
-        raise TraceFormatError(f"{p.name}: gzip data is truncated (the file ended early)")
 
 
 def _unescaped_quotes(a: np.ndarray) -> np.ndarray:
@@ -346,7 +294,7 @@ def header_doc(data: bytes, source: str) -> TraceDoc:
 
 
 def decode_stream(chunks: Iterable[bytes], source: str = "trace") -> Decoded:
-    """A ``Decoded`` over the document arriving in ``chunks`` (``file_chunks``).
+    """A ``Decoded`` over the document arriving in ``chunks`` (``reader.file_chunks``).
 
     A document with no ``traceEvents`` array (or none in its first ``MAX_HEADER_BYTES``), or
     that is no object or array, is read whole by ``reader.decode``: to raise its error, or, for
@@ -372,4 +320,4 @@ def decode_stream(chunks: Iterable[bytes], source: str = "trace") -> Decoded:
     return StreamedDecoded(it, head, start, dialect_of(head), source)
 
 
-__all__ = ["MAX_HEADER_BYTES", "SLICE_BYTES", "StreamedDecoded", "decode_stream", "file_chunks", "header_doc"]
+__all__ = ["MAX_HEADER_BYTES", "SLICE_BYTES", "StreamedDecoded", "decode_stream", "header_doc"]
