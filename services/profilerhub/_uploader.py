@@ -2,8 +2,9 @@
 
 One daemon thread takes files in order and hands them to the sink.  Nothing here raises into the
 caller: ``submit`` never blocks on the network, sink errors are logged once per kind, transient
-ones are retried with backoff (the file stays at the head of the queue, so order is kept and a hub
-that comes back gets everything that was buffered), and ``close`` gives up at its deadline.
+ones are retried with the one retry policy of the hub's client (``hubhttp.RETRY``, its patient
+delays: the file stays at the head of the queue, so order is kept and a hub that comes back gets
+everything that was buffered), and ``close`` gives up at its deadline.
 
 A file that will not reach the sink (the queue is full, the sink is dead after a bad token, the
 sink refused it, ``close`` ran out of time) is *given up*: handed to the run's spill
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 
 from ._log import log_once, logger
 from ._spill import Spill
+from .hubhttp import RETRY
 from .sinks.base import Sink, SinkError
-
-_BACKOFF_START_S = 0.2
-_BACKOFF_MAX_S = 5.0
 
 #: A queue entry: a file ``(path, data)``, or a call (``complete``) that runs after every file before it.
 _Item = tuple[str, bytes] | Callable[[], None]
@@ -205,7 +203,7 @@ class Uploader:
     # -- the worker thread --------------------------------------------------------------------
 
     def _run(self) -> None:
-        backoff = _BACKOFF_START_S
+        failures = 0  # in a row, of the item at the head of the queue
         while True:
             with self._cond:
                 while not self._queue and self._stop_at is None:
@@ -231,15 +229,15 @@ class Uploader:
                         self._queue.popleft()
                         if isinstance(item, tuple):
                             self._pending_bytes -= len(item[1])
-                    backoff = _BACKOFF_START_S
+                    failures = 0
                     self._cond.notify_all()
                     continue
                 self._cond.notify_all()
                 # Transient failure: wait (close() cuts it short) and try the same item again.
-                retry_at = time.monotonic() + backoff * (0.5 + random.random())
+                failures += 1
+                retry_at = time.monotonic() + RETRY.delay(failures, patient=True)
                 while self._stop_at is None and (left := retry_at - time.monotonic()) > 0:
                     self._cond.wait(left)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
 
     def _do(self, item: _Item) -> bool:
         """Run one item; True when it is done with (uploaded or given up), False to retry it."""

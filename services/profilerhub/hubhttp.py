@@ -15,7 +15,8 @@ Three callers speak through it, each translating a failure into its own terms:
 connection) always; an idempotent one (GET, HEAD, PUT, DELETE, OPTIONS) also after a lost answer,
 a 5xx, 408 or 429, honouring a short ``Retry-After``. A POST that may have arrived is never
 repeated here (the callers that may repeat it, the SDK's uploader, do so later, with the same
-policy's ``retryable``).
+policy: its ``retryable`` and its ``delay(..., patient=True)``, which waits up to
+``patient_max_delay`` between the tries of a caller that tries again without end).
 
 Standard library only at import (the SDK must import cheaply, ``tests/sdk/test_import.py``); the
 server packages may import this module (``tests/test_import_graph.py``). ``httpx`` is imported
@@ -63,18 +64,22 @@ class RetryPolicy:
     first_delay: float = 0.2
     max_delay: float = 2.0
     """No wait is longer, ``Retry-After`` included (a longer one is the caller's to honour)."""
+    patient_max_delay: float = 5.0
+    """No wait of a caller that tries again without end (the SDK's background uploader) is longer."""
 
     @staticmethod
     def retryable(status: int) -> bool:
         """An answer that may be different next time: the hub failed or is overloaded."""
         return status >= 500 or status in (408, 429)
 
-    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+    def delay(self, attempt: int, retry_after: str | None = None, *, patient: bool = False) -> float:
         """Seconds to wait before try ``attempt + 1`` (``attempt`` counts from 1): doubling, with
-        jitter, or the answer's ``Retry-After`` (seconds), never past ``max_delay``."""
+        jitter, or the answer's ``Retry-After`` (seconds), never past ``max_delay`` (past
+        ``patient_max_delay`` when ``patient``: a caller that never stops trying)."""
+        ceiling = self.patient_max_delay if patient else self.max_delay
         if retry_after and retry_after.strip().isdigit():
-            return min(float(retry_after), self.max_delay)
-        base: float = min(self.first_delay * 2.0 ** (attempt - 1), self.max_delay)
+            return min(float(retry_after), ceiling)
+        base: float = min(self.first_delay * 2.0 ** (attempt - 1), ceiling)
         return base * (0.5 + random.random() / 2)
 
 

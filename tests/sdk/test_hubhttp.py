@@ -140,3 +140,50 @@ def test_importing_the_shared_client_pulls_in_nothing_heavy() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = {m.split(".")[0] for m in json.loads(done.stdout)}
     assert not loaded & {"httpx", "typer", "rich", "profilerhub_core", "profilerhub_app"}, loaded
+
+
+def test_the_uploader_waits_by_the_same_policy_patiently_and_starts_over_after_a_success(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The background uploader keeps no backoff of its own: ``RETRY.delay(n, patient=True)``."""
+    from profilerhub import _uploader
+    from profilerhub.sinks.base import Sink, SinkError
+
+    asked: list[tuple[int, bool]] = []
+
+    class Recorded(RetryPolicy):
+        def delay(self, attempt: int, retry_after: str | None = None, *, patient: bool = False) -> float:
+            asked.append((attempt, patient))
+            return 0.0
+
+    class Flaky(Sink):
+        kind = "flaky"
+        failures = {"a": 2, "b": 1}
+        stored: list[str] = []
+
+        def open(self) -> None: ...
+
+        def put(self, path: str, data: bytes) -> None:
+            if self.failures.get(path, 0):
+                self.failures[path] -= 1
+                raise SinkError("storage answered 503", retryable=True)
+            self.stored.append(path)
+
+        def complete(self, report: dict[str, object] | None = None) -> None: ...
+
+        @property
+        def location(self) -> str:
+            return "flaky"
+
+    monkeypatch.setattr(_uploader, "RETRY", Recorded())
+    sink = Flaky()
+    uploader = _uploader.Uploader(sink)
+    uploader.start()
+    assert uploader.submit("a", b"1") and uploader.submit("b", b"2")
+    uploader.close(timeout=10)
+    assert sink.stored == ["a", "b"]
+    assert asked == [(1, True), (2, True), (1, True)]  # b's first failure waits the first delay again
+    policy = RetryPolicy()
+    patient = [policy.delay(9, patient=True) for _ in range(20)]  # 5 s with jitter: 2.5-5 s
+    assert policy.max_delay < min(patient) and max(patient) <= policy.patient_max_delay
+    assert max(policy.delay(9) for _ in range(20)) <= policy.max_delay
