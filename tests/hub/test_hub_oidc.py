@@ -214,6 +214,20 @@ def test_a_callback_without_this_browsers_flow_or_replayed_is_refused(
     ]
 
 
+def test_an_answer_naming_another_issuer_is_refused_before_its_code_is_sent(
+    oidc_client: Any, provider: TestOpenIDProvider, seed: Any
+) -> None:
+    """RFC 9207's mix-up defence: the callback's ``iss`` must be the configured issuer."""
+    seed.user("ml", "alice")
+    provider.next_claims = ALICE
+    back, exchanges = through_provider(begin(oidc_client)), provider.token_requests
+    answer = oidc_client.get(back + "&iss=http%3A%2F%2Fother-provider.example", follow_redirects=False)
+    assert answer.status_code == 401 and "did not come from this hub" in answer.text
+    assert provider.token_requests == exchanges
+    (event,) = oidc_audit(seed)
+    assert event.detail["reason"].startswith("authorization response issuer 'http://other-provider.example'")
+
+
 def test_pkce_verifier_is_what_the_provider_checks(
     oidc_client: Any, provider: TestOpenIDProvider, seed: Any
 ) -> None:

@@ -38,7 +38,8 @@ Real processes:
                     ``profilerhub <command>`` on a free port with its own home (or ``home=``,
                     ``database_url=``, ``env={...}``, ``args=[...]``, ``wait=False`` to not wait for
                     /healthz) and returns a ``RunningHub``: ``.url``, ``.home``, ``.process``,
-                    ``.admin_token()``, ``.output()``, ``.wait_for_output(text)``, ``.stop()``.
+                    ``.admin_token()``, ``.output()``, ``.wait_for_output(text)``, ``.stop()``
+                    (``port=`` when the port must be known first, e.g. for a redirect URI).
                     Every process it started is stopped at teardown.
     start_profilerhub  the same for fixtures of a wider scope: ``start_profilerhub("hub", home=...,
                     log=..., ...)``; the caller stops it.
@@ -402,10 +403,11 @@ def start_profilerhub(
     args: Sequence[str] = (),
     wait: bool = True,
     timeout: float = 180.0,
+    port: int | None = None,
 ) -> RunningHub:
-    """Start ``profilerhub <command>`` on a free port (what ``hub_process`` does, for fixtures of
-    other scopes); the caller stops it."""
-    port = testservices.free_port()
+    """Start ``profilerhub <command>`` on ``port`` (else a free one; what ``hub_process`` does, for
+    fixtures of other scopes); the caller stops it."""
+    port = port or testservices.free_port()
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
     child_env.update(PROFILERHUB_HOME=str(home), PROFILERHUB_PORT=str(port), PROFILERHUB_HOST="127.0.0.1")
     if database_url:
@@ -437,7 +439,7 @@ def hub_process(tmp_path: Path) -> Iterator[Callable[..., RunningHub]]:
         timeout: float = 180.0,
         **options: Any,
     ) -> RunningHub:
-        """``options``: ``database_url``, ``env``, ``args``, as ``start_profilerhub`` takes them."""
+        """``options``: ``database_url``, ``env``, ``args``, ``port``, as ``start_profilerhub`` takes them."""
         log = tmp_path / f"{command}-{len(started)}.log"
         home = home or tmp_path / f"home-{len(started)}"
         running = start_profilerhub(command, home=home, log=log, wait=False, **options)

@@ -10,14 +10,18 @@ finish a sign-in another began. The callback refuses, and audits, unless:
 
 - the ``state`` it is given is the cookie's (so a provider redirect made for someone else's
   browser, a login-CSRF, never signs this one in);
+- the answer's ``iss``, when the provider sends one (RFC 9207; required when discovery says it
+  does), is the configured issuer;
 - the provider exchanges the code for tokens with the cookie's ``code_verifier`` (PKCE);
 - the ID token's signature verifies against the provider's JWKS, ``iss`` is the configured issuer
   (and the one discovery announced), ``aud`` contains our client id (and ``azp`` is it when there
   are several audiences), ``exp``/``iat`` hold within ``oidc_leeway_seconds``, and ``nonce`` is
   the cookie's (so a replayed ID token does not sign in);
-- the user-name claim is a valid user name, the domain claim maps to a domain (``oidc_domain_map``,
-  else ``oidc_default_domain``), and the user exists there, or the domain creates users on first
-  sign-in (``DomainSettings.create_users_on_sign_in``; such users get the role ``user``).
+- the user-name claim (from the ID token, else from the userinfo endpoint, whose ``sub`` must be
+  the ID token's: a code flow's ID token may carry ``sub`` alone) is a valid user name, the domain
+  claim maps to a domain (``oidc_domain_map``, else ``oidc_default_domain``), and the user exists
+  there, or the domain creates users on first sign-in (``DomainSettings.create_users_on_sign_in``;
+  such users get the role ``user``).
 
 The session is an ordinary console session (``via`` ``oidc``) with every scope of its user.
 Discovery and the JWKS are fetched once per process and kept an hour (an unknown ``kid`` refetches
@@ -26,12 +30,13 @@ the JWKS at once, for key rotation).
 
 from __future__ import annotations
 
+import base64
 import secrets
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 import httpx
 from joserfc import jwt
@@ -119,6 +124,15 @@ def read_flow(settings: Settings, cookie: str | None) -> Flow:
     return Flow(str(values[0]), str(values[1]), str(values[2]))
 
 
+def _client_secret_basic(client: Any, method: str, uri: str, headers: dict[str, str], body: str) -> Any:
+    """HTTP Basic client authentication as RFC 6749 §2.3.1 has it: the id and the secret are each
+    form-encoded first. authlib sends them raw, so a secret holding ``+``, ``%``, ``/`` or ``=``
+    (as some providers generate) reached a strict provider (oidc-provider) changed, and was refused."""
+    pair = f"{quote_plus(client.client_id)}:{quote_plus(client.client_secret)}"
+    headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return uri, headers, body
+
+
 class OpenIDClient:
     """The provider's metadata and keys (cached), and the two steps of a sign-in."""
 
@@ -151,9 +165,9 @@ class OpenIDClient:
                 self._keys = KeySet.import_key_set(self._get_json(metadata["jwks_uri"], "key set"))  # type: ignore[arg-type]
             return self._keys
 
-    def _get_json(self, url: str, what: str) -> dict[str, Any]:
+    def _get_json(self, url: str, what: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
         try:
-            answer = httpx.get(url, timeout=10.0)
+            answer = httpx.get(url, headers=headers, timeout=10.0)
             answer.raise_for_status()
             document = answer.json()
         except (httpx.HTTPError, ValueError) as exc:
@@ -168,7 +182,7 @@ class OpenIDClient:
         from authlib.integrations.httpx_client import OAuth2Client
 
         secret = self.settings.oidc_client_secret
-        return OAuth2Client(
+        client = OAuth2Client(
             client_id=self.settings.oidc_client_id,
             client_secret=secret.get_secret_value() if secret else None,
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
@@ -177,6 +191,8 @@ class OpenIDClient:
             code_challenge_method="S256",
             timeout=10.0,
         )
+        client.register_client_auth_method(("client_secret_basic", _client_secret_basic))
+        return client
 
     # -- the two steps ----------------------------------------------------------------------------
 
@@ -201,6 +217,16 @@ class OpenIDClient:
             raise SignInRefused(
                 "This sign-in answer is not for this browser; sign in again", "state mismatch"
             )
+        # RFC 9207: a provider that names itself in its answer must name the configured issuer
+        # (an answer from another provider, mixed up into this flow, is refused before its code
+        # is sent anywhere).
+        issuer = self.settings.oidc_issuer
+        announced = self.metadata().get("authorization_response_iss_parameter_supported") is True
+        if query.get("iss", None if announced else issuer) != issuer:
+            raise SignInRefused(
+                "This sign-in answer did not come from this hub's provider; sign in again",
+                f"authorization response issuer {query.get('iss')!r} is not the configured one",
+            )
         code = query.get("code", "")
         if not code:
             raise SignInRefused("The sign-in provider sent no code; sign in again", "no code")
@@ -221,7 +247,25 @@ class OpenIDClient:
         id_token = tokens.get("id_token")
         if not isinstance(id_token, str):
             raise SignInRefused("The sign-in provider sent no ID token", "no id_token in the token answer")
-        return self.verify(id_token, flow.nonce)
+        claims = self.verify(id_token, flow.nonce)
+        wanted = [self.settings.oidc_username_claim, self.settings.oidc_domain_claim]
+        if any(name and name not in claims for name in wanted):
+            # OpenID Connect Core §5.4: a code flow's ID token may carry `sub` alone (oidc-provider's
+            # default), the profile's claims being the userinfo endpoint's to give.
+            claims = {**self.userinfo(str(tokens.get("access_token") or ""), str(claims["sub"])), **claims}
+        return claims
+
+    def userinfo(self, access_token: str, subject: str) -> dict[str, Any]:
+        """The userinfo endpoint's claims about ``subject`` (§5.3: its ``sub`` must be the ID token's)."""
+        endpoint = self.metadata().get("userinfo_endpoint")
+        if not endpoint or not access_token:
+            return {}
+        document = self._get_json(str(endpoint), "userinfo", {"Authorization": f"Bearer {access_token}"})
+        if document.get("sub") != subject:
+            raise SignInRefused(
+                "The sign-in provider's answer is not valid for this hub", "userinfo names another subject"
+            )
+        return document
 
     def verify(self, id_token: str, nonce: str) -> dict[str, Any]:
         try:
