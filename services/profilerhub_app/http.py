@@ -73,6 +73,12 @@ def ready_job(request: Request, job_id: str) -> OwnedJob:
     return services(request).jobs.ready_job(token(request), job_id)
 
 
+def trace_job(request: Request, job_id: str) -> OwnedJob:
+    """The caller's job ``job_id`` whose traces can be read: Ready, or still running (its captures
+    ingested so far: ``jobdata.live_captures``)."""
+    return services(request).jobs.ready_job(token(request), job_id, running=True)
+
+
 def int_param(request: Request, name: str, default: int | None, lo: int, hi: int) -> int:
     """The integer query parameter ``name`` in ``[lo, hi]``; ``default`` when absent (``None``: required)."""
     raw = request.query_params.get(name)
@@ -115,4 +121,5 @@ __all__ = [
     "ready_job",
     "services",
     "token",
+    "trace_job",
 ]

@@ -1,4 +1,5 @@
-"""What the analysis routes read of a Ready job: its summary, a trace's panels and timeline.
+"""What the analysis routes read of a Ready job: its summary, a trace's panels and timeline; and of
+a job still running, the same of each on-demand capture ingested so far (``live_captures``).
 
 Everything here was computed at ingest (``profilerhub_worker.ingest.views``); the app only reads
 it, for a job :class:`profilerhub_app.owned.OwnedJobs` found the hub lists as the owner's and
@@ -23,6 +24,7 @@ import json
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,9 +42,11 @@ from profilerhub_analysis.timeline.bundle import (
 from profilerhub_app.owned import OwnedJob
 from profilerhub_core.errors import NotFound, Unavailable
 from profilerhub_core.storage import ObjectStore
-from profilerhub_core.storage.layout import SUMMARY, TIMELINE_DONE
+from profilerhub_core.storage.layout import LIVE_CAPTURES, SUMMARY, TIMELINE_DONE
 
 SUMMARY_CACHE = 16
+#: How long a running job's list of ingested captures is reused before it is read again.
+LIVE_SECONDS = 2.0
 #: Files of one timeline fetched from S3 at once, and how long a query waits for them.
 FETCH_THREADS = 8
 FETCH_WAIT_SECONDS = 300.0
@@ -73,6 +77,22 @@ class _Lru(OrderedDict[Any, Any]):
             self.pop(key, None)
 
 
+def live_captures(job: OwnedJob) -> dict[str, Any]:
+    """A running job's captures ingested so far (``processed/live/captures.json``) as a summary's
+    ``traces``, those ingest could not read left out; ``NotFound`` while there is none."""
+    try:
+        doc = json.loads(job.store.get(job.processed(LIVE_CAPTURES)))
+    except (NotFound, ValueError):
+        doc = {}
+    traces = [t for t in doc.get("traces") or [] if isinstance(t, dict) and not t.get("error")]
+    if not traces:
+        raise NotFound(
+            f"Job '{job.job_id}' is not Ready yet (status {job.record.get('status')}) and has no "
+            "capture ingested: its traces are read when it completes"
+        )
+    return {"job": {}, "traces": traces, "live": True}
+
+
 def trace_list(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The job's traces for a picker: ``index``, ``file``, ``rank``."""
     return [
@@ -93,6 +113,12 @@ class JobData:
         self._fetching = threading.Lock()
 
     def summary(self, job: OwnedJob) -> dict[str, Any]:
+        """A Ready job's summary; for a job still running, its captures ingested so far as its
+        traces (``{"traces": [...]}``, from ``processed/live/captures.json``: ``NotFound`` while
+        there is none), read again every ``LIVE_SECONDS``."""
+        if not job.ready:
+            live = (job.job_id, "live", int(time.monotonic() / LIVE_SECONDS))
+            return self._summaries.fetch(live, lambda: live_captures(job))
         version = (job.job_id, job.record.get("updated_at"), job.record.get("status"))
         return self._summaries.fetch(
             version, lambda: json.loads(job.store.get(job.processed(SUMMARY)))
@@ -315,4 +341,4 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-__all__ = ["JobData", "JobTimeline"]
+__all__ = ["JobData", "JobTimeline", "live_captures"]

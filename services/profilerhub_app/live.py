@@ -6,6 +6,9 @@ ingest (``profilerhub_analysis.sdk_records``), so a running job's numbers are th
 will have. Chunks never change once written, so each is decoded once and kept (bounded); a poll
 every few seconds reads only the chunks that are new.
 
+``captures`` lists the on-demand captures ingested while the run goes on (the worker's
+``ingest.captures``), each with the ``trace`` index the timeline and views routes take for it.
+
 ``panels`` holds the dashboard panels the streamed records make (``step_time`` from the SDK's
 steps, ``annotations`` with a histogram per name), assembled by the engine's ``dashboard`` as the
 Ready dashboard's are, so a live page draws them with the same code.
@@ -120,7 +123,30 @@ class LiveView:
             "panels": {k: panels[k] for k in LIVE_PANELS},
             "chunks": {k: len(v) for k, v in by_kind.items()},
             "skipped_chunks": skipped,
+            "captures": _captures(job),
         }
+
+
+def _captures(job: OwnedJob) -> list[dict[str, Any]]:
+    """The on-demand captures ingested so far (``processed/live/captures.json``), each with the
+    ``index`` the timeline and views routes take for it (``trace=``), or the reason it could not
+    be read (``error``)."""
+    try:
+        doc = json.loads(job.store.get(job.processed(layout.LIVE_CAPTURES)))
+    except (NotFound, ValueError):
+        return []
+    out, index = [], 0
+    for entry in doc.get("traces") or [] if isinstance(doc, dict) else []:
+        if not isinstance(entry, dict):
+            continue
+        report = entry.get("report") or {}
+        shown = {"capture": entry.get("capture"), "file": entry.get("file"), "error": entry.get("error")}
+        if not entry.get("error"):
+            steps = report.get("steps")
+            shown |= {"index": index, "steps": len(steps) if isinstance(steps, list) else None}
+            index += 1
+        out.append(shown)
+    return out
 
 
 __all__ = ["LiveView"]

@@ -108,15 +108,16 @@ class OwnedJobs:
                 return OwnedJob(store, item)
         raise NotFound(f"Job '{job_id}' not found")
 
-    def ready_job(self, token: str, job_id: str) -> OwnedJob:
-        """The owner's Ready job ``job_id`` (``NotFound`` otherwise), as the hub said at most
+    def ready_job(self, token: str, job_id: str, *, running: bool = False) -> OwnedJob:
+        """The owner's Ready job ``job_id`` (``NotFound`` otherwise; with ``running``, a job still
+        InProgress too: its captures ingested so far are its traces), as the hub said at most
         ``READY_SECONDS`` ago."""
         now = time.monotonic()
         seen = self._ready.get(job_id)
-        if seen is not None and now - seen[0] < READY_SECONDS:
+        if seen is not None and now - seen[0] < READY_SECONDS and (running or seen[1].ready):
             return seen[1]
         job = self.job(token, job_id)
-        if not job.ready:
+        if not job.ready and not (running and job.record.get("status") == "InProgress"):
             raise NotFound(f"Job '{job_id}' is not Ready yet (status {job.record.get('status')})")
         if len(self._ready) > 1000:
             self._ready.clear()

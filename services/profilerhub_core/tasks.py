@@ -4,8 +4,8 @@ The hub sends tasks by name and never imports task code; a worker registers its 
 names. Neither imports the other: both import this module.
 
 Payload: every task takes exactly one positional argument, the id of the row it works on
-(``SPAWN_APP`` and ``DELETE_APP`` an app id, ``INGEST_JOB`` a job id, ``DELIVER_WEBHOOK`` a
-webhook delivery id); the periodic tasks take
+(``SPAWN_APP`` and ``DELETE_APP`` an app id, ``INGEST_JOB`` and ``INGEST_CAPTURES`` a job id,
+``DELIVER_WEBHOOK`` a webhook delivery id); the periodic tasks take
 none. A sender commits the row first and enqueues after (``docs/architecture.md``), so a task
 re-reads the row and moves it on with a compare-and-set: a duplicate or late task does nothing.
 
@@ -34,12 +34,15 @@ RECONCILE_JOBS = "profilerhub.jobs.reconcile"
 SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
 SERIES_RETENTION = "profilerhub.jobs.series_retention"
 LIVE_RULES = "profilerhub.jobs.live_rules"
+# A running job's on-demand capture traces, ingested as they arrive (sent by the hub when one is
+# uploaded through it, and by the live scan for the rest): idempotent, a job id.
+INGEST_CAPTURES = "profilerhub.jobs.ingest_captures"
 
 # A worker sends it for each delivery row it adds (a rule's finding, a job Ready or Failed).
 DELIVER_WEBHOOK = "profilerhub.webhooks.deliver"
 
 # Tasks a request sends, with the one id they take.
-SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB)
+SENT_BY_HUB = (SPAWN_APP, DELETE_APP, INGEST_JOB, INGEST_CAPTURES)
 # Tasks beat sends on a schedule, without arguments.
 PERIODIC = (
     RECONCILE_APPS,
@@ -91,6 +94,7 @@ __all__ = [
     "CULL_IDLE_APPS",
     "DELETE_APP",
     "DELIVER_WEBHOOK",
+    "INGEST_CAPTURES",
     "INGEST_JOB",
     "PERIODIC",
     "POLL_APPS",

@@ -79,9 +79,8 @@ def job_target(caller: Caller, domain: Domain, user: UserProfile) -> Resolved:
     return Resolved(caller, target, domain, user)
 
 
-def is_running(job: Job) -> bool:
-    """The run is still uploading: InProgress and not completed."""
-    return job.status is JobStatus.InProgress and job.completed_at is None
+is_running = jobs.is_running
+"""The run is still uploading: InProgress and not completed (``records.jobs.is_running``)."""
 
 
 def job_series(store: ObjectStore, job: Job) -> JobSeries:

@@ -2,8 +2,9 @@
 PyTorch CPU run instrumented with the SDK against ``profilerhub hub`` and ``worker`` processes and
 the spawned app. The log panel shows the lines the script prints and follows new ones as they
 arrive, switches streams (a second rank's), filters; "Capture 3 steps now" yields a trace of
-exactly 3 steps; "Stop" ends the script's loop with ``ph.StopTraining``, after which the panel
-stops following and shows the run's last line. No console error, no failed request."""
+exactly 3 steps, which the dashboard lists (its timeline open) while the run still goes on;
+"Stop" ends the script's loop with ``ph.StopTraining``, after which the panel stops following
+and shows the run's last line. No console error, no failed request."""
 
 from __future__ import annotations
 
@@ -121,6 +122,13 @@ def _steer_in_the_app(
     events = json.loads(gzip.decompress(traces[0].read_bytes()))["traceEvents"]
     steps = {e["name"] for e in events if str(e.get("name", "")).startswith("ProfilerStep#")}
     assert len(steps) == 3, sorted(steps)
+    # ingested while the run goes on: the dashboard lists it, its timeline opens
+    capture = page.locator("#captures .capture[data-index='0'] .capture-timeline")
+    expect(capture).to_have_count(1, timeout=120_000)
+    assert http.get(f"{jobs.jobs_url}/{job_id}").json()["status"] == "InProgress"
+    lanes = jobs.api(stack, f"jobs/{job_id}/timeline/lanes?trace=0")
+    assert ".capture-" in lanes["trace"]["file"]
+    shot(page, "app-capture-live")
 
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#stop-job")

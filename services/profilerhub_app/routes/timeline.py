@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from profilerhub_analysis.timeline.bundle import MAX_SEARCH
 from profilerhub_analysis.timeline.index import MAX_WIDTH_PX
-from profilerhub_app.http import MAX_TRACES, BadParameter, answer, id_list, int_param, ready_job, services
+from profilerhub_app.http import MAX_TRACES, BadParameter, answer, id_list, int_param, services, trace_job
 from profilerhub_app.jobdata import JobTimeline
 from profilerhub_core.errors import NotFound
 
@@ -24,14 +24,14 @@ _NS = 1 << 62
 
 
 def _timeline(request: Request) -> JobTimeline:
-    job = ready_job(request, request.path_params["job_id"])
+    job = trace_job(request, request.path_params["job_id"])
     return services(request).data.timeline(job, int_param(request, "trace", 0, 0, MAX_TRACES))
 
 
 def _lanes(request: Request) -> dict[str, Any]:
     tl = _timeline(request)
     jd = services(request).data
-    job = ready_job(request, request.path_params["job_id"])
+    job = trace_job(request, request.path_params["job_id"])
     index = int_param(request, "trace", 0, 0, MAX_TRACES)
     entry = jd.trace(job, index)
     trace = {"index": index, "file": entry.get("file"), "rank": entry.get("report", {}).get("rank")}

@@ -15,14 +15,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from profilerhub_analysis.rules.tb_recommendations import recommend
-from profilerhub_app.http import MAX_TRACES, answer, int_param, ready_job, services
+from profilerhub_app.http import MAX_TRACES, answer, int_param, services, trace_job
 from profilerhub_app.jobdata import trace_list
 
 
 def _views(request: Request, job_id: str) -> dict[str, Any]:
     index = int_param(request, "trace", 0, 0, MAX_TRACES)
     jd = services(request).data
-    job = ready_job(request, job_id)
+    job = trace_job(request, job_id)
     summary = jd.summary(job)
     return {
         "job_id": job_id,

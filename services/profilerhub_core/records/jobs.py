@@ -118,6 +118,11 @@ def missing_files(job: Job) -> int:
     return int((job.undelivered or {}).get("missing_files") or 0)
 
 
+def is_running(job: Job) -> bool:
+    """The run is still uploading: InProgress and not completed."""
+    return job.status is JobStatus.InProgress and job.completed_at is None
+
+
 def awaits_files(job: Job) -> bool:
     """A Ready or Failed job whose run completed it with spilled files still to come."""
     undelivered = job.undelivered or {}
@@ -127,7 +132,7 @@ def awaits_files(job: Job) -> bool:
 
 def takes_files(job: Job) -> bool:
     """``InProgress`` and not completed, or awaiting its run's spilled files (``awaits_files``)."""
-    return (job.status is JobStatus.InProgress and job.completed_at is None) or awaits_files(job)
+    return is_running(job) or awaits_files(job)
 
 
 def require_uploading(job: Job) -> None:
@@ -260,6 +265,7 @@ __all__ = [
     "missing_files",
     "record_raw_bytes",
     "redeliver",
+    "is_running",
     "require_job",
     "require_uploading",
     "stop_header",

@@ -35,6 +35,10 @@ written by one module of ingest (``profilerhub_worker.ingest``):
                                                          read on top of it)
     live/series.npz   LIVE_SERIES  ingest.live_rules     hub (a running job's metrics)
     live/state.json   LIVE_STATE   ingest.live_rules     ingest.live_rules (chunks read so far)
+    live/captures.json LIVE_CAPTURES ingest.captures     app (jobdata: a running job's traces)
+    live/captures/<id>/            ingest.captures       app, through live/captures.json's
+                                   (a trace folder, as   entries (as traces/<n>-<name>/)
+                                   traces/<n>-<name>/)
     traces/<n>-<name>/             ingest.views          app (jobdata), through the summary's
       dashboard.json  TRACE_DASHBOARD                    trace entry ("dashboard", "timeline",
       tb_views.json   TRACE_TB_VIEWS                     "tb_views")
@@ -87,6 +91,13 @@ LIVE_SERIES = "live/series.npz"
 (written by the worker's live scan, read by the hub's metrics, CloudWatch and training-job answers)."""
 LIVE_STATE = "live/state.json"
 """``processed/live/state.json``: which chunks the live scan has read (and its window memo's shape)."""
+LIVE_CAPTURES = "live/captures.json"
+"""``processed/live/captures.json``: a running job's on-demand captures ingested so far, as summary
+trace entries (``{"traces": [...]}``, in the order they were ingested; each entry's ``capture`` is
+its id), rewritten after each; ingest at the job's end empties ``processed/`` and reads them again."""
+LIVE_CAPTURE_FOLDER = "live/captures"
+"""``processed/live/captures/<id>/``: one capture's trace folder (laid out as :func:`trace_folder`'s)."""
+_CAPTURE = re.compile(r"torch/[^/]+\.capture-(?P<id>[A-Za-z0-9]{1,64})\.[^/]*json(?:\.gz)?")
 TRACES = "traces"
 """``processed/traces/<n>-<name>/``: one folder per trace (:func:`trace_folder`)."""
 TRACE_DASHBOARD = "dashboard.json"
@@ -107,6 +118,13 @@ def trace_folder(index: int, rel: str) -> str:
         name = name.removesuffix(suffix)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:100] or "trace"
     return f"{TRACES}/{index}-{safe}"
+
+
+def capture_id(rel: str) -> str | None:
+    """The capture id of a raw file ``rel`` (under ``raw/``) that is an on-demand capture's trace
+    (the SDK names it ``torch/<host>_<pid>.capture-<id>.<n>.pt.trace.json.gz``), else None."""
+    match = _CAPTURE.fullmatch(rel)
+    return match["id"] if match else None
 
 
 def processed_name(name: str) -> str:
@@ -190,6 +208,9 @@ __all__ = [
     "JOBS",
     "LIVE_SERIES",
     "LIVE_STATE",
+    "LIVE_CAPTURES",
+    "LIVE_CAPTURE_FOLDER",
+    "capture_id",
     "PROCESSED",
     "RAW",
     "RULES",

@@ -17,6 +17,8 @@ from starlette.concurrency import run_in_threadpool
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
+from profilerhub_core.storage import layout
+from profilerhub_core.tasks import INGEST_CAPTURES
 from profilerhub_hub import job_logs, job_outputs, job_uploads
 from profilerhub_hub import job_tensors as job_tensors_out
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
@@ -294,6 +296,8 @@ async def upload_file(
         quota,
     )
     await run_in_threadpool(job_uploads.count_raw_bytes, session, job_id, total)
+    if layout.capture_id(path) is not None:  # an on-demand capture's trace: ingested while it runs
+        await run_in_threadpool(services(request).app_tasks.send, INGEST_CAPTURES, job_id)
     return FileStored(path=path, size=size)
 
 

@@ -17,6 +17,9 @@ task takes each ``InProgress`` job not yet completed whose results are older tha
     4. tells the webhooks of rules newly IssuesFound, and records a stop request when one is
        a rule the run opted to stop on (``actions``).
 
+A running job with captures asked also gets ``INGEST_CAPTURES`` sent (``captures``: a capture
+uploaded to a presigned URL passes no hub, which sends it for the others).
+
 Ingest empties ``processed/`` and evaluates once more on everything (``final: true``).
 """
 
@@ -43,6 +46,7 @@ from profilerhub_core.errors import NotFound
 from profilerhub_core.jobstorage import place_of
 from profilerhub_core.outage import report
 from profilerhub_core.storage import layout
+from profilerhub_core.tasks import INGEST_CAPTURES
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_rules
 from profilerhub_worker.ingest.context import IngestContext
@@ -218,12 +222,14 @@ def evaluate_running_jobs(
     cutoff = utcnow() - timedelta(seconds=scan_interval)
     with ctx.sessions() as session:
         rows = session.execute(
-            sa.select(Job.id, Job.rule_results)
+            sa.select(Job.id, Job.rule_results, Job.captures)
             .where(Job.status == JobStatus.InProgress, Job.completed_at.is_(None))
             .order_by(Job.updated_at.desc()).limit(limit)
         ).all()  # fmt: skip
     counts = {"evaluated": 0, "skipped": 0}
-    for job_id, results in rows:
+    for job_id, results, captures in rows:
+        if captures and ctx.enqueue is not None:  # a presigned upload passes no hub: send it here
+            ctx.enqueue(INGEST_CAPTURES, job_id)
         at = (results or {}).get("evaluated_at")
         if at and at > cutoff.isoformat():
             counts["skipped"] += 1

@@ -16,8 +16,16 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from profilerhub_core.tasks import INGEST_JOB, LIVE_RULES, RECONCILE_JOBS, SERIES_RETENTION, SWEEP_STORAGE
+from profilerhub_core.tasks import (
+    INGEST_CAPTURES,
+    INGEST_JOB,
+    LIVE_RULES,
+    RECONCILE_JOBS,
+    SERIES_RETENTION,
+    SWEEP_STORAGE,
+)
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
+from profilerhub_worker.ingest.captures import ingest_captures
 from profilerhub_worker.ingest.live_rules import evaluate_running_jobs
 from profilerhub_worker.ingest.run import give_up
 from profilerhub_worker.outages import quiet_in_outages
@@ -43,6 +51,13 @@ def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
             return give_up(job_id, ctx, exc, self.request.retries + 1)  # Failed, saying why
         countdown = min(60, 2**self.request.retries)
         raise self.retry(args=[job_id], kwargs={"claim": exc.claim}, countdown=countdown, exc=exc) from exc
+
+
+@shared_task(name=INGEST_CAPTURES, bind=True)
+@quiet_in_outages
+def captures(self: Task, job_id: str) -> int:
+    """A running job's capture traces not ingested yet, into ``processed/live/captures/`` (idempotent)."""
+    return ingest_captures(job_id, ingest_context(self))
 
 
 @shared_task(name=RECONCILE_JOBS, bind=True)

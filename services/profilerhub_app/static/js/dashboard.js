@@ -199,6 +199,33 @@ function jobState(job) {
   document.dispatchEvent(new CustomEvent("jobstate", { detail: job }));
 }
 
+/** A running job's on-demand captures ingested so far: each opens in the timeline and the
+ * Profile page while the run goes on (`trace=` the capture's index). */
+function capturesPanel(captures) {
+  if (!captures.length) return null;
+  const row = (c) =>
+    el(
+      "li",
+      { class: "capture", dataset: { capture: c.capture, index: c.index ?? "" } },
+      el("b", {}, `capture ${c.capture}`),
+      c.error
+        ? el("span", { class: "reason" }, ` could not be read: ${c.error}`)
+        : [
+            ` · ${count(c.steps)} profiled steps · `,
+            el("a", { href: `${base}${jobPath}/timeline?trace=${c.index}`, class: "capture-timeline" }, "Open timeline"),
+            " · ",
+            el("a", { href: `${base}${jobPath}/views?trace=${c.index}`, class: "capture-views" }, "Operators & kernels"),
+          ],
+    );
+  return panel({
+    id: "captures",
+    title: "Captured steps",
+    wide: true,
+    note: "Traces of the PyTorch profiler asked of this run (Capture N steps now), read as they arrived.",
+    draw: (node) => node.append(el("ul", { class: "captures" }, captures.map(row))),
+  });
+}
+
 async function notReady(job) {
   // Not Ready: what has streamed so far, checked again in a few seconds (the page turns into the
   // dashboard by itself when ingest finishes). A Failed job: its reason, and what could be read.
@@ -208,7 +235,7 @@ async function notReady(job) {
   const streamed = await api(`${jobPath}/live`);
   liveFacts(job, streamed);
   const failed = job.status === "Failed";
-  const seen = JSON.stringify([job.status, streamed.chunks, streamed.skipped_chunks]);
+  const seen = JSON.stringify([job.status, streamed.chunks, streamed.skipped_chunks, streamed.captures]);
   if (seen !== liveSeen) {
     liveSeen = seen;
     const view = viewState();
@@ -217,7 +244,7 @@ async function notReady(job) {
     const lead = failed
       ? el("div", { class: "error-box panel wide", role: "alert" }, el("b", {}, "This job failed: "), job.failure_reason || "no reason recorded", any ? el("p", { class: "note" }, "What it streamed before failing is below.") : null)
       : el("p", { class: "muted panel wide live-note" }, job.status === "Processing" ? "Ingest is reading the traces; the full dashboard appears here when it finishes." : "This run is still going: what it has streamed so far is below, updated as it arrives. The full dashboard appears when ingest finishes.");
-    fill(panelsNode, lead, any || !failed ? buildLivePanels(streamed, ctx) : null);
+    fill(panelsNode, lead, capturesPanel(streamed.captures || []), any || !failed ? buildLivePanels(streamed, ctx) : null);
     restoreView(view);
     panelsNode.dataset.live = String(!failed);
     panelsNode.dataset.liveSteps = String((streamed.steps || {}).count || 0);

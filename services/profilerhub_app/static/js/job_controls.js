@@ -8,6 +8,7 @@ import { apiPost, el, errorBox, fill } from "./common.js";
 const DEFAULT_STEPS = 5;
 let shown = ""; // what the buttons were drawn for (redrawn only when that changes)
 let said = ""; // the last request's outcome (kept across redraws)
+let wanted = DEFAULT_STEPS; // the steps typed in (kept across redraws)
 
 const running = (job) => job.status === "InProgress" && !job.completed_at;
 
@@ -30,9 +31,10 @@ export function showControls(node, job, changed) {
     return;
   }
   const note = el("span", { class: "note", id: "job-actions-note", "aria-live": "polite" }, said || stopNote(job) || "");
-  const steps = el("input", { type: "number", id: "capture-steps", min: 1, max: 100, value: DEFAULT_STEPS, "aria-label": "steps to capture" });
-  const capture = el("button", { type: "button", id: "capture-now" }, `Capture ${DEFAULT_STEPS} steps now`);
+  const steps = el("input", { type: "number", id: "capture-steps", min: 1, max: 100, value: wanted, "aria-label": "steps to capture" });
+  const capture = el("button", { type: "button", id: "capture-now" }, `Capture ${wanted} steps now`);
   steps.addEventListener("input", () => {
+    wanted = steps.value;
     capture.textContent = `Capture ${steps.value || "N"} steps now`;
   });
   const act = async (button, request, done) => {
