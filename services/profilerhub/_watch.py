@@ -10,7 +10,9 @@ Hooks, registered once by ``watch``:
   weights for ``optimizer_variables``; its post-hook reduces the update (weight after minus
   before) and records each group's learning rate;
 - without an optimizer, each parameter's ``register_post_accumulate_grad_hook`` (gradients);
-- a forward hook on the modules whose outputs are collected (``activations``) and on ``loss_fn``.
+- a forward hook on the modules whose outputs are collected (``activations``) and on ``loss_fn``
+  (its output is ``losses/loss``; its second argument, the target, is ``labels/loss``, with a
+  ``bincount`` per step for integer class indices: ClassImbalance reads those).
 
 Each saved tensor becomes one row (``_reduce``) on its device; at the step's end (``ph.step``'s
 exit, the next step, a mode change, ``finish``) the step's rows are copied to the host once per
@@ -39,7 +41,8 @@ if TYPE_CHECKING:
     from ._run import Run
 
 MODES = ("train", "eval", "predict")
-COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables")
+COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables", "labels")
+EVERY_STEP = ("losses", "labels")  # saved every step by default
 DEFAULT_EVERY = 100
 FULL_TENSORS_MAX_BYTES = 64 << 20
 
@@ -138,11 +141,11 @@ def save_configs(
     optimizer: bool,
 ) -> dict[str, SaveConfig]:
     """The collections to save and when: ``collections`` names them (a dict gives each its own
-    save config); the default is weights, biases, gradients and losses, and optimizer_variables
-    with an optimizer. ``every`` is the save config of every collection without its own; without
-    it, collections are saved every 100 steps and losses every step."""
+    save config); the default is weights, biases, gradients, losses and labels, and
+    optimizer_variables with an optimizer. ``every`` is the save config of every collection without
+    its own; without it, collections are saved every 100 steps, losses and labels every step."""
     if collections is None:
-        names: dict[str, Any] = dict.fromkeys(("weights", "biases", "gradients", "losses"))
+        names: dict[str, Any] = dict.fromkeys(("weights", "biases", "gradients", "losses", "labels"))
         if optimizer:
             names["optimizer_variables"] = None
     elif isinstance(collections, str):
@@ -162,7 +165,7 @@ def save_configs(
         elif base is not None:
             out[name] = base
         else:
-            out[name] = SaveConfig(every=1 if name == "losses" else DEFAULT_EVERY)
+            out[name] = SaveConfig(every=1 if name in EVERY_STEP else DEFAULT_EVERY)
     return out
 
 
@@ -196,6 +199,7 @@ class Watcher:
         self._rows: list[tuple[list[str], list[list[int]], Any]] = []
         self._scalars: list[tuple[str, Any]] = []
         self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
+        self._classes: dict[str, Any] = {}  # label name -> its bincount on the device
         self._types: dict[str, str] = {}  # activation name -> its module's class
         self._full_bytes = 0
         self._weights_done: tuple[str, int] | None = None
@@ -405,7 +409,18 @@ class Watcher:
                     else:
                         self.add([("losses/loss", t)])
 
+        def labels() -> None:
+            mode, step = self.current_key()
+            target = args[1] if len(args) > 1 else None
+            if (
+                isinstance(target, self.torch.Tensor)
+                and self._saves("labels", step)
+                and self._wanted("labels/loss")
+            ):
+                self._add_labels("labels/loss", target.detach())
+
         self._guard("losses", reduce)
+        self._guard("labels", labels)
 
     # -- rows ----------------------------------------------------------------------------------
     def add(self, tensors: Iterable[tuple[str, Any]]) -> None:
@@ -427,6 +442,17 @@ class Watcher:
                 for name, t in group:
                     if self.full.wants(name, step):
                         self._save_full(mode, step, name, t)
+
+    def _add_labels(self, name: str, target: Any) -> None:
+        """A target's reductions (as float32) and, for class indices, its count of each class
+        (``ignore_index``'s negative values left out), kept on the device until the flush."""
+        torch = self.torch
+        if not target.is_floating_point() and not target.is_complex() and target.dtype != torch.bool:
+            flat = target.reshape(-1)
+            counts = torch.bincount(flat[flat >= 0]) if flat.numel() else flat.new_zeros(0)
+            with self._lock:
+                self._classes[name] = counts
+        self.add([(name, target.to(torch.float32))])
 
     def add_scalar(self, name: str, value: Any) -> None:
         with self._lock:
@@ -459,10 +485,11 @@ class Watcher:
         """The pending rows, copied to the host (once per device), as one record of the run."""
         with self._lock:
             rows, scalars, dead, key = self._rows, self._scalars, self._dead, self._key
-            self._rows, self._scalars, self._dead = [], [], []
+            classes = self._classes
+            self._rows, self._scalars, self._dead, self._classes = [], [], [], {}
         if not rows and not scalars:
             return
-        self._guard("flush", lambda: self._emit(rows, scalars, dead, key or self.current_key()))
+        self._guard("flush", lambda: self._emit(rows, scalars, dead, key or self.current_key(), classes))
 
     def _emit(
         self,
@@ -470,6 +497,7 @@ class Watcher:
         scalars: list[tuple[str, Any]],
         dead: list[tuple[str, Any]],
         key: tuple[str, int],
+        classes: dict[str, Any] | None = None,
     ) -> None:
         torch = self.torch
         latest: dict[str, tuple[list[int], list[float]]] = {}
@@ -495,6 +523,7 @@ class Watcher:
             ).tolist()
             for (name, _), value in zip(scalars, values, strict=True):
                 latest[name] = ([], scalar_row(float(value)))
+        class_of = _host_lists(torch, classes) if classes else {}
         mode, step = key
         run = self.run
         record = {
@@ -514,6 +543,8 @@ class Watcher:
             "hist": [[int(c) for c in row[10 : 10 + N_BINS]] for _, row in latest.values()],
             "types": [self._types.get(n) for n in latest],
         }
+        if class_of:
+            record["classes"] = [class_of.get(n) for n in latest]
         run.tensors.append(record)
         run.on_tensor_record(record)
         if self.tensorboard:
@@ -554,6 +585,22 @@ def _one_copy(torch: Any, values: list[Any]) -> list[Any]:
         host = torch.stack([values[i] for i in idx]).to("cpu")
         for j, i in enumerate(idx):
             out[i] = host[j]
+    return out
+
+
+def _host_lists(torch: Any, tensors: Mapping[str, Any]) -> dict[str, list[int]]:
+    """Integer vectors as lists, moved to the host with one copy per device."""
+    by_device: dict[Any, list[str]] = {}
+    for name, t in tensors.items():
+        by_device.setdefault(t.device, []).append(name)
+    out: dict[str, list[int]] = {}
+    for names in by_device.values():
+        parts = [tensors[n].to(torch.int64) for n in names]
+        flat = torch.cat(parts).to("cpu").tolist()
+        at = 0
+        for name, part in zip(names, parts, strict=True):
+            out[name] = flat[at : at + part.numel()]
+            at += part.numel()
     return out
 
 

@@ -15,7 +15,9 @@ Names
     ``activations/encoder.0`` (a module's output; ``activations/encoder.0:output_1`` for the second
     tensor of a tuple output), ``losses/loss`` (the value ``loss_fn`` returned; ``losses/<name>`` for
     a named loss), ``optimizer_variables/encoder.0.weight:update`` (what ``optimizer.step()``
-    changed: weight after minus weight before) and ``optimizer_variables/group0:lr`` (numel 1).
+    changed: weight after minus weight before), ``optimizer_variables/group0:lr`` (numel 1) and
+    ``labels/loss`` (the target ``loss_fn`` was called with, reduced as float32, with its
+    per-class counts: ``TensorTable.class_counts``).
     Train and eval losses are the same name; the ``mode`` column separates them.
 
 Steps
@@ -41,6 +43,12 @@ Histogram (``HIST_EDGES``, ``N_BINS`` int64 counts per row)
     tanh/sigmoid shows; SageMaker's 0.97 falls on 0.96875, see ``hist_fraction``). Powers of two
     because the SDK bins by the float's exponent bits (exact and cheap). NaN and Inf are not in the
     histogram: ``counts.sum() + nan + inf == numel``.
+
+Class counts (``labels`` of integer class indices only)
+    A record's ``classes`` (beside ``names``; null for every tensor but an integer ``labels/…``)
+    holds how many elements equal 0, 1, 2, … (negative values, an ``ignore_index``, are not
+    counted). The table keeps them apart from the rows (``ClassCounts``), as few tensors have them
+    and their length is the largest class + 1.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "nu
 DEAD_INACTIVITY = 0.01
 """A unit is dead (``dead_frac``) when at most this share of its values is > 0 (SageMaker's
 DeadRelu ``threshold_inactivity`` default, 1 %), fixed at capture."""
-COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables")
+COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables", "labels")
 MODES = ("train", "eval", "predict")
 
 HIST_EDGES = np.unique(np.concatenate([2.0 ** np.arange(-34, 21), [0.875, 0.9375, 0.96875]]))
@@ -146,6 +154,53 @@ def hist_fraction(counts: np.ndarray, low: float, high: float = math.inf) -> np.
 
 _INT = np.int64
 _ROW_FIELDS = ("name_i", "mode_i", "rank", "step", "global_step", "ts_ns")
+_KEY = ("name_i", "mode_i", "rank", "step")
+
+
+@dataclass(frozen=True)
+class ClassCounts:
+    """Per-class counts of the label tensors: ``key`` is ``(n, 4)`` int64 (``name_i``, ``mode_i``,
+    ``rank``, ``step``, as the table's rows), ``counts`` ``(n, classes)`` int64, zero-padded to the
+    largest class any row saw. One entry per key (a later one replaces an earlier)."""
+
+    key: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def empty(cls) -> ClassCounts:
+        return cls(np.zeros((0, 4), _INT), np.zeros((0, 0), _INT))
+
+    @classmethod
+    def of(cls, keys: list[tuple[int, ...]], rows: list[Sequence[int]]) -> ClassCounts:
+        width = max((len(r) for r in rows), default=0)
+        counts = np.zeros((len(rows), width), _INT)
+        for i, r in enumerate(rows):
+            counts[i, : len(r)] = r
+        return cls(np.array(keys, _INT).reshape(-1, 4), counts)._last()
+
+    def merge(self, other: ClassCounts, remap: np.ndarray) -> ClassCounts:
+        """Both; ``other``'s name indices mapped through ``remap``; ``other`` wins on a key."""
+        if not len(other.key):
+            return self
+        width = max(self.counts.shape[1], other.counts.shape[1])
+        pad = [np.pad(c.counts, ((0, 0), (0, width - c.counts.shape[1]))) for c in (self, other)]
+        theirs = other.key.copy()
+        theirs[:, 0] = remap[theirs[:, 0]]
+        return ClassCounts(np.concatenate([self.key, theirs]), np.concatenate(pad))._last()
+
+    def _last(self) -> ClassCounts:
+        n = len(self.key)
+        if n < 2:
+            return self
+        order = np.lexsort((np.arange(n), *self.key.T[::-1]))
+        k = self.key[order]
+        last = np.ones(n, bool)
+        last[:-1] = np.any(k[1:] != k[:-1], axis=1)
+        return ClassCounts(k[last], self.counts[order][last])
+
+    def of_tensor(self, name_i: int, mode_i: int, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        mask = (self.key[:, 0] == name_i) & (self.key[:, 1] == mode_i) & (self.key[:, 2] == rank)
+        return self.key[mask, 3], self.counts[mask]
 
 
 @dataclass
@@ -171,6 +226,7 @@ class TensorTable:
     ts_ns: np.ndarray
     stats: dict[str, np.ndarray]
     counts: np.ndarray
+    classes: ClassCounts = ClassCounts.empty()
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -187,6 +243,7 @@ class TensorTable:
         stats: dict[str, np.ndarray],
         counts: np.ndarray,
         type_list: list[str | None] | None = None,
+        classes: ClassCounts | None = None,
     ) -> TensorTable:
         return cls(
             name_list,
@@ -200,6 +257,7 @@ class TensorTable:
             ts_ns=cols["ts_ns"],
             stats=stats,
             counts=counts,
+            classes=classes if classes is not None else ClassCounts.empty(),
         )
 
     @classmethod
@@ -211,6 +269,8 @@ class TensorTable:
         cols: dict[str, list[int]] = {f: [] for f in _ROW_FIELDS}
         stat_rows: list[list[float]] = []
         hist_rows: list[Sequence[int]] = []
+        class_keys: list[tuple[int, ...]] = []
+        class_rows: list[Sequence[int]] = []
         for rec in records:
             if rec.get("kind", "reductions") != "reductions":
                 continue  # a full tensor's manifest line (``full_tensors``), read by the trial
@@ -218,6 +278,7 @@ class TensorTable:
             head = (mode, int(rec.get("rank", 0)), int(rec["step"]), int(rec.get("global_step", rec["step"])))
             ts = int(rec.get("ts_ns", 0))
             kinds = rec.get("types") or [None] * len(rec["names"])
+            classes = rec.get("classes") or [None] * len(rec["names"])
             for j, name in enumerate(rec["names"]):
                 i = names.setdefault(name, len(names))
                 shapes[i] = tuple(rec["shapes"][j])
@@ -227,6 +288,9 @@ class TensorTable:
                 row = [_decode(v) for v in rec["stats"][j]]
                 stat_rows.append(row + [math.nan] * (len(STATS) - len(row)))  # older records: fewer
                 hist_rows.append(rec["hist"][j])
+                if classes[j] is not None:
+                    class_keys.append((i, *head[:3]))
+                    class_rows.append([int(c) for c in classes[j]])
         if not stat_rows:
             return cls.empty()
         stats = np.array(stat_rows, np.float64).reshape(-1, len(STATS))
@@ -237,6 +301,7 @@ class TensorTable:
             {s: stats[:, k].copy() for k, s in enumerate(STATS)},
             np.array(hist_rows, _INT).reshape(-1, N_BINS),
             [types.get(i) for i in range(len(names))],
+            ClassCounts.of(class_keys, class_rows),
         )
         return table._sorted()
 
@@ -265,6 +330,7 @@ class TensorTable:
             {s: np.concatenate([self.stats[s], other.stats[s]]) for s in STATS},
             np.concatenate([self.counts, other.counts]),
             types,
+            self.classes.merge(other.classes, remap),
         )
         return cat._sorted()
 
@@ -288,6 +354,7 @@ class TensorTable:
             {s: v[rows] for s, v in self.stats.items()},
             self.counts[rows],
             self.type_list,
+            self.classes,  # keyed by its own columns: read through ``class_counts``
         )
 
     # -- reading ----------------------------------------------------------------------------
@@ -343,6 +410,17 @@ class TensorTable:
         """``(steps, counts)`` of one tensor's histogram: counts is ``(len(steps), N_BINS)``."""
         mask = self._mask(name, mode, rank)
         return self.step[mask], self.counts[mask]
+
+    def class_counts(self, name: str, mode: str = "train", rank: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, counts)`` of a label tensor's per-class counts: counts is ``(len(steps),
+        classes)``. ``KeyError`` for an unknown name, or one without class counts."""
+        i = self._index(name)
+        if mode not in MODES:
+            raise KeyError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
+        steps, counts = self.classes.of_tensor(i, MODES.index(mode), rank)
+        if not len(steps):
+            raise KeyError(f"{name!r} has no class counts in {mode} on rank {rank}")
+        return steps, counts
 
     def wall_times(self, name: str, mode: str = "train", rank: int = 0) -> np.ndarray:
         """The ``ts_ns`` of each row ``series(name, …, mode, rank)`` returns."""
@@ -419,6 +497,8 @@ class TensorTable:
         }
         arrays |= {f: getattr(self, f) for f in _ROW_FIELDS}
         arrays |= {f"stat.{s}": v for s, v in self.stats.items()}
+        if len(self.classes.key):
+            arrays |= {"classes.key": self.classes.key, "classes.counts": self.classes.counts}
         buf = io.BytesIO()
         np.savez(buf, **arrays)  # type: ignore[arg-type]
         return buf.getvalue()
@@ -438,6 +518,7 @@ class TensorTable:
                 stats,
                 z["hist"],
                 types,
+                ClassCounts(z["classes.key"], z["classes.counts"]) if "classes.key" in z else None,
             )
 
 
@@ -517,7 +598,17 @@ def record(
         "stats": stats,
         "hist": hists,
         "types": [(types or {}).get(n) for n in names],
+        "classes": [class_counts_of(v) if collection_of(n) == "labels" else None for n, v in tensors.items()],
     }
+
+
+def class_counts_of(values: np.ndarray) -> list[int] | None:
+    """The ``classes`` of a label tensor (integer class indices; None for floats)."""
+    x = np.asarray(values).reshape(-1)
+    if not np.issubdtype(x.dtype, np.integer):
+        return None
+    x = x[x >= 0]
+    return np.bincount(x).tolist() if x.size else []
 
 
 __all__ = [
@@ -528,7 +619,9 @@ __all__ = [
     "STATS",
     "DEAD_INACTIVITY",
     "ZERO_BIN",
+    "ClassCounts",
     "TensorTable",
+    "class_counts_of",
     "collection_of",
     "dead_fraction",
     "encode_stat",

@@ -80,3 +80,22 @@ def test_merge_keeps_the_later_row_of_a_key_and_pack_round_trips() -> None:
                 np.testing.assert_array_equal(a.stats["l2"], b.stats["l2"])
     steps, grid = merged.matrix(["gradients/a.weight", "losses/loss"], "l2")
     assert grid.shape == (2, len(steps)) and not np.isnan(grid).any()
+
+
+def test_class_counts_of_integer_labels_merge_pad_and_round_trip() -> None:
+    first = [T.record("train", s, {"labels/loss": np.array([0, 0, 1, -100])}) for s in (0, 1)]
+    later = [T.record("train", 1, {"labels/loss": np.array([3, 0]), "losses/loss": np.array(1.0)}),
+             T.record("eval", 0, {"labels/loss": np.array([2])})]  # fmt: skip
+    floats = T.record("train", 0, {"labels/soft": np.array([0.2, 0.8])})
+    assert floats["classes"] == [None] and first[0]["classes"] == [[2, 1]]  # ignore_index left out
+    table = T.TensorTable.from_records(first).merge(T.TensorTable.from_records([*later, floats]))
+    for t in (table, T.TensorTable.unpack(table.pack())):
+        steps, counts = t.class_counts("labels/loss")
+        assert steps.tolist() == [0, 1] and counts.tolist() == [
+            [2, 1, 0, 0],
+            [1, 0, 0, 1],
+        ]  # step 1: the later
+        assert t.class_counts("labels/loss", "eval")[1].tolist() == [[0, 0, 1, 0]]
+        with pytest.raises(KeyError, match="no class counts"):
+            t.class_counts("labels/soft")
+    assert T.TensorTable.unpack(T.TensorTable.from_records([floats]).pack()).classes.counts.size == 0

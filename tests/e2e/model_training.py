@@ -54,7 +54,7 @@ if SCENARIO == "overfit":
 else:
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss()
-ALL = ["weights", "biases", "gradients", "activations", "losses", "optimizer_variables"]
+ALL = ["weights", "biases", "gradients", "activations", "losses", "optimizer_variables", "labels"]
 ph.watch(model, opt, loss_fn, collections=ALL, every=1)
 train = batch(32, random_labels=True) if SCENARIO == "overfit" else None
 val = [batch(256, random_labels=SCENARIO == "overfit") for _ in range(2)]

@@ -51,7 +51,14 @@ def test_every_collection_every_step_equals_torchs_own_statistics(torch: ModuleT
 def test_defaults_save_every_hundredth_step_and_losses_every_step(torch: ModuleType, tmp_path: Path) -> None:
     _run(torch, tmp_path)
     trial = create_trial(str(tmp_path / "watched"))
-    assert trial.collections() == ["biases", "gradients", "losses", "optimizer_variables", "weights"]
+    assert trial.collections() == [
+        "biases",
+        "gradients",
+        "labels",
+        "losses",
+        "optimizer_variables",
+        "weights",
+    ]
     assert trial.tensor("gradients/0.weight").steps() == [0]
     assert trial.tensor("losses/loss").steps() == [0, 1, 2, 3, 4]
     assert trial.tensor("losses/loss").steps(mode="eval") == [0, 1, 2, 3, 4, 5]
@@ -283,3 +290,38 @@ def test_tensorboard_true_writes_the_reductions_as_scalars_and_histograms(
     assert [e.step for e in acc.Scalars("eval/losses/loss/mean")] == [0, 1, 2, 3]
     (first, *_) = acc.Histograms("weights/0.weight")
     assert first.step == 0 and first.histogram_value.num == rec.seen[("weights/0.weight", "train", 0)].numel()
+
+
+def test_imbalanced_labels_trip_class_imbalance_and_balanced_ones_do_not(
+    torch: ModuleType, tmp_path: Path
+) -> None:
+    """Real training at the defaults: ``loss_fn``'s targets are the ``labels`` collection, with each
+    class's count per step, and ClassImbalance reads them."""
+    from profilerhub_analysis.rules import evaluate_rules
+    from profilerhub_analysis.rules.base import RuleData
+
+    nn = torch.nn
+    results = {}
+    for share in (0.97, 1 / 3):
+        gen = torch.Generator().manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        opt, loss_fn = torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss()
+        ph.init(job=f"labels-{round(share * 100)}", output=str(tmp_path), chunk_interval_s=0.2)
+        ph.watch(model, opt, loss_fn)
+        seen = torch.zeros(3, dtype=torch.int64)
+        for i in range(24):  # 24 x 32 = 768 labels: past the rule's 500
+            with ph.step(i):
+                rare = torch.rand(32, generator=gen) >= share
+                y = torch.where(rare, torch.randint(1, 3, (32,), generator=gen), 0)
+                loss = loss_fn(model(torch.randn(32, 8, generator=gen)), y)
+                opt.zero_grad(), loss.backward(), opt.step()
+                seen += torch.bincount(y, minlength=3)
+        trial = create_trial(ph.finish()["location"])
+        steps, counts = trial.table.class_counts("labels/loss")
+        assert steps.tolist() == list(range(24)) and counts.sum(axis=0).tolist() == seen.tolist()
+        (results[share],) = evaluate_rules(["ClassImbalance"], RuleData(tensors=trial.table))
+    tripped, fine = results[0.97], results[1 / 3]
+    assert tripped["status"] == "IssuesFound" and tripped["findings"][0]["figures"]["largest_class"] == 0, (
+        tripped
+    )
+    assert fine["status"] == "NoIssuesFound" and fine["figures"]["checked"] == 1, fine

@@ -13,7 +13,7 @@ import numpy as np
 import profilerhub as ph
 from profilerhub_analysis.tensors import HIST_EDGES, N_BINS
 
-ALL = ["weights", "biases", "gradients", "activations", "losses", "optimizer_variables"]
+ALL = ["weights", "biases", "gradients", "activations", "losses", "optimizer_variables", "labels"]
 STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel")
 
 
@@ -75,10 +75,11 @@ class Recorder:
 
         return hook
 
-    def _snap(self, mode: str, step: int, loss: Any) -> None:
+    def _snap(self, mode: str, step: int, loss: Any, y: Any) -> None:
         for name, out in self._acts.items():
             self.seen[(f"activations/{name}", mode, step)] = out
         self.seen[("losses/loss", mode, step)] = loss.detach().clone()
+        self.seen[("labels/loss", mode, step)] = y.clone()
 
     def train(self, steps: int, *, eval_every: int = 2, nan_at: int | None = None, start: int = 0) -> None:
         """Steps ``start`` … ``start + steps - 1``; eval steps go on counting across calls."""
@@ -91,7 +92,7 @@ class Recorder:
                     x[0, 0] = math.nan
                 loss = self.loss_fn(self.model(x), y)
                 loss.backward()
-                self._snap("train", i, loss)
+                self._snap("train", i, loss, y)
                 before = {}
                 for n, p in self.model.named_parameters():
                     kind = "biases" if n.endswith("bias") else "weights"
@@ -108,7 +109,7 @@ class Recorder:
                     for _ in range(2):
                         eval_step += 1
                         vx, vy = torch.randn(8, 6), torch.randint(0, 3, (8,))
-                        self._snap("eval", eval_step, self.loss_fn(self.model(vx), vy))
+                        self._snap("eval", eval_step, self.loss_fn(self.model(vx), vy), vy)
         self._eval_step = eval_step
 
 
@@ -130,6 +131,11 @@ def assert_trial_matches(torch: ModuleType, trial: Any, rec: Recorder, *, rank: 
             )
         steps, counts = trial.table.hist(name, mode, rank)
         assert counts[list(steps).index(step)].tolist() == torch_hist(torch, t), (name, mode, step)
+        if name.startswith("labels/"):  # and each class's count
+            steps, classes = trial.table.class_counts(name, mode, rank)
+            got_counts = classes[list(steps).index(step)].tolist()
+            want_counts = torch.bincount(t).tolist()
+            assert got_counts[: len(want_counts)] == want_counts and not any(got_counts[len(want_counts) :])
         compared += 1
     return compared
 
