@@ -174,6 +174,12 @@ class Settings(BaseSettings):
         description="How often a running ingest marks its job alive; a job unmarked for three times "
         "this (its worker died) is taken over at the next reconcile, without spending an attempt.",
     )
+    job_ingest_fan_out: bool = Field(
+        default=True,
+        description="Ingest a job's traces as one task each, on any worker, joined by the task that "
+        "claimed the job (which parses whatever no other worker has taken); off: one after another "
+        "in that task. Needs Redis (redis_url).",
+    )
     job_ingest_max_takeovers: int = Field(
         default=10,
         ge=1,

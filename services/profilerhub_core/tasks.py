@@ -30,6 +30,9 @@ POLL_APPS = "profilerhub.apps.poll"
 CULL_IDLE_APPS = "profilerhub.apps.cull_idle"
 
 INGEST_JOB = "profilerhub.jobs.ingest"
+# One trace of a job being ingested (job id, claim, n, raw key, name): sent by the ingest task
+# holding the job's claim, one per trace (``profilerhub_worker.ingest.fanout``).
+INGEST_TRACE = "profilerhub.jobs.ingest_trace"
 RECONCILE_JOBS = "profilerhub.jobs.reconcile"
 SWEEP_STORAGE = "profilerhub.jobs.sweep_storage"
 SERIES_RETENTION = "profilerhub.jobs.series_retention"
@@ -96,6 +99,7 @@ __all__ = [
     "DELIVER_WEBHOOK",
     "INGEST_CAPTURES",
     "INGEST_JOB",
+    "INGEST_TRACE",
     "PERIODIC",
     "POLL_APPS",
     "RECONCILE_APPS",

@@ -40,8 +40,8 @@ class WorkerRuntime:
             raise RuntimeError("this worker has no app context: run workers with `profilerhub worker`")
         return self.apps
 
-    def ingest_context(self, send: Callable[[str, str], None]) -> IngestContext:
-        """This process's ingest context; ``send(task_name, job_id)`` is how it re-sends work."""
+    def ingest_context(self, send: Callable[..., None]) -> IngestContext:
+        """This process's ingest context; ``send(task_name, *args)`` is how it sends work."""
         with self._lock:
             if self.ingest is None:
                 from profilerhub_core.jobstorage import open_job_store

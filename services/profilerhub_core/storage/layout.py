@@ -108,6 +108,16 @@ TRACE_TIMELINE = "timeline"
 """In a trace's folder: the timeline bundle (``TraceTimeline.to_files()``), memory-mapped by the app."""
 TIMELINE_DONE = "done"
 """In a trace's ``timeline/``: written last; a reader never maps a folder without it."""
+TRACE_PARTS = "parts"
+"""``processed/parts/<n>.json``: trace ``n``'s summary entry (or why it was left out), written by
+whichever worker parsed it when a job's traces are fanned out (``ingest.fanout``), read at the join."""
+PROGRESS = "progress.json"
+"""``processed/progress.json``: ``{"traces_done": k, "traces": n}`` while a fanned-out ingest runs."""
+
+
+def trace_part(index: int) -> str:
+    """``parts/<n>.json``: the part of trace number ``index`` (``TRACE_PARTS``)."""
+    return f"{TRACE_PARTS}/{index}.json"
 
 
 def trace_folder(index: int, rel: str) -> str:
@@ -220,7 +230,9 @@ __all__ = [
     "TENSORS",
     "TIMELINE_DONE",
     "TRACES",
+    "PROGRESS",
     "TRACE_DASHBOARD",
+    "TRACE_PARTS",
     "TRACE_TB_VIEWS",
     "TRACE_TIMELINE",
     "domain_prefix",
@@ -235,5 +247,6 @@ __all__ = [
     "raw_prefix",
     "relative_name",
     "trace_folder",
+    "trace_part",
     "user_prefix",
 ]

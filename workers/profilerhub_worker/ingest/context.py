@@ -53,8 +53,12 @@ class IngestContext:
     max_takeovers: int = 10
     """Takeovers from dead workers (``Job.ingest_takeovers``) before the job is Failed."""
     resend_after: timedelta = timedelta(seconds=30)
-    enqueue: Callable[[str, str], None] | None = None
-    """``enqueue(task_name, job_id)``; what the reconciler re-sends stuck jobs with."""
+    enqueue: Callable[..., None] | None = None
+    """``enqueue(task_name, *args)``; what the reconciler re-sends stuck jobs with (``job_id``) and
+    a fanned-out ingest sends its traces' tasks with."""
+    leases: Any = None
+    """A Redis client for the traces' leases (``fanout``); None: a job's traces are read one after
+    another by the task holding its claim."""
     max_ingest_bytes: int = 1 << 62
     """Largest total of one job's raw files once decompressed."""
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
@@ -65,7 +69,7 @@ class IngestContext:
 
     @classmethod
     def from_settings(
-        cls, settings: Any, store: ObjectStore, enqueue: Callable[[str, str], None] | None = None
+        cls, settings: Any, store: ObjectStore, enqueue: Callable[..., None] | None = None
     ) -> IngestContext:
         from profilerhub_core.db.session import make_engine, session_factory
 
@@ -83,6 +87,7 @@ class IngestContext:
             heartbeat_stale=timedelta(seconds=3 * settings.job_ingest_heartbeat_seconds),
             max_takeovers=settings.job_ingest_max_takeovers,
             enqueue=enqueue,
+            leases=_leases(settings),
             webhooks=WebhookPolicy(
                 allowed_networks=tuple(settings.webhook_allowed_networks),
                 timeout_s=settings.webhook_timeout_seconds,
@@ -91,6 +96,15 @@ class IngestContext:
             ),
             series_retention=settings.series_retention_policy,
         )
+
+
+def _leases(settings: Any) -> Any:
+    """The Redis client fan-out leases live in, when it is on and there is a Redis."""
+    if not getattr(settings, "job_ingest_fan_out", False) or not settings.redis_url:
+        return None
+    import redis
+
+    return redis.Redis.from_url(settings.redis_url)
 
 
 class BadUpload(Exception):

@@ -32,6 +32,8 @@ from profilerhub_worker.ingest.context import BadUpload, IngestContext
 from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR, OverLimit, copy_dir, inflate_to_file
 from profilerhub_worker.ingest.write import put_series
 
+#: ``fan_out(traces, annotations)``: see ``build_summary``.
+FanOut = Callable[[list[tuple[int, str, str, int]], list[sm.AnnotationRecord]], list[dict[str, Any]]]
 SUMMARY_FORMAT = "profilerhub-summary/1"
 MAX_WARNINGS = 100
 log = logging.getLogger("profilerhub_worker.ingest")
@@ -83,6 +85,7 @@ def build_summary(
     save: Callable[[str, EventStore, dict[str, Any], list[sm.AnnotationRecord]], None],
     parsing: Callable[[int], AbstractContextManager[None]] = lambda _size: nullcontext(),
     save_views: Callable[[str, dict[str, Any], Path, int], None] = lambda *_: None,
+    fan_out: FanOut | None = None,
 ) -> dict[str, Any]:
     """Read and check every raw file and return the summary; each trace's event store is handed
     to ``save(folder, store, entry, annotations)`` with its summary entry as soon as it is built
@@ -91,6 +94,11 @@ def build_summary(
     store gone, ``save_views(folder, entry, decompressed file, size)`` writes what is read from the
     document itself (the TensorBoard plugin's views), so the two never share memory. Each file is parsed
     inside ``parsing(decompressed_size)`` (the claim's heartbeat keeps it live meanwhile).
+
+    With ``fan_out``, the traces are not read here: ``fan_out(traces, annotations)`` is given
+    ``(n, key, rel, stored size)`` of each, in order, and returns each one's part (``fanout``:
+    ``entry``, or a ``warning`` when it was left out, and its decompressed ``size``), in order;
+    the per-job limit is then applied to the parts in that order.
 
     Raises ``BadUpload`` when no file could be read (naming the first that could not).
     """
@@ -109,6 +117,7 @@ def build_summary(
     warnings: list[str] = []
     read = 0
     job_left = ctx.max_ingest_bytes
+    trace_files: list[tuple[int, str, str, int]] = []
     with copy_dir() as tmp:
         for info in objects:
             rel = layout.relative_name(info.key, place.raw_prefix)
@@ -121,46 +130,51 @@ def build_summary(
                     f"raw/{rel}: {info.size} bytes is over the per-file limit of {ctx.max_file_bytes}"
                 )
                 continue
+            if kind == "trace" and fan_out is not None:
+                trace_files.append((len(trace_files), info.key, rel, info.size))
+                continue
             local = Path(tmp) / rel.rsplit("/", 1)[-1]  # the reader's messages name the file
             try:
+                if kind == "trace":
+                    folder = layout.trace_folder(len(traces), rel)
+                    entry, size = read_trace(
+                        ctx, info.key, rel, local, job_left, folder,
+                        lambda f, store, e: save(f, store, e, annotations), save_views, parsing,
+                    )  # fmt: skip
+                    job_left -= size
+                    traces.append(entry)
+                    read += 1
+                    continue
                 size = _inflate(ctx, info.key, local, rel, job_left)
                 job_left -= size
-                with ctx.memory.reserve(int(size * PARSE_MEMORY_FACTOR), f"raw/{rel}"):
-                    if kind == "trace":
-                        with parsing(size):  # and building its views: numpy holds the GIL too
-                            store = load_trace(local, size)
-                            folder = layout.trace_folder(len(traces), rel)
-                            entry = sm.trace_summary(rel, store)
-                            save(folder, store, entry, annotations)
-                            kineto = store.meta.producer == "kineto"
-                            del store
-                            if kineto:
-                                save_views(folder, entry, local, size)
-                        traces.append(entry)
-                        read += 1
-                        continue
-                    with parsing(size):
-                        data = local.read_bytes()
-                        if kind == "job":
-                            job_doc = _job_doc(data)
-                        elif kind == "annotations":
-                            annotations.extend(_ANNOTATIONS.decode_lines(data))
-                        elif kind == "metrics":
-                            metrics.extend(_METRICS.decode_lines(data))
-                        elif kind == layout.RAW_TENSORS:
-                            tensor_records.extend(records_of_lines(data))
-                        else:
-                            samples.extend(_SAMPLES.decode_lines(data))
-                        del data
-                    read += 1
-            except OverLimit as exc:
-                warnings.append(str(exc))
-            except RecursionError:
-                warnings.append(f"raw/{rel}: JSON nested too deeply to read")
-            except (TraceError, msgspec.MsgspecError, ValueError) as exc:
-                warnings.append(_reason(rel, exc))
+                with ctx.memory.reserve(int(size * PARSE_MEMORY_FACTOR), f"raw/{rel}"), parsing(size):
+                    data = local.read_bytes()
+                    if kind == "job":
+                        job_doc = _job_doc(data)
+                    elif kind == "annotations":
+                        annotations.extend(_ANNOTATIONS.decode_lines(data))
+                    elif kind == "metrics":
+                        metrics.extend(_METRICS.decode_lines(data))
+                    elif kind == layout.RAW_TENSORS:
+                        tensor_records.extend(records_of_lines(data))
+                    else:
+                        samples.extend(_SAMPLES.decode_lines(data))
+                    del data
+                read += 1
+            except LEFT_OUT as exc:
+                warnings.append(left_out(rel, exc))
             finally:
                 local.unlink(missing_ok=True)
+    if fan_out is not None and trace_files:
+        for part in fan_out(trace_files, annotations):
+            if part.get("warning"):
+                warnings.append(part["warning"])
+            elif part["size"] > job_left:
+                warnings.append(_over_job_limit(ctx, part["rel"]))
+            else:
+                job_left -= part["size"]
+                traces.append(part["entry"])
+                read += 1
     if not read:
         raise BadUpload(warnings[0] if warnings else "None of the job's raw files is one ingest reads")
     if warnings:
@@ -194,16 +208,60 @@ def build_summary(
     return summary
 
 
+#: What leaves one file out of a job with a warning (``left_out``), not the whole job.
+LEFT_OUT = (OverLimit, RecursionError, TraceError, msgspec.MsgspecError, ValueError)
+
+
+def left_out(rel: str, exc: BaseException) -> str:
+    """The warning for raw file ``rel`` left out for ``exc`` (one of ``LEFT_OUT``)."""
+    if isinstance(exc, OverLimit):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return f"raw/{rel}: JSON nested too deeply to read"
+    return _reason(rel, exc)  # type: ignore[arg-type]
+
+
+def read_trace(
+    ctx: IngestContext,
+    key: str,
+    rel: str,
+    local: Path,
+    limit: int,
+    folder: str,
+    save: Callable[[str, EventStore, dict[str, Any]], None],
+    save_views: Callable[[str, dict[str, Any], Path, int], None],
+    parsing: Callable[[int], AbstractContextManager[None]],
+) -> tuple[dict[str, Any], int]:
+    """Inflate trace ``key`` to ``local`` (under ``limit`` bytes for the job), parse it under the
+    worker's memory budget, hand its store to ``save(folder, store, entry)`` and then its file to
+    ``save_views``; its summary entry and decompressed size. Raises one of ``LEFT_OUT``."""
+    size = _inflate(ctx, key, local, rel, limit)
+    with ctx.memory.reserve(int(size * PARSE_MEMORY_FACTOR), f"raw/{rel}"), parsing(size):
+        # and building its views: numpy holds the GIL too
+        store = load_trace(local, size)
+        entry = sm.trace_summary(rel, store)
+        save(folder, store, entry)
+        kineto = store.meta.producer == "kineto"
+        del store
+        if kineto:
+            save_views(folder, entry, local, size)
+    return entry, size
+
+
+def _over_job_limit(ctx: IngestContext, rel: str) -> str:
+    return (
+        f"raw/{rel}: the job's files pass the limit of {ctx.max_ingest_bytes / 2**20:.0f} MiB "
+        "decompressed together (PROFILERHUB_JOB_MAX_INGEST_BYTES)"
+    )
+
+
 def _inflate(ctx: IngestContext, key: str, local: Path, rel: str, job_left: int) -> int:
     """Inflate one raw file to ``local`` under the per-file and the per-job limit; its size."""
     if job_left < ctx.max_trace_bytes:
         try:
             return inflate_to_file(ctx.store, key, local, max(job_left, 0), f"raw/{rel}")
         except OverLimit:
-            raise OverLimit(
-                f"raw/{rel}: the job's files pass the limit of {ctx.max_ingest_bytes / 2**20:.0f} MiB "
-                "decompressed together (PROFILERHUB_JOB_MAX_INGEST_BYTES)"
-            ) from None
+            raise OverLimit(_over_job_limit(ctx, rel)) from None
     try:
         return inflate_to_file(ctx.store, key, local, ctx.max_trace_bytes, f"raw/{rel}")
     except OverLimit:
@@ -242,4 +300,4 @@ def _job_section(job: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["SUMMARY_FORMAT", "build_summary"]
+__all__ = ["LEFT_OUT", "SUMMARY_FORMAT", "FanOut", "build_summary", "left_out", "read_trace"]

@@ -44,6 +44,7 @@ from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
 from profilerhub_worker.ingest.claim import Heartbeat, claim, finish, heartbeat
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
+from profilerhub_worker.ingest.fanout import fan_out_here, join_traces
 from profilerhub_worker.ingest.read import build_summary
 from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.views import put_tb_views, put_trace
@@ -87,6 +88,11 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
                     ctx.store, place, folder, entry, path, size
                 ),
                 parsing=kept.parsing,
+                fan_out=(
+                    (lambda traces, notes: join_traces(ctx, place, stamp, traces, notes, kept.parsing))
+                    if fan_out_here(ctx)
+                    else None
+                ),
             )
             put_summary(ctx.store, place, summary)
             rule_results = stamped(plain(summary["rules"]))

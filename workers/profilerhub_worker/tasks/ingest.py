@@ -12,13 +12,17 @@ worker's settings (its ``WorkerRuntime``; the environment when the worker set no
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Task, shared_task
+from sqlalchemy.exc import OperationalError
 
+from profilerhub_core.errors import Unavailable
 from profilerhub_core.tasks import (
     INGEST_CAPTURES,
     INGEST_JOB,
+    INGEST_TRACE,
     LIVE_RULES,
     RECONCILE_JOBS,
     SERIES_RETENTION,
@@ -26,6 +30,7 @@ from profilerhub_core.tasks import (
 )
 from profilerhub_worker.ingest import IngestContext, IngestInterrupted, ingest_job, reconcile_jobs
 from profilerhub_worker.ingest.captures import ingest_captures
+from profilerhub_worker.ingest.fanout import help_with_trace
 from profilerhub_worker.ingest.live_rules import evaluate_running_jobs
 from profilerhub_worker.ingest.run import give_up
 from profilerhub_worker.outages import quiet_in_outages
@@ -33,11 +38,13 @@ from profilerhub_worker.retention import apply_series_retention
 from profilerhub_worker.runtime import runtime_of
 from profilerhub_worker.sweep import sweep_storage
 
+log = logging.getLogger("profilerhub_worker.ingest")
+
 
 def ingest_context(task: Task) -> IngestContext:
     """This worker process's ``IngestContext`` (built on first use, kept in its runtime)."""
     app: Any = task.app
-    return runtime_of(app).ingest_context(lambda name, job_id: app.send_task(name, args=[job_id]))
+    return runtime_of(app).ingest_context(lambda name, *args: app.send_task(name, args=list(args)))
 
 
 @shared_task(name=INGEST_JOB, bind=True, max_retries=8)
@@ -58,6 +65,17 @@ def ingest(self: Task, job_id: str, claim: str | None = None) -> str:
 def captures(self: Task, job_id: str) -> int:
     """A running job's capture traces not ingested yet, into ``processed/live/captures/`` (idempotent)."""
     return ingest_captures(job_id, ingest_context(self))
+
+
+@shared_task(name=INGEST_TRACE, bind=True)
+def ingest_trace(self: Task, job_id: str, claim: str, n: int, key: str, rel: str) -> str:
+    """One trace of a job whose ingest fans out (``ingest.fanout``): parsed here if nobody has it.
+    A failure of storage or the database lets the trace go: the task holding the claim takes it."""
+    try:
+        return help_with_trace(ingest_context(self), job_id, claim, n, key, rel)
+    except (Unavailable, OperationalError, OSError) as exc:
+        log.info("job %s: trace %d left to the claim's task (%s)", job_id, n, exc)
+        return "interrupted"
 
 
 @shared_task(name=RECONCILE_JOBS, bind=True)
