@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 from typing import Any
 
 from . import _procfs
@@ -41,6 +42,7 @@ class SystemSampler:
             self._proc.cpu_percent()
         self._prev_disk = self._disk()
         self._prev_net = self._net()
+        self._workdir = os.getcwd()  # how full its disk is: SageMaker's DiskUtilization
         self._init_nvml()
 
     def _cpu_and_memory(self) -> tuple[list[float], int, int]:
@@ -120,6 +122,11 @@ class SystemSampler:
             rec["proc_cpu_percent"], rec["proc_rss_bytes"] = self._process()
         except Exception as exc:
             log_once("proc-metrics", logging.INFO, "profilerhub: no process metrics (%s)", exc)
+        try:  # one statvfs call (a few µs)
+            usage = shutil.disk_usage(self._workdir)
+            rec["disk_percent"] = round(100.0 * usage.used / usage.total, 2) if usage.total else None
+        except OSError:  # the folder went away, or an odd filesystem: no sample
+            pass
         disk = self._disk()
         if disk is not None and self._prev_disk is not None:
             rec["disk_read_bytes_per_s"] = round((disk.read_bytes - self._prev_disk.read_bytes) / dt, 1)

@@ -2,9 +2,9 @@
 
 SageMaker publishes a training job's metrics under its own names: each training metric by its
 name (``train:loss``), and the instance's system metrics as ``CPUUtilization``,
-``MemoryUtilization``, ``GPUUtilization`` and ``GPUMemoryUtilization`` (percent; the GPU ones
-summed over the GPUs, 0–100 per GPU, as SageMaker reports them). ``DiskUtilization`` has no source:
-the SDK samples disk throughput, not how full a disk is.
+``MemoryUtilization``, ``GPUUtilization``, ``GPUMemoryUtilization`` (percent; the GPU ones
+summed over the GPUs, 0–100 per GPU, as SageMaker reports them) and ``DiskUtilization`` (how full
+the disk of the run's working directory is: the SDK's ``disk_percent``).
 
     metric_names(series)                       the names a job has, training then system
     statistics(series, name, stats, period_s, start_ns, end_ns)
@@ -36,7 +36,7 @@ PERCENT = "Percent"
 _GPU = re.compile(r"gpu(\d+)\.(util_percent|mem_used_bytes|mem_total_bytes)")
 _PERCENTILE = re.compile(r"p(\d{1,2}(\.\d+)?|100)")
 BASIC = ("Average", "Minimum", "Maximum", "Sum", "SampleCount")
-SYSTEM = ("CPUUtilization", "MemoryUtilization", "GPUUtilization", "GPUMemoryUtilization")
+SYSTEM = ("CPUUtilization", "MemoryUtilization", "GPUUtilization", "GPUMemoryUtilization", "DiskUtilization")
 
 
 def check_stat(stat: str) -> str:
@@ -61,6 +61,7 @@ def metric_names(series: JobSeries) -> list[str]:
     present = {
         "CPUUtilization": "cpu_percent" in columns,
         "MemoryUtilization": "mem_percent" in columns,
+        "DiskUtilization": "disk_percent" in columns,
         "GPUUtilization": any(f"gpu{i}.util_percent" in columns for i in gpus),
         "GPUMemoryUtilization": any(
             f"gpu{i}.mem_used_bytes" in columns and f"gpu{i}.mem_total_bytes" in columns for i in gpus
@@ -82,6 +83,8 @@ def _column(series: JobSeries, name: str) -> tuple[np.ndarray, np.ndarray] | Non
         return (t, sys["cpu_percent"]) if "cpu_percent" in sys else None
     if name == "MemoryUtilization":
         return (t, sys["mem_percent"]) if "mem_percent" in sys else None
+    if name == "DiskUtilization":
+        return (t, sys["disk_percent"]) if "disk_percent" in sys else None
     if name == "GPUUtilization":
         parts = [sys[f"gpu{i}.util_percent"] for i in _gpus(series) if f"gpu{i}.util_percent" in sys]
     elif name == "GPUMemoryUtilization":
@@ -108,6 +111,7 @@ def _rolled_name(series: JobSeries, name: str) -> str | None:
     return {
         "CPUUtilization": "cpu_percent",
         "MemoryUtilization": "mem_percent",
+        "DiskUtilization": "disk_percent",
         "GPUUtilization": "gpu0.util_percent" if gpus == [0] else None,
     }.get(name)
 

@@ -195,6 +195,8 @@ class SystemSample(msgspec.Struct, gc=False):
     disk_write_bytes_per_s: float | None = None
     net_recv_bytes_per_s: float | None = None
     net_sent_bytes_per_s: float | None = None
+    disk_percent: float | None = None
+    """How full the disk of the run's working directory is (%)."""
     gpus: list[GpuSample] = msgspec.field(default_factory=list)
 
 

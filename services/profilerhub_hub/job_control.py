@@ -79,6 +79,16 @@ def job_target(caller: Caller, domain: Domain, user: UserProfile) -> Resolved:
     return Resolved(caller, target, domain, user)
 
 
+def run_rank(store: ObjectStore, job: Job) -> int:
+    """The rank of the job's run (``raw/job.json``'s ``rank``: the SDK's ``RANK``); 0 without one."""
+    try:
+        doc = json.loads(store.get(place_of(job).raw_key("job.json")))
+    except (NotFound, ValueError):
+        return 0
+    rank = doc.get("rank") if isinstance(doc, dict) else None
+    return rank if isinstance(rank, int) and rank >= 0 else 0
+
+
 is_running = jobs.is_running
 """The run is still uploading: InProgress and not completed (``records.jobs.is_running``)."""
 
@@ -173,5 +183,6 @@ __all__ = [
     "job_target",
     "owner_of",
     "request_stop",
+    "run_rank",
     "visible_jobs",
 ]

@@ -5,6 +5,7 @@ Every answer is checked against botocore's output shape (``check_output``)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -194,3 +195,57 @@ def test_refusals_and_other_users_and_kept_resolutions(
     )
     assert got.keys() == rest.keys() and np.allclose(list(got.values()), list(rest.values()))
     assert sum(p["SampleCount"] for p in kept["Datapoints"]) == N + 20  # every sample, rolled up
+
+
+def _rank_job(client: Any, hub: Any, token: str, rank: int | None, cpu: float) -> str:
+    """A running job named ``ddp`` whose run's ``job.json`` says ``rank`` (None: says none),
+    sampling ``cpu`` % and a disk 37.5 % full."""
+    job_id = str(client.post(JOBS, json={"name": "ddp"}, headers=auth(token)).json()["job_id"])
+    with hub.state.services.sessions() as session:
+        place = place_of(session.get(Job, job_id))
+    doc = {"format": "profilerhub-raw/1", "job": "ddp", "status": "InProgress", "start_ns": T0}
+    samples = [{"ts_ns": T0 + i * 10**9, "cpu_percent": cpu, "disk_percent": 37.5} for i in range(30)]
+    files = {"job.json": json.dumps(doc | ({"rank": rank} if rank is not None else {})).encode(),
+             "system/000001.jsonl.gz": jsonl_gz(samples)}  # fmt: skip
+    for name, data in files.items():
+        hub.state.services.storage.put(place.raw_key(name), data)
+    assert evaluate_live(_ctx(hub), job_id) == "evaluated"
+    return job_id
+
+
+def test_each_rank_of_a_distributed_run_is_its_own_host_and_disk_utilization_is_the_sdks(
+    jobs_door: Any, jobs_client: Any, alice: tuple[str, Any]
+) -> None:
+    """A two-rank run is two jobs of one name (one SDK process each): ``Host=ddp/algo-1`` and
+    ``ddp/algo-2`` are rank 0's and rank 1's, never merged; an older run of the name is named by id."""
+    token, cw = alice
+    old = _rank_job(jobs_client, jobs_door, token, None, 10.0)  # an earlier run: rank 0 (no RANK)
+    rank0 = _rank_job(jobs_client, jobs_door, token, 0, 20.0)
+    rank1 = _rank_job(jobs_client, jobs_door, token, 1, 80.0)
+    listed = check_output(cw, "ListMetrics", cw.list_metrics(MetricName="CPUUtilization"))["Metrics"]
+    assert sorted(m["Dimensions"][0]["Value"] for m in listed) == sorted(
+        ["ddp/algo-1", "ddp/algo-2", f"{old}/algo-1"]
+    )
+    for value, cpu in (("ddp/algo-1", 20.0), ("ddp/algo-2", 80.0), (f"{old}/algo-1", 10.0),
+                       (f"{rank1}/algo-2", 80.0), (f"{rank0}/algo-1", 20.0)):  # fmt: skip
+        points = _statistics(
+            cw, {"Name": "Host", "Value": value}, "CPUUtilization", 60, Statistics=["Average"]
+        )
+        assert {p["Average"] for p in points["Datapoints"]} == {cpu}, value
+    for value in ("ddp/algo-3", f"{rank1}/algo-1", "ddp/algo-0"):  # no such rank of that job: no metric
+        points = _statistics(
+            cw, {"Name": "Host", "Value": value}, "CPUUtilization", 60, Statistics=["Average"]
+        )
+        assert points["Datapoints"] == [], value
+    by_name = _statistics(cw, {"Name": "TrainingJobName", "Value": "ddp"}, "CPUUtilization", 60,
+                          Statistics=["Average"])  # fmt: skip
+    assert {p["Average"] for p in by_name["Datapoints"]} == {80.0}  # the newest of the name
+
+    names = check_output(
+        cw, "ListMetrics", cw.list_metrics(Dimensions=[{"Name": "Host", "Value": "ddp/algo-2"}])
+    )
+    assert [m["MetricName"] for m in names["Metrics"]] == ["CPUUtilization", "DiskUtilization"]
+    disk = _statistics(cw, {"Name": "Host", "Value": "ddp/algo-2"}, "DiskUtilization", 60,
+                       Statistics=["Maximum", "SampleCount"], Unit="Percent")  # fmt: skip
+    assert {p["Maximum"] for p in disk["Datapoints"]} == {37.5}
+    assert sum(p["SampleCount"] for p in disk["Datapoints"]) == 30

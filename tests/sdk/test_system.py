@@ -11,7 +11,7 @@ from profilerhub._system import SystemSampler
 FIELDS = {
     "ts_ns", "cpu_percent", "cpu_percent_per_core", "mem_used_bytes", "mem_total_bytes", "mem_percent",
     "proc_cpu_percent", "proc_rss_bytes", "disk_read_bytes_per_s", "disk_write_bytes_per_s",
-    "net_recv_bytes_per_s", "net_sent_bytes_per_s", "cpu_iowait_percent",
+    "net_recv_bytes_per_s", "net_sent_bytes_per_s", "cpu_iowait_percent", "disk_percent",
 }  # fmt: skip
 
 
@@ -29,6 +29,8 @@ def test_proc_sampler_reports_the_documented_fields_in_line_with_psutil() -> Non
     assert all(0 <= p <= 100 for p in rec["cpu_percent_per_core"]) and 0 < rec["proc_cpu_percent"] <= 100 * 4
     assert rec["mem_total_bytes"] == psutil.virtual_memory().total
     assert 0 <= rec["cpu_iowait_percent"] <= 100  # what IOBottleneck reads
+    usage = psutil.disk_usage(".")  # DiskUtilization: how full the working directory's disk is
+    assert abs(rec["disk_percent"] - 100.0 * usage.used / usage.total) < 1.0
     assert abs(rec["proc_rss_bytes"] - psutil.Process().memory_info().rss) < 16 << 20
     assert disk_totals_match_psutil()
 

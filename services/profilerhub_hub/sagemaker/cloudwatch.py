@@ -5,9 +5,12 @@
     GetMetricData        MetricStat queries (metric math and Metrics Insights: refused)
 
 Namespace ``/aws/sagemaker/TrainingJobs``; a metric's job is named by the dimension
-``Host={job}/algo-1`` (SageMaker's, for instance 1) or ``TrainingJobName={job}``, where ``{job}`` is
-a job's name (the newest job of that name the caller can see) or its id. The series hold every
-rank's samples together, so a job has one host, ``algo-1``. Metric names and the statistics are
+``Host={job}/algo-{rank+1}`` (SageMaker's, one per instance) or ``TrainingJobName={job}``, where
+``{job}`` is a job's name or its id. An SDK run is one process, so a job's samples are one rank's:
+its run's ``RANK`` (``job.json``'s ``rank``, 0 without one), the instance of its host. A
+distributed run is one job per rank, all of the same name: ``Host=bert-ft/algo-2`` is the newest
+job named ``bert-ft`` the caller can see whose rank is 1 (its log stream is ``bert-ft/algo-2-…``
+too), ``TrainingJobName=bert-ft`` the newest of the name. Metric names and the statistics are
 ``profilerhub_analysis.cloudwatch_stats``'s, over the job's series (``job_control.job_series``:
 while the job runs, what it has streamed).
 
@@ -42,7 +45,9 @@ NAMESPACE = "/aws/sagemaker/TrainingJobs"
 MAX_DATAPOINTS = 1440  # GetMetricStatistics' limit on AWS
 MAX_METRIC_DATA_POINTS = 100_800  # GetMetricData's
 JOBS_PER_PAGE = 25  # ListMetrics pages by jobs
-_HOST = re.compile(r"(?P<job>.+)/algo-(?P<instance>[0-9]+)")
+_HOST = re.compile(r"(?P<job>.+)/algo-(?P<instance>[0-9]{1,6})")
+#: Jobs of one name looked through for the one of a rank (newest first).
+MAX_SAME_NAME = 64
 
 
 def _combination(message: str) -> AwsError:
@@ -69,8 +74,23 @@ class _Series:
     def __init__(self, call: Call) -> None:
         self.call = call
         self.store = call.door.open_store()
-        self._jobs: dict[str, Job | None] = {}
+        self._jobs: dict[tuple[str, int | None], Job | None] = {}
         self._series: dict[str, JobSeries] = {}
+        self._ranks: dict[str, int] = {}
+
+    def rank(self, job: Job) -> int:
+        """The rank of the job's run: a Ready job's summary says it, else its ``raw/job.json``."""
+        if job.id not in self._ranks:
+            section = (job.summary or {}).get("job")
+            if isinstance(section, dict) and "rank" in section:
+                rank = section.get("rank")
+            else:
+                rank = job_control.run_rank(self.store, job)
+            self._ranks[job.id] = rank if isinstance(rank, int) and rank >= 0 else 0
+        return self._ranks[job.id]
+
+    def host(self, job: Job, ref: str) -> str:
+        return f"{ref}/algo-{self.rank(job) + 1}"
 
     def job(self, namespace: str, dimensions: list[dict[str, Any]]) -> Job | None:
         """The job a metric's namespace and dimensions name, if the caller may read it."""
@@ -79,25 +99,36 @@ class _Series:
         given = {d["Name"]: d.get("Value") for d in dimensions}
         if len(given) != 1 or not (given.get("Host") or given.get("TrainingJobName")):
             return None
-        ref = given.get("TrainingJobName")
+        ref, rank = given.get("TrainingJobName"), None
         if ref is None:
             host = _HOST.fullmatch(str(given["Host"]))
-            if host is None or host["instance"] != "1":
+            if host is None or int(host["instance"]) < 1:
                 return None
-            ref = host["job"]
-        if ref not in self._jobs:
-            self._jobs[ref] = self._find(ref)
-        return self._jobs[ref]
+            ref, rank = host["job"], int(host["instance"]) - 1
+        if (ref, rank) not in self._jobs:
+            self._jobs[(ref, rank)] = self._find(ref, rank)
+        return self._jobs[(ref, rank)]
 
-    def _find(self, ref: str) -> Job | None:
+    def _find(self, ref: str, rank: int | None) -> Job | None:
+        """The job ``ref`` names (its id, else the newest of that name) or, with ``rank``, the
+        newest of those whose run's rank it is; None when there is none the caller may read."""
         call = self.call
+        visible = job_control.visible_jobs(call.caller)
+        job = call.session.scalar(visible.where(Job.id == ref))
+        if job is not None:
+            candidates = [job]
+        else:
+            newest = visible.where(Job.name == ref).order_by(Job.created_at.desc(), Job.id.desc())
+            candidates = list(call.session.scalars(newest.limit(1 if rank is None else MAX_SAME_NAME)))
+        found = next((j for j in candidates if rank is None or self.rank(j) == rank), None)
+        if found is None:
+            return None
         try:
-            job = job_control.find_job(call.session, call.caller, ref)
-            domain, user = job_control.owner_of(call.session, job)
+            domain, user = job_control.owner_of(call.session, found)
             call.allowed(job_control.job_target(call.caller, domain, user), Action.ReadJob)
         except NotFound:
             return None
-        return job
+        return found
 
     def of(self, job: Job) -> JobSeries:
         if job.id not in self._series:
@@ -237,10 +268,15 @@ def list_metrics(call: Call) -> dict[str, Any]:
         )
     newest = _newest_of_names(call, rows)
     metrics = []
+    dimension = "TrainingJobName" if "TrainingJobName" in filters else "Host"
     for job in rows:
-        ref = job.name if newest.get(job.name) == job.id else job.id
-        dimension = "TrainingJobName" if "TrainingJobName" in filters else "Host"
-        value = ref if dimension == "TrainingJobName" else f"{ref}/algo-1"
+        ids = newest.get(job.name, [])
+        if dimension == "TrainingJobName":
+            value = job.name if ids[:1] == [job.id] else job.id
+        else:  # by name when no newer job of that name has its rank
+            newer = ids[: ids.index(job.id)] if job.id in ids else None
+            by_name = newer is not None and _rank_free(reader, call, newer, reader.rank(job))
+            value = reader.host(job, job.name if by_name else job.id)
         for metric in _names(reader, job):
             if p.get("MetricName") in (None, metric):
                 dims = [{"Name": dimension, "Value": value}]
@@ -262,9 +298,21 @@ def _names(reader: _Series, job: Job) -> list[str]:
     return cloudwatch_stats.metric_names(reader.of(job))
 
 
-def _newest_of_names(call: Call, rows: list[Job]) -> dict[str, str]:
-    """For each name on the page, the id of the newest visible job of that name (which the name
-    alone means); the others are named by id."""
+def _rank_free(reader: _Series, call: Call, newer: list[str], rank: int) -> bool:
+    """No job of ``newer`` (ids of newer jobs of one name) has ``rank``: then the name and the
+    rank's host alone mean the job (``_Series._find``)."""
+    if len(newer) >= MAX_SAME_NAME:
+        return False
+    for job_id in newer:
+        other = call.session.get(Job, job_id)
+        if other is not None and reader.rank(other) == rank:
+            return False
+    return True
+
+
+def _newest_of_names(call: Call, rows: list[Job]) -> dict[str, list[str]]:
+    """For each name on the page, the ids of the visible jobs of that name, newest first (the
+    first is what the name alone means); the others are named by id."""
     names = sorted({job.name for job in rows})
     if not names:
         return {}
@@ -272,9 +320,9 @@ def _newest_of_names(call: Call, rows: list[Job]) -> dict[str, str]:
         job_control.visible_jobs(call.caller).with_only_columns(Job.name, Job.id).where(Job.name.in_(names))
     )
     ranked = call.session.execute(stmt.order_by(Job.created_at.desc(), Job.id.desc())).all()
-    newest: dict[str, str] = {}
+    newest: dict[str, list[str]] = {}
     for name, job_id in ranked:
-        newest.setdefault(name, job_id)
+        newest.setdefault(name, []).append(job_id)
     return newest
 
 
