@@ -8,7 +8,9 @@ In process (``TestClient``), on SQLite and PostgreSQL; boto3 over real HTTP is
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +113,26 @@ def test_a_read_whose_body_was_validated_before_still_gets_params_of_its_own() -
     first.pop("DomainIdEquals")
     assert _parse("ListApps", body) == {"DomainIdEquals": "d-" + "0" * 32, "MaxResults": 5}
     assert _parse("ListApps", body) is not _parse("ListApps", body)
+
+
+def test_the_endpoint_variables_the_docs_name_send_boto3s_three_clients_to_the_hub(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/sagemaker-api.md's variables, as botocore reads them: the logs client's is named after its
+    service id ("CloudWatch Logs"), and its client name's (``AWS_ENDPOINT_URL_LOGS``) is ignored."""
+    import boto3
+
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    hub = "http://hub.example:8080"
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", f"{hub}/sagemaker")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", f"{hub}/cloudwatch")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_LOGS", f"{hub}/wrong")
+    session = boto3.Session(aws_access_key_id="PHAK", aws_secret_access_key="s", region_name="us-east-1")
+    assert session.client("logs").meta.endpoint_url == "https://logs.us-east-1.amazonaws.com"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH_LOGS", f"{hub}/logs")
+    session = boto3.Session(aws_access_key_id="PHAK", aws_secret_access_key="s", region_name="us-east-1")
+    for service, path in (("sagemaker", "sagemaker"), ("cloudwatch", "cloudwatch"), ("logs", "logs")):
+        assert session.client(service).meta.endpoint_url == f"{hub}/{path}"  # type: ignore[call-overload]
