@@ -206,6 +206,11 @@ def test_a_training_job_watched_captured_stopped_and_read_back_through_boto3_and
         "NoIssuesFound", "IssuesFound", "Error",
     )  # fmt: skip
     after = _same_as_rest(stack, alice["token"], job_id, cw, final=True)
+    host = [{"Name": "Host", "Value": "bert-ft/algo-1"}]  # RANK unset: rank 0's instance
+    names = {
+        m["MetricName"] for m in check_output(cw, "ListMetrics", cw.list_metrics(Dimensions=host))["Metrics"]
+    }
+    assert {"train:loss", "train:acc", "CPUUtilization", "MemoryUtilization", "DiskUtilization"} <= names
     assert sum(p["SampleCount"] for p in after) == len(printed)
 
     stream = logs.describe_log_streams(logGroupName=GROUP)["logStreams"][0]["logStreamName"]
