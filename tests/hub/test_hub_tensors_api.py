@@ -1,6 +1,8 @@
 """The tensors API through the hub, on a real ``ph.watch`` CPU run: it answers while the job runs
 (from the chunks so far) and once Ready (from ``processed/tensors.npz``); ``create_trial`` over the
-hub reads reductions equal to torch's own statistics; bad queries are 400, unknown tensors 404."""
+hub reads reductions equal to torch's own statistics; bad queries are 400, unknown tensors 404. A
+two-process gloo run gives one series per rank, read from its local folders and, by name, from its
+ranks' hub jobs merged into one trial, which the rules read on both ranks."""
 
 from __future__ import annotations
 
@@ -13,13 +15,15 @@ import numpy as np
 import pytest
 
 from profilerhub.debug import create_trial
+from profilerhub_analysis.rules import evaluate_rules
+from profilerhub_analysis.rules.base import RuleData
 from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.hub import auth
-from tests.support.watchtrain import assert_trial_matches, torch_stats, watched_run
+from tests.support.watchtrain import assert_trial_matches, gloo_run, torch_stats, watched_run
 
 JOBS = "/api/v1/domains/d1/users/alice/jobs"
 
@@ -105,3 +109,66 @@ def test_tensors_while_running_and_when_ready_equal_torchs_statistics(
     assert jobs_client.get(f"{one}/gradients/nope", headers=auth(token)).status_code == 404
     assert jobs_client.get(f"{one}/full/tensors/full/rank0/nope.npy", headers=auth(token)).status_code == 404
     assert jobs_client.get(one, params={"format": "xml"}, headers=auth(token)).status_code == 422
+
+
+def _hub_job(client: Any, hub: Any, token: str, name: str, folder: Path) -> str:
+    """A hub job holding a local run's files, as the run's hub sink would have put them; Ready."""
+    job_id = client.post(JOBS, json={"name": name}, headers=auth(token)).json()["job_id"]
+    store = hub.state.services.storage
+    with hub.state.services.sessions() as session:
+        place = place_of(session.get(Job, job_id))
+    for path in folder.rglob("*"):
+        if path.is_file():
+            store.put(place.raw_key(path.relative_to(folder).as_posix()), path.read_bytes())
+    assert client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
+    ctx = IngestContext(sessions=hub.state.services.sessions, store=store, max_file_bytes=4 << 20,
+                        max_trace_bytes=64 << 20, stale_after=timedelta(minutes=5))  # fmt: skip
+    assert ingest_job(job_id, ctx) == "Ready"
+    return str(job_id)
+
+
+@pytest.fixture(scope="module")
+def gloo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, Path]]:
+    """One two-process gloo run for the module: its output folder and each rank's run folder."""
+    out = tmp_path_factory.mktemp("gloo")
+    return out, gloo_run(out)
+
+
+def test_a_gloo_run_gives_one_series_per_rank_and_a_hub_trial_by_name_merges_its_rank_jobs(
+    jobs_client: Any, jobs_seed: Any, jobs_hub: Any, gloo: tuple[Path, dict[int, Path]]
+) -> None:
+    out, runs = gloo
+    local = create_trial(str(out))  # the two runs' folders, ddp and ddp-2
+    assert local.workers() == [0, 1]
+    loss = local.tensor("losses/loss")
+    assert loss.steps(worker=0) == loss.steps(worker=1) == [0, 1, 2]
+    assert loss.values(worker=0) != loss.values(worker=1)  # each rank's own batches
+    grad = local.tensor("gradients/module.0.weight")
+    for step in (0, 1, 2):  # DDP averaged the gradients: equal on both ranks
+        a, b = (grad.reduction_value(step, "l2", worker=r) for r in (0, 1))
+        assert a == pytest.approx(b, rel=1e-5)
+
+    token = jobs_seed.user_token("d1", "alice")
+    _hub_job(jobs_client, jobs_hub, token, "ddp", runs[1])  # an earlier run of the name: not merged
+    ranks = {r: _hub_job(jobs_client, jobs_hub, token, "ddp", runs[r]) for r in (0, 1)}
+    hub = create_trial("ddp", http=_Signed(jobs_client, token))
+    assert hub.workers() == [0, 1] and hub._source.job_ids == [ranks[1], ranks[0]]  # type: ignore[attr-defined]
+    assert hub.tensor_names() == local.tensor_names()
+    for name in local.tensor_names():
+        for r in (0, 1):
+            steps = local.tensor(name).steps(worker=r)
+            assert hub.tensor(name).steps(worker=r) == steps
+            for step in steps:
+                assert hub.tensor(name).reduction_values(step, worker=r) == pytest.approx(
+                    local.tensor(name).reduction_values(step, worker=r), nan_ok=True
+                )
+    alone = create_trial(ranks[0], http=_Signed(jobs_client, token))  # by id: that job only
+    assert alone.workers() == [0]
+
+    config = [{"rule": "ClassImbalance", "parameters": {"samples": 10}}, "ExplodingTensor"]
+    imbalance, exploding = evaluate_rules(config, RuleData(tensors=hub.table))
+    assert imbalance["figures"]["checked"] == 2, imbalance  # each rank's labels, each rank's figures
+    assert {"labels/loss (rank 0)", "labels/loss (rank 1)"} <= set(imbalance["figures"]), imbalance
+    assert exploding["status"] == "NoIssuesFound" and exploding["figures"]["checked"] == len(
+        hub.tensor_names()
+    )

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -231,28 +227,6 @@ def test_the_hub_down_during_the_run_loses_no_tensor(
     trial = create_trial(str(got))
     assert trial.steps() == [0, 1, 2, 3, 4]
     assert assert_trial_matches(torch, trial, rec) > 100
-
-
-def test_a_two_process_gloo_run_gives_one_series_per_rank(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    script = Path(__file__).with_name("ddp_script.py")
-    procs = []
-    for rank in range(2):
-        env = os.environ | {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                            "MASTER_PORT": str(port), "PROFILERHUB_URL": ""}  # fmt: skip
-        procs.append(subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env))
-    assert [p.wait(timeout=240) for p in procs] == [0, 0]
-    trial = create_trial(str(tmp_path))  # the two runs' folders, ddp and ddp-2
-    assert trial.workers() == [0, 1]
-    loss = trial.tensor("losses/loss")
-    assert loss.steps(worker=0) == loss.steps(worker=1) == [0, 1, 2]
-    assert loss.values(worker=0) != loss.values(worker=1)  # each rank's own batches
-    grad = trial.tensor("gradients/module.0.weight")
-    for step in (0, 1, 2):  # DDP averaged the gradients: equal on both ranks
-        a, b = (grad.reduction_value(step, "l2", worker=r) for r in (0, 1))
-        assert a == pytest.approx(b, rel=1e-5)
 
 
 def test_a_run_written_to_s3_reads_back_equal_to_torchs_statistics(

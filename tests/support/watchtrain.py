@@ -155,3 +155,27 @@ def watched_run(
     folder = Path(ph.finish()["location"])
     files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     return files, rec
+
+
+def gloo_run(out: Any) -> dict[int, Any]:
+    """A two-process gloo run of ``tests/sdk/ddp_script.py`` (DDP under ``ph.watch`` every step,
+    each rank its own batches) written to the folder ``out``: each rank's run folder."""
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = Path(__file__).parents[1] / "sdk" / "ddp_script.py"
+    procs = []
+    for rank in range(2):
+        env = os.environ | {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                            "MASTER_PORT": str(port), "PROFILERHUB_URL": ""}  # fmt: skip
+        procs.append(subprocess.Popen([sys.executable, str(script), str(out)], env=env))
+    assert [p.wait(timeout=240) for p in procs] == [0, 0]
+    runs = [p for p in Path(out).iterdir() if (p / "job.json").exists()]
+    return {int(json.loads((p / "job.json").read_text())["rank"]): p for p in runs}

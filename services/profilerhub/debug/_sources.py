@@ -4,18 +4,23 @@ A local or S3 source reads the SDK's ``tensors/*.jsonl.gz`` chunks itself (each 
 never rewritten) and merges them into one ``TensorTable``; a folder of several runs (one per rank
 of a distributed job, ``<job>``, ``<job>-2`` …) is read as one trial. The hub source asks the hub
 for the table in its stored form (``GET …/jobs/{job_id}/tensors?format=npz``), which the hub builds
-from the processed table, or while the job runs from the chunks so far.
+from the processed table, or while the job runs from the chunks so far. Each rank of a distributed
+run is its own hub job of the run's name; a trial by name reads them all (``HubSource``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from profilerhub_analysis.tensor_chunks import ChunkedTable
 from profilerhub_analysis.tensors import TensorTable
+
+MAX_RANK_JOBS = 4096
+"""At most this many jobs of one name are read as the ranks of one distributed run."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,13 @@ class S3Source(_ChunkSource):
 
 
 class HubSource:
-    """A hub job, by id or (its newest job of that) name."""
+    """A hub job by id; or by name, the newest job of that name with, for a distributed run
+    (each rank registers its own job), the jobs of its other ranks.
+
+    The other ranks are the next newest jobs of the name, taken while each brings ranks not seen
+    yet, until the run's ``world_size`` (the newest Ready job's ``job.json``) ranks are there; a
+    job repeating a rank (an earlier run) or without tensors ends the search. Their tables merge
+    into one (the ``rank`` column tells them apart)."""
 
     def __init__(self, job: str, hub_url: str | None, token: str | None, http: Any = None) -> None:
         if http is None:
@@ -138,9 +149,12 @@ class HubSource:
             http = HubHTTP(url, token, component="debug")  # the hub's one client (hubhttp)
         self._http = http  # or a test's signed-in client with the same ``send``
         me = self._get("/api/v1/me").json()
-        jobs = f"/api/v1/domains/{me['domain']}/users/{me['user']}/jobs"
-        self.job_id = self._find(jobs, job)
-        self.base = f"{jobs}/{self.job_id}"
+        self._jobs = f"/api/v1/domains/{me['domain']}/users/{me['user']}/jobs"
+        self.job_id = self._find(self._jobs, job)
+        self._by_name = self.job_id != job
+        self.job_ids = [self.job_id]  # every rank's job once ``load`` found them (newest first)
+        self.base = f"{self._jobs}/{self.job_id}"
+        self._job = job
         self.name = f"{job} ({self.job_id})"
 
     def _get(self, path: str, **params: Any) -> Any:
@@ -165,19 +179,68 @@ class HubSource:
             if not token:
                 raise LookupError(f"no job named or numbered {job!r} on the hub")
 
-    def load(self) -> tuple[TensorTable, list[FullRef]]:
-        table = TensorTable.unpack(self._get(f"{self.base}/tensors", format="npz").content)
-        full = self._get(f"{self.base}/tensors/full").json()["items"]
-        refs = [FullRef(f["name"], f["mode"], int(f["rank"]), int(f["step"]), f["path"]) for f in full]
+    def _one(self, job_id: str) -> tuple[TensorTable, list[FullRef]]:
+        base = f"{self._jobs}/{job_id}"
+        table = TensorTable.unpack(self._get(f"{base}/tensors", format="npz").content)
+        full = self._get(f"{base}/tensors/full").json()["items"]
+        refs = [
+            FullRef(f["name"], f["mode"], int(f["rank"]), int(f["step"]), f"{job_id}/{f['path']}")
+            for f in full
+        ]
         return table, refs
 
+    def _siblings(self) -> Iterator[str]:
+        """The jobs of the name older than the newest, newest first (its other ranks' candidates),
+        read page by page as the caller asks for more."""
+        token: str | None = None
+        seen, given = False, 0
+        while True:
+            page = self._get(self._jobs, **({"next_token": token} if token else {})).json()
+            for item in page["items"]:
+                if item["name"] != self._job:
+                    continue
+                if seen:
+                    yield str(item["job_id"])
+                    given += 1
+                    if given >= MAX_RANK_JOBS:
+                        return
+                seen = seen or item["job_id"] == self.job_id
+            token = page.get("next_token")
+            if not token:
+                return
+
+    def load(self) -> tuple[TensorTable, list[FullRef]]:
+        table, refs = self._one(self.job_id)
+        ids = [self.job_id]
+        ranks = set(table.ranks())
+        world = self._world_size()
+        if self._by_name and ranks and (world is None or len(ranks) < world):
+            for job_id in self._siblings():
+                more, more_refs = self._one(job_id)
+                theirs = set(more.ranks())
+                if not theirs or theirs & ranks:
+                    break  # no tensors, or a rank already read: not this run's
+                table, refs, ranks = table.merge(more), refs + more_refs, ranks | theirs
+                ids.append(job_id)
+                if world is not None and len(ranks) >= world:
+                    break
+        self.job_ids = ids
+        return table, refs
+
+    def _world_size(self) -> int | None:
+        summary = self._get(self.base).json().get("summary") or {}
+        world = (summary.get("job") or {}).get("world_size")
+        return int(world) if isinstance(world, int) and world > 0 else None
+
     def read_full(self, ref: FullRef) -> bytes:
-        data: bytes = self._get(f"{self.base}/tensors/full/{ref.where}").content
+        job_id, path = ref.where.split("/", 1)
+        data: bytes = self._get(f"{self._jobs}/{job_id}/tensors/full/{path}").content
         return data
 
     def finished(self) -> bool:
-        status = self._get(self.base).json()["status"]
-        return status in ("Ready", "Failed", "Stopped")
+        """Every rank's job is over."""
+        done = ("Ready", "Failed", "Stopped")
+        return all(self._get(f"{self._jobs}/{j}").json()["status"] in done for j in self.job_ids)
 
 
 def source_for(
