@@ -13,16 +13,30 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from profilerhub_core.db.models import Job, JobStatus
-from profilerhub_core.errors import Conflict, InvalidInput, NotFound
-from profilerhub_core.jobstorage import JobPlace
+from profilerhub_core.errors import Conflict, InvalidInput, NotFound, Unavailable
+from profilerhub_core.jobstorage import JobPlace, place_of
 from profilerhub_core.storage import ObjectStore
-from profilerhub_core.storage.layout import SERIES, SUMMARY, TENSORS
+from profilerhub_core.storage.layout import PROGRESS, SERIES, SUMMARY, TENSORS
 from profilerhub_hub import job_control
 
 if TYPE_CHECKING:
     from profilerhub_analysis.series import JobSeries
 
 # The analysis engine (numpy) is imported by the functions that use it, not at the hub's start.
+
+
+def ingest_progress(store: ObjectStore, job: Job) -> dict[str, int] | None:
+    """A Processing job's ingest so far (``{"traces_done", "traces"}``, written by a fanned-out
+    ingest: ``profilerhub_worker.ingest.fanout``); None otherwise, or when storage does not say."""
+    if job.status is not JobStatus.Processing:
+        return None
+    try:
+        doc = orjson.loads(store.get(place_of(job).processed_key(PROGRESS)))
+    except (NotFound, Unavailable, OSError, ValueError):  # not written yet, or storage away a moment
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return {k: int(doc[k]) for k in ("traces_done", "traces") if isinstance(doc.get(k), int)} or None
 
 
 def _ready(job: Job) -> None:

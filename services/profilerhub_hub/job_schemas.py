@@ -119,6 +119,11 @@ class JobRead(BaseModel):
         None, description="The compact summary once Ready (only when one job is read)."
     )
     upload: UploadInfo | None = Field(None, description="Where files go, while the job takes them.")
+    progress: dict[str, int] | None = Field(
+        None,
+        description='While Processing, how far ingest is: {"traces_done": 3, "traces": 8} (only when '
+        "one job is read, once a job's traces are being ingested).",
+    )
     stop_on: list[str] = Field(default_factory=list, description="Rules the run stops on.")
     stop_request: dict[str, Any] | None = Field(
         None,
@@ -131,7 +136,14 @@ class JobRead(BaseModel):
 
     @classmethod
     def of(
-        cls, job: Job, domain: str, user: str, *, upload: UploadInfo | None = None, summary: bool = False
+        cls,
+        job: Job,
+        domain: str,
+        user: str,
+        *,
+        upload: UploadInfo | None = None,
+        summary: bool = False,
+        progress: dict[str, int] | None = None,
     ) -> JobRead:
         return cls(
             job_id=job.id,
@@ -148,6 +160,7 @@ class JobRead(BaseModel):
             undelivered=job.undelivered,
             summary=job.summary if summary else None,
             upload=upload,
+            progress=progress,
             stop_on=list(job.stop_on or []),
             stop_request=job.stop_request,
             captures=list(job.captures or []),

@@ -51,6 +51,7 @@ JOB_FIELDS = [
     ("user", "user"),
     ("domain", "domain"),
     ("status", "status"),
+    ("ingested", "ingested"),
     ("failure reason", "failure_reason"),
     ("warnings", "warnings"),
     ("created", "created_at"),
@@ -110,8 +111,10 @@ def describe_job(
         d, u = where(hub, domain, user)
         job: dict[str, Any] = hub.get(path("domains", d, "users", u, "jobs", job_id))
         if output is Output.table:
+            progress = job.get("progress") or {}
             job = {
                 **job,
+                "ingested": f"{progress['traces_done']} of {progress['traces']} traces" if progress else None,
                 "app_url": app_job_url(hub, d, u, job_id) or "start the app: profilerhub apps start",
             }
         emit(job, output, lambda: details(job, JOB_FIELDS, title=f"Job {job['name']}"))

@@ -66,7 +66,8 @@ def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False
         url = API_PREFIX + ONE_JOB.format(domain=domain, user=user, job_id=job.id)
         store = services(request).storage
         upload = job_uploads.upload_info(services(request).settings, store, url)
-    return JobRead.of(job, domain, user, upload=upload, summary=summary)
+    progress = job_outputs.ingest_progress(services(request).storage, job) if summary else None
+    return JobRead.of(job, domain, user, upload=upload, summary=summary, progress=progress)
 
 
 @router.post(USER_JOBS, status_code=201, openapi_extra=OF_USER)
