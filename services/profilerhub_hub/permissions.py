@@ -184,6 +184,9 @@ class Caller:
     # and the root token's own expiry: a token this caller mints expires no later.
     source_kind: str = "token"
     root_expires_at: datetime | None = None
+    # What a token or access key this caller mints records as its lineage's root (``ApiToken.source``):
+    # the root token's own, when it has one, else ``source_kind``.
+    root_source: str | None = None
 
     @property
     def is_domain_admin(self) -> bool:

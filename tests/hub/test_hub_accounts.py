@@ -1,8 +1,9 @@
 """Local accounts in process: an administrator invites, the user chooses a password and is signed
 in as themselves; sign-in by name and password (console form and ``/sign-in/password``);
-password change; a reset (a new invitation) ends the user's sessions and locks the old password
-out; invitations are single-use, expire, are revocable and audited; wrong passwords are rate
-limited per account and per address without refusing anyone else. (The Chromium story is in
+password change; a reset (a new invitation) ends the user's sessions, revokes the tokens and
+access keys descended from the password (and no other), and locks the old password out;
+invitations are single-use, expire, are revocable and audited; wrong passwords are rate limited
+per account and per address without refusing anyone else. (The Chromium story is in
 tests/e2e/test_e2e_accounts.py.)
 """
 
@@ -155,6 +156,56 @@ def test_a_reset_ends_the_users_sessions_and_locks_the_old_password_out(client: 
     }
     assert statuses == {first["invitation_id"]: "used", reset["invitation_id"]: "open"}
     assert accept(client, reset["url"], "a-new-one-of-hers-7").status_code == 303
+
+
+def console_headers(client: Any) -> dict[str, str]:
+    """What a state-changing request of the console's signed-in page sends (origin, CSRF token)."""
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', client.get("/console/").text)
+    assert csrf, "not signed in to the console"
+    return {**origin(client), "x-csrf-token": csrf.group(1)}
+
+
+def test_a_reset_revokes_every_token_and_key_descended_from_the_password_and_no_other(
+    client: Any, seed: Any
+) -> None:
+    seed.user("d1", "alice")
+    operators = seed.token("d1", "alice", note="the operator's, from the command line")
+    accept(client, invite(client, seed.admin_token)["url"], GOOD)  # a password session
+    browser = console_headers(client)
+    in_session = client.post(f"{U}/tokens", json={"note": "made in the console"}, headers=browser)
+    key = client.post(f"{U}/access-keys", json={"note": "boto3"}, headers=browser)
+    assert in_session.status_code == key.status_code == 201, (in_session.text, key.text)
+    body = {"domain": "d1", "user": "alice", "password": GOOD, "note": "profilerhub login"}
+    login = client.post("/api/v1/sign-in/password", json=body).json()["token"]
+    child = client.post(f"{U}/tokens", json={"note": "minted with the login's"}, headers=auth(login))
+    link = client.post(f"{U}/presigned-url", json={}, headers=auth(login))
+    assert child.status_code == 201 and link.status_code == 200, (child.text, link.text)
+    descended = [in_session.json()["token"], login, child.json()["token"]]
+    with seed.session() as session:
+        rows = session.execute(sa.select(ApiToken.note, ApiToken.source))
+        sources = {note: source for note, source in rows}
+    assert sources["the operator's, from the command line"] is None
+    assert {sources[n] for n in ("made in the console", "access key: boto3", "profilerhub login",
+                                 "minted with the login's")} == {"password"}  # fmt: skip
+    client.cookies.clear()
+
+    reset = invite(client, seed.admin_token)
+    assert reset["reset"] and reset["tokens_revoked"] == 4
+    for token in descended:
+        assert client.get("/api/v1/me", headers=auth(token)).status_code == 401
+    with seed.session() as session:
+        of_key = ApiToken.prefix == key.json()["access_key_id"]
+        revoked = session.scalar(sa.select(ApiToken.revoked_at).where(of_key))
+    assert revoked is not None  # the access key signs nothing any more
+    parts = urlsplit(link.json()["url"])
+    assert client.get(f"{parts.path}?{parts.query}", follow_redirects=False).status_code == 401
+    assert client.get("/api/v1/me", headers=auth(operators)).status_code == 200  # not the password's
+    (event,) = [e for e in audit_actions(seed, "CreateInvitation") if e.detail["reset"]]
+    assert event.detail["tokens_revoked"] == 4
+
+    # Deleting the user ends everything of theirs, the operator's token included.
+    assert client.delete(U, headers=auth(seed.admin_token)).status_code == 204
+    assert client.get("/api/v1/me", headers=auth(operators)).status_code == 401
 
 
 def test_invitations_expire_are_revocable_and_only_for_administrators(client: Any, seed: Any) -> None:

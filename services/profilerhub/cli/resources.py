@@ -317,7 +317,8 @@ def invite_user(
     output: OutputOption = Output.table,
 ) -> None:
     """A one-time link for the user to choose a password (administrators). Inviting a user who
-    has a password resets it: the old one stops working and their browser sessions end."""
+    has a password resets it: the old one stops working, the tokens and access keys made from it
+    are revoked, and their browser sessions end."""
 
     def work(hub: Hub) -> None:
         body = {"expires_in_seconds": max(300, int(days * 86400))}
@@ -328,6 +329,7 @@ def invite_user(
             ("link", "url"),
             ("expires", "expires_at"),
             ("reset", "reset"),
+            ("tokens revoked", "tokens_revoked"),
             ("invitation id", "invitation_id"),
         ]
         emit(made, output, lambda: details(made, fields, title=f"Invitation for {name}: give them the link"))

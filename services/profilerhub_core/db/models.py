@@ -165,6 +165,11 @@ class ApiToken(Base):
     # cannot open apps unless the domain allows impersonation. None: the user's own (or the
     # operator's, from the hub's command line).
     created_by: Mapped[str | None] = mapped_column(sa.String(130), default=None)
+    # Lineage (``records/sessions.py``): the kind of credential at the root of the chain that minted
+    # it (``password``, ``oidc``, ``token``, ``access-key``), carried down from token to token. None:
+    # the operator's (bootstrap, the command line), or minted before revision 0016. A password reset
+    # revokes the user's ``password`` ones: whoever knew the old password may have minted them.
+    source: Mapped[str | None] = mapped_column(sa.String(16), default=None)
 
 
 class BrowserSession(Base):

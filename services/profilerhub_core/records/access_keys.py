@@ -54,14 +54,16 @@ def issue_access_key(
     note: str = "",
     scopes: Sequence[str] = (tokens.ALL_SCOPES,),
     created_by: str | None = None,
+    source: str | None = None,
 ) -> tuple[ApiToken, str]:
     """A new access key for ``user``: the row (``prefix`` is the key id) and the secret (flushed).
-    ``created_by``: as for tokens, who made it when not ``user`` (the key then impersonates ``user``)."""
+    ``created_by``, ``source``: as for tokens (who made it when not ``user``, so the key
+    impersonates ``user``; its lineage's root)."""
     key_id = new_access_key_id()
     secret = access_secret(signing_key, key_id)
     token, _ = tokens.issue_token(
         session, user, note=f"{NOTE_PREFIX}: {note}" if note else NOTE_PREFIX, scopes=scopes, secret=secret,
-        created_by=created_by,
+        created_by=created_by, source=source,
     )  # fmt: skip
     token.prefix = key_id
     session.flush()

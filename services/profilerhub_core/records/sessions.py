@@ -11,6 +11,11 @@ redeemed) records the credential it descends from as a ``Source``:
     token T / access key K ──► console session S ──► link ──► app session A
     OpenID / password sign-in ─┘   (root: no token)     (token_id T, parent_id S)
 
+A token (or access key) a caller mints records its root's kind (``ApiToken.source``, carried from
+token to token: a token minted with a token that ``profilerhub login`` got from the password is
+``password`` too), so a password reset revokes every token descended from the password, and with
+them (``token_id``) every session and link descended from those.
+
 ``token_id`` is the root's token (carried down unchanged), ``parent_id`` the session whose caller
 made the link. A session is live while its own row is (not ended, not expired) AND its root token
 is (not revoked, not expired, not deleted) AND its parent is: ``authenticate_session`` checks all
@@ -173,6 +178,7 @@ class SessionOwner:
     # The root token's own expiry (None: none, or the root is no token): what a token the
     # session mints may not outlive.
     token_expires_at: datetime | None = None
+    token_source: str | None = None  # the root token's own lineage root (``ApiToken.source``)
 
     @property
     def lineage(self) -> Source:
@@ -188,7 +194,7 @@ _AUTH_QUERY = (
         _s.id.label("session_id"), _s.kind, _s.app_id, _s.scopes, _s.impersonated_by, _s.secret_hash,
         _s.expires_at, _s.revoked_at, _s.token_id, _s.source, _s.parent_id,
         _t.id.label("root_id"), _t.revoked_at.label("root_revoked_at"),
-        _t.expires_at.label("root_expires_at"),
+        _t.expires_at.label("root_expires_at"), _t.source.label("root_source"),
         _p.revoked_at.label("parent_revoked_at"), _p.expires_at.label("parent_expires_at"),
         _p.id.label("parent_found"),
         _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
@@ -228,7 +234,7 @@ def authenticate_session(
     return SessionOwner(
         row.session_id, row.kind, row.app_id, tuple(row.scopes), row.impersonated_by, row.secret_hash,
         user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name, domain_settings or {},
-        row.expires_at, row.token_id, row.source, row.root_expires_at,
+        row.expires_at, row.token_id, row.source, row.root_expires_at, row.root_source,
     )  # fmt: skip
 
 

@@ -32,11 +32,14 @@ def issue_token(
     scopes: Sequence[str] = (ALL_SCOPES,),
     secret: str | None = None,
     created_by: str | None = None,
+    source: str | None = None,
 ) -> tuple[ApiToken, str]:
     """A new token for ``user``: the row and its secret (the only time the secret exists in clear).
 
     ``created_by``: the actor who minted it for ``user`` when that is someone else (the token then
-    impersonates ``user``); None for the user's own."""
+    impersonates ``user``); None for the user's own. ``source``: the kind of credential at the root
+    of the chain minting it (``Caller.root_source``; ``records.sessions.PASSWORD`` straight from a
+    password); None for the operator's."""
     secret = secret or new_token()
     expires_at = utcnow() + timedelta(seconds=expires_in_seconds) if expires_in_seconds else None
     token = ApiToken(
@@ -47,6 +50,7 @@ def issue_token(
         note=note,
         expires_at=expires_at,
         created_by=created_by,
+        source=source,
     )
     session.add(token)
     session.flush()
@@ -84,6 +88,16 @@ def revoke_all(session: Session, user: UserProfile) -> int:
     return int(getattr(result, "rowcount", 0))
 
 
+def revoke_descended(session: Session, user: UserProfile, source: str) -> list[str]:
+    """Revoke every live token (and access key) of ``user`` whose lineage has ``source`` at its
+    root; their ids (the caller ends the sessions started from them)."""
+    live = [ApiToken.user_id == user.id, ApiToken.source == source, ApiToken.revoked_at.is_(None)]
+    ids = list(session.scalars(sa.select(ApiToken.id).where(*live)))
+    if ids:
+        session.execute(sa.update(ApiToken).where(ApiToken.id.in_(ids)).values(revoked_at=utcnow()))
+    return ids
+
+
 def tokens_query(user: UserProfile) -> sa.Select[ApiToken]:
     return sa.select(ApiToken).where(ApiToken.user_id == user.id)
 
@@ -104,6 +118,7 @@ class TokenOwner:
     expires_at: datetime | None = None
     created_by: str | None = None
     is_access_key: bool = False
+    source: str | None = None  # the root of its lineage (``ApiToken.source``)
 
 
 _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
@@ -112,7 +127,7 @@ _t, _u, _d = ApiToken.__table__.c, UserProfile.__table__.c, Domain.__table__.c
 _AUTH_QUERY = (
     sa.select(
         _t.id, _t.scopes, _t.expires_at, _t.revoked_at, _t.last_used_at, _t.created_by, _t.prefix,
-        _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
+        _t.source, _u.id, _u.name, _u.role, _u.is_platform_admin, _d.id, _d.name, _d.settings,
     )
     .select_from(ApiToken.__table__.join(UserProfile.__table__).join(Domain.__table__))
     .where(_t.token_hash == sa.bindparam("token_hash"))
@@ -140,7 +155,7 @@ def authenticate(
     row = session.connection().execute(_AUTH_QUERY, {"token_hash": hash_token(secret)}).one_or_none()
     if row is None:
         raise Unauthorized("The token is not valid")
-    token_id, scopes, expires_at, revoked_at, last_used_at, created_by, prefix, *owner = row
+    token_id, scopes, expires_at, revoked_at, last_used_at, created_by, prefix, source, *owner = row
     is_access_key = bool(ACCESS_KEY_ID.fullmatch(prefix))
     if is_access_key and not access_key:
         raise Unauthorized(
@@ -159,7 +174,7 @@ def authenticate(
     user_id, user_name, role, is_platform_admin, domain_id, domain_name, domain_settings = owner
     return TokenOwner(
         token_id, tuple(scopes), user_id, user_name, Role(role), is_platform_admin, domain_id, domain_name,
-        domain_settings or {}, expires_at, created_by, is_access_key,
+        domain_settings or {}, expires_at, created_by, is_access_key, source,
     )  # fmt: skip
 
 
@@ -172,6 +187,7 @@ __all__ = [
     "get_token",
     "issue_token",
     "revoke_all",
+    "revoke_descended",
     "revoke_token",
     "token_not_found",
     "tokens_query",

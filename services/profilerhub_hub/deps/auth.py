@@ -48,14 +48,14 @@ def _owner(session: Session, secret: str, settings: Settings, read_only: bool) -
 def caller_of(owner: tokens.TokenOwner) -> Caller:
     """The Caller of a valid token's (or access key's) owner."""
     kind = sessions.ACCESS_KEY if owner.is_access_key else sessions.TOKEN
-    return _caller(owner, owner.token_id, owner.created_by, None, kind, owner.expires_at)
+    return _caller(owner, owner.token_id, owner.created_by, None, kind, owner.expires_at, owner.source)
 
 
 def caller_of_session(owner: sessions.SessionOwner) -> Caller:
     """The Caller of a browser session (its scopes and impersonation are the credential's it began with)."""
     return _caller(
         owner, f"session:{owner.session_id}", owner.impersonated_by, owner.session_id, owner.source,
-        owner.token_expires_at,
+        owner.token_expires_at, owner.token_source,
     )  # fmt: skip
 
 
@@ -72,6 +72,7 @@ def _caller(
     session_id: str | None,
     source_kind: str,
     root_expires_at: datetime | None,
+    root_source: str | None,
 ) -> Caller:
     settings = DomainSettings.of(owner.domain_settings)
     return Caller(
@@ -91,6 +92,7 @@ def _caller(
         expires_at=owner.expires_at,
         source_kind=source_kind,
         root_expires_at=root_expires_at,
+        root_source=root_source or source_kind,
     )
 
 

@@ -36,7 +36,7 @@ def create_access_key(
     check_grantable(target.caller, scopes)
     token, secret = access_keys.issue_access_key(
         session, target.user, settings.signing_key(), note=body.note, scopes=scopes,
-        created_by=impersonator(target.caller, target.user.id),
+        created_by=impersonator(target.caller, target.user.id), source=target.caller.root_source,
     )  # fmt: skip
     commit_audited(
         session,

@@ -61,8 +61,15 @@ class InvitationRead(BaseModel):
 
 class InvitationCreated(InvitationRead):
     url: str = Field(description="Give it to the user: opened once, it lets them choose a password.")
-    reset: bool = Field(description="The user had a password: it is deleted and their sessions ended.")
+    reset: bool = Field(
+        description="The user had a password: it is deleted, every token and access key descended "
+        "from it revoked, and every session of the user ended."
+    )
     sessions_ended: int
+    tokens_revoked: int = Field(
+        description="Tokens and access keys minted from the user's password (profilerhub login, a "
+        "password sign-in's session, or a token descended from either), revoked."
+    )
 
 
 class PasswordUpdate(RequestModel):
@@ -96,8 +103,9 @@ def create_invitation(
     invited = accounts.invite_user(door, target, body.expires_in_seconds if body else None)
     read = InvitationRead.of(invited.invitation)
     return InvitationCreated(
-        **read.model_dump(), url=invited.url, reset=invited.reset, sessions_ended=invited.sessions_ended
-    )
+        **read.model_dump(), url=invited.url, reset=invited.reset, sessions_ended=invited.sessions_ended,
+        tokens_revoked=invited.tokens_revoked,
+    )  # fmt: skip
 
 
 @router.get(INVITATIONS, openapi_extra=OF_USER)

@@ -35,6 +35,7 @@ def create_token(
         note=body.note,
         scopes=scopes,
         created_by=impersonator(target.caller, target.user.id),
+        source=target.caller.root_source,
     )
     commit_audited(
         session,

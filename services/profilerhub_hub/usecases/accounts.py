@@ -10,8 +10,12 @@
 
 Each checks, changes the records, writes the operation's one audit row and commits. Password
 sessions are the user's own (no impersonation): they open the user's apps. Their source is the
-password: a reset (a new invitation) ends every session of the user and deletes the password;
-a change ends the user's other password sessions; deleting the user takes them all.
+password, and so is that of every token and access key minted from it (``profilerhub login``, a
+password session, a token descended from either: ``ApiToken.source``). A reset (a new
+invitation) deletes the password, revokes every token and access key descended from it, ends
+every session of the user and voids their open links; a change ends the user's other password
+sessions (their tokens stay: "revoke all and sign out everywhere" ends those); deleting the
+user takes everything of theirs.
 
 Wrong passwords are counted per account and per client address (``ratelimit``'s password
 buckets); past either limit only password sign-ins (to that account, or from that address) are
@@ -55,26 +59,30 @@ class Invited:
     url: str
     reset: bool  # the user had a password, now deleted
     sessions_ended: int
+    tokens_revoked: int  # tokens and access keys descended from the password
 
 
 def invite_user(door: Door, target: Resolved, seconds: int | None = None) -> Invited:
     """A one-time link for the target user to choose a password. Older open invitations are
-    revoked; a password the user had is deleted and every session of theirs ended (a reset)."""
+    revoked; a password the user had is deleted, every token and access key descended from it
+    revoked, and every session of the user ended, their open links voided (a reset)."""
     session, settings = door.session, door.settings
     require_local_accounts(settings)
     assert target.user is not None
     had_password = accounts.password_of(session, target.user.id) is not None
     seconds = seconds or int(settings.invitation_days * 86400)
     row, secret = accounts.invite(session, target.user, created_by=target.caller.actor, seconds=seconds)
-    ended = sessions.end_user_sessions(session, target.user.id)
+    revoked = tokens.revoke_descended(session, target.user, sessions.PASSWORD)
+    ended = sessions.end_user_sessions(session, target.user.id)  # those of the revoked tokens too
     detail = {
         "invitation_id": row.id,
         "expires_at": row.expires_at.isoformat(),
         "reset": had_password,
         "sessions_ended": ended,
+        "tokens_revoked": len(revoked),
     }
     door.commit(target, Action.CreateInvitation, f"{target.name}/{row.id}", detail=detail)
-    return Invited(row, invitation_url(settings, secret), had_password, ended)
+    return Invited(row, invitation_url(settings, secret), had_password, ended, len(revoked))
 
 
 def revoke_invitation(door: Door, target: Resolved, invitation_id: str) -> Invitation:
@@ -145,7 +153,7 @@ def accept_invitation(door: Door, secret: str, password: str) -> str:
 def accept_invitation_for_token(door: Door, secret: str, password: str, *, note: str) -> tuple[ApiToken, str]:
     """The same from a terminal or script: spend it, set the password; a new token of the user's own."""
     user = _spend_invitation(door, secret, password)
-    token, token_secret = tokens.issue_token(door.session, user, note=note)
+    token, token_secret = tokens.issue_token(door.session, user, note=note, source=sessions.PASSWORD)
     detail = {"token_id": token.id, "via": PASSWORD}
     _commit_as(door, user, "AcceptInvitation", "Invitation", detail=detail)
     return token, token_secret
@@ -207,7 +215,9 @@ def password_token(
     """A new API token of the user's own, for the user whose password this is (``profilerhub login``)."""
     require_local_accounts(door.settings)
     user = _check_password(door, limits, domain, name, password, address)
-    token, secret = tokens.issue_token(door.session, user, note=note, expires_in_seconds=expires_in_seconds)
+    token, secret = tokens.issue_token(
+        door.session, user, note=note, expires_in_seconds=expires_in_seconds, source=sessions.PASSWORD
+    )
     detail = {"via": PASSWORD, "token_id": token.id}
     _commit_as(door, user, "CreateToken", "ApiToken", suffix=f"/{token.id}", detail=detail)
     return token, secret

@@ -362,7 +362,7 @@ function invitationSection(d, u) {
   load();
   return el("section", { id: "invitations-section" }, el("h2", { class: "section" }, "Password"),
     el("p", { class: "muted" }, "Invite this user to choose a password: a one-time link for you to send them. ",
-      "Inviting a user who has a password resets it: it stops working and their sessions end. You never see their password."),
+      "Inviting a user who has a password resets it: it stops working, the tokens and access keys made from it are revoked, and their sessions end. You never see their password."),
     actionForm([], "Invite", async () => {
       const made = await api(path, { method: "POST", body: {} });
       fill(out, shownOnce(`send this link to ${u}; it works once, until ${new Date(made.expires_at).toLocaleString()}.`, "invitation-url", made.url));
