@@ -14,13 +14,21 @@ cap, ``PROFILERHUB_LOG_MAX_BYTES``, default 8 MiB; the rest only counted in ``jo
 
 Read by the REST ``GET …/jobs/{id}/logs`` and the ``/logs`` door, while the job runs (what has
 arrived) and after. Ingest leaves these files alone.
+
+A log panel following a running job asks ``page`` every few seconds from the last line it has.
+The SDK never rewrites a chunk, so how many lines each chunk holds is kept (``_LINE_COUNTS``, by
+key and size: a chunk replaced by a whole one after a cut-short upload is counted again), and a
+page decodes only the chunks from the one holding ``offset``: following a log at its 8 MiB cap
+costs a chunk or two per poll, not every chunk (``benchmarks/bench_job_logs.py`` prints both).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import msgspec
@@ -68,22 +76,54 @@ def parse_stream(name: str) -> StreamRef | None:
     return StreamRef(match["job"], int(match["instance"]) - 1, int(match["epoch"]))
 
 
+#: Chunks whose line count is kept (a few bytes each).
+MAX_COUNTED_CHUNKS = 200_000
+_LINE_COUNTS: OrderedDict[tuple[str, int], int] = OrderedDict()
+_COUNTS_LOCK = threading.Lock()
+
+
+def _line_count(store: ObjectStore, key: str, size: int, decoded: list[LogRecord] | None = None) -> int:
+    with _COUNTS_LOCK:
+        known = _LINE_COUNTS.get((key, size))
+    if known is not None:
+        return known
+    count = len(decoded if decoded is not None else events(store, [key]))
+    with _COUNTS_LOCK:
+        _LINE_COUNTS[(key, size)] = count
+        while len(_LINE_COUNTS) > MAX_COUNTED_CHUNKS:
+            _LINE_COUNTS.popitem(last=False)
+    return count
+
+
 def page(store: ObjectStore, job: Job, rank: int | None, offset: int, limit: int) -> JobLog:
-    """``limit`` lines of ``rank`` (default the first) from ``offset`` on, for the REST route."""
-    chunks = ranks(store, job)
+    """``limit`` lines of ``rank`` (default the first) from ``offset`` on, for the REST route
+    (decoding only the chunks from the one holding ``offset``: see the module docstring)."""
+    chunks = _listing(store, job)
     if rank is not None and rank not in chunks:
         raise NotFound(f"Job '{job.id}' has no log of rank {rank}")
     rank = rank if rank is not None else next(iter(chunks), None)
-    lines = events(store, chunks[rank]) if rank is not None else []
-    shown = lines[offset : offset + limit]
+    listed = chunks[rank] if rank is not None else []
+    counts = [_line_count(store, key, size) for key, size in listed]
+    total, before, first = sum(counts), 0, 0
+    while first < len(listed) and before + counts[first] <= offset:
+        before += counts[first]
+        first += 1
+    lines: list[LogRecord] = []
+    for key, size in listed[first:]:
+        if len(lines) >= offset - before + limit:
+            break
+        decoded = events(store, [key])
+        _line_count(store, key, size, decoded)
+        lines.extend(decoded)
+    shown = lines[max(offset - before, 0) : max(offset - before, 0) + limit]
     return JobLog(
         job_id=job.id,
         ranks=list(chunks),
         rank=rank,
         stream=stream_name(job, rank) if rank is not None else None,
         lines=[LogLine(ts_ns=r.ts_ns, source=r.source, message=r.message) for r in shown],
-        total=len(lines),
-        next_offset=min(offset, len(lines)) + len(shown),
+        total=total,
+        next_offset=min(offset, total) + len(shown),
         dropped=_counts(store, job),
     )
 
@@ -99,12 +139,17 @@ def _counts(store: ObjectStore, job: Job) -> dict[str, int] | None:
 
 def ranks(store: ObjectStore, job: Job) -> dict[int, list[str]]:
     """The job's log chunks by rank, each rank's in upload order (their sequence numbers)."""
+    return {rank: [key for key, _ in listed] for rank, listed in _listing(store, job).items()}
+
+
+def _listing(store: ObjectStore, job: Job) -> dict[int, list[tuple[str, int]]]:
+    """``ranks`` with each chunk's size: one listing."""
     place = place_of(job)
-    out: dict[int, list[str]] = {}
+    out: dict[int, list[tuple[str, int]]] = {}
     for info in store.list(place.raw_prefix + FOLDER):
         match = _CHUNK.fullmatch(layout.relative_name(info.key, place.raw_prefix))
         if match is not None:
-            out.setdefault(int(match["rank"]), []).append(info.key)
+            out.setdefault(int(match["rank"]), []).append((info.key, info.size))
     return {rank: sorted(keys) for rank, keys in sorted(out.items())}
 
 

@@ -135,3 +135,33 @@ def test_another_users_key_sees_no_stream_and_missing_ones_are_not_found(
     assert group.value.response["Error"]["Code"] == "ResourceNotFoundException"
     answer = jobs_client.get(f"{JOBS}/{job_id}/logs", headers=auth(bob_token))
     assert answer.status_code == 404
+
+
+def test_rest_pages_span_chunks_and_a_chunk_replaced_whole_is_counted_again(
+    jobs_door: Any, jobs_client: Any, job: tuple[str, str, Any]
+) -> None:
+    """Every offset gives the lines a whole read gives (the kept per-chunk counts skip chunks, never
+    lines), and a chunk cut short, then uploaded whole under the same name, counts its new lines."""
+    job_id, token, _ = job
+    whole = [f"rank 0 step {i} loss={1 / (i + 1):.4f}" for i in range(20)] + [""]
+    whole += [f"rank 0 step {i} loss={1 / (i + 1):.4f}" for i in range(20, 30)]
+    for offset in range(0, 33):
+        for limit in (1, 7, 40):
+            body = jobs_client.get(f"{JOBS}/{job_id}/logs", params={"offset": offset, "limit": limit},
+                                   headers=auth(token)).json()  # fmt: skip
+            assert [line["message"] for line in body["lines"]] == whole[offset : offset + limit], (
+                offset,
+                limit,
+            )
+            assert body["total"] == 31 and body["next_offset"] == min(offset, 31) + len(body["lines"])
+    store = jobs_door.state.services.storage
+    with jobs_door.state.services.sessions() as session:
+        place = place_of(session.get(Job, job_id))
+    cut = _lines(0, 30, 4)
+    store.put(place.raw_key("logs/rank0/000004.jsonl.gz"), cut[: len(cut) // 2])  # cut short: unreadable
+    assert jobs_client.get(f"{JOBS}/{job_id}/logs", headers=auth(token)).json()["total"] == 31
+    store.put(place.raw_key("logs/rank0/000004.jsonl.gz"), _lines(0, 30, 4))  # the retry, whole
+    tail = jobs_client.get(f"{JOBS}/{job_id}/logs", params={"offset": 31}, headers=auth(token)).json()
+    assert tail["total"] == 35 and [line["message"][:14] for line in tail["lines"]] == [
+        f"rank 0 step {i}" for i in range(30, 34)
+    ]
