@@ -10,7 +10,10 @@ summary entry (``capture``: the id) is added to ``processed/live/captures.json``
 
 Idempotent and cheap when there is nothing new (one listing of ``raw/torch/`` and one small
 read): the hub sends the task when a capture trace is uploaded through it, and the live scan
-sends it for a running job with captures asked (a presigned upload passes no hub). A trace that
+sends it for a running job with captures asked (a presigned upload passes no hub). Two tasks of
+one job at once may read the same capture twice; each writes the list re-read just before, so an
+entry the other added is kept (in the rare case both write at once, one entry may be lost until
+the live scan's next task reads that capture again). A trace that
 cannot be read is recorded with its reason (``error``) and not tried again. Only a job still
 running is read; the job's own ingest later empties ``processed/`` and reads the capture traces
 again with the others, so the Ready job holds them as ordinary traces.
@@ -68,7 +71,11 @@ def ingest_captures(job_id: str, ctx: IngestContext) -> int:
             capture = layout.capture_id(rel)
             if capture is None or rel in seen:
                 continue
-            entries.append(_read(ctx, place, rel, capture, info.key, info.size, Path(tmp)))
+            entry = _read(ctx, place, rel, capture, info.key, info.size, Path(tmp))
+            # another task may have added one meanwhile (the hub's and the live scan's): keep it
+            entries = _ingested(ctx, place)
+            if rel not in {str(e.get("file")) for e in entries}:
+                entries.append(entry)
             ctx.store.put(place.processed_key(layout.LIVE_CAPTURES), orjson.dumps({"traces": entries}))
             added += 1
     return added
