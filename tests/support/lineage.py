@@ -2,9 +2,11 @@
 
     browser = Browser(hub_url, public_url)
     console = browser.sign_in_with_token(token)            # the sign-in form (login-CSRF and all)
+    console = browser.password_session(domain, user, pw)   # the same form, by name and password
     console = browser.redeem(path)["profilerhub_console"]  # a presigned sign-in link's path
     browser.console_status(console)                        # GET /api/v1/me with the cookie
     browser.app_status(app_id, app_cookie)                 # GET /apps/{id}/ with the app's cookie
+    browser.bearer_status(token)                           # GET /api/v1/me with the bearer token
 
 Every request goes out from ``address`` (a loopback address of the test's own), so the rate
 limits a case's refusals count toward are its own.
@@ -56,20 +58,27 @@ class Browser:
             base_url=self.url, transport=transport, timeout=30, follow_redirects=False, **options
         )
 
-    def sign_in_with_token(self, token: str) -> httpx.Response:
-        """POST the console's sign-in form with ``token``; the answer (303 with the cookie, or not)."""
+    def sign_in(self, **fields: str) -> httpx.Response:
+        """POST the console's sign-in form with ``fields``; the answer (303 with the cookie, or not)."""
         with self._client() as client:
             page = client.get("/console/sign-in")
             match = _SIGNIN.search(page.text)
             assert page.status_code == 200 and match, page.text
-            return client.post(
-                "/console/sign-in",
-                data={"signin": match.group(1), "token": token},
-                headers={"origin": self.public_url},
-            )
+            data = {"signin": match.group(1), **fields}
+            return client.post("/console/sign-in", data=data, headers={"origin": self.public_url})
+
+    def sign_in_with_token(self, token: str) -> httpx.Response:
+        return self.sign_in(token=token)
 
     def console_session(self, token: str) -> str:
-        answer = self.sign_in_with_token(token)
+        return self._cookie(self.sign_in_with_token(token))
+
+    def password_session(self, domain: str, user: str, password: str) -> str:
+        """A console session from the form's name-and-password sign-in (local accounts)."""
+        return self._cookie(self.sign_in(method="password", domain=domain, user=user, password=password))
+
+    @staticmethod
+    def _cookie(answer: httpx.Response) -> str:
         assert answer.status_code == 303, answer.text
         return cookies_set(answer)[CONSOLE_COOKIE]
 
@@ -85,6 +94,10 @@ class Browser:
 
     def console_status(self, cookie: str) -> int:
         with self._client(cookies={CONSOLE_COOKIE: cookie}) as client:
+            return client.get("/api/v1/me").status_code
+
+    def bearer_status(self, token: str) -> int:
+        with self._client(headers={"Authorization": f"Bearer {token}"}) as client:
             return client.get("/api/v1/me").status_code
 
     def app_status(self, app_id: str, cookie: str) -> int:
