@@ -8,6 +8,7 @@ returns through :func:`answer`, which runs the work in a thread and maps what it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +96,20 @@ def int_param(request: Request, name: str, default: int | None, lo: int, hi: int
     return value
 
 
+def float_param(request: Request, name: str) -> float | None:
+    """The finite number query parameter ``name``; ``None`` when absent."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadParameter(f"'{name}' must be a number, not {raw[:40]!r}") from None
+    if not math.isfinite(value):
+        raise BadParameter(f"'{name}' must be a finite number")
+    return value
+
+
 def id_list(request: Request, name: str, limit: int = 4096) -> list[int] | None:
     """Comma-separated ids; None when the parameter is absent (all), [] when empty (none)."""
     raw = request.query_params.get(name)
@@ -114,6 +129,7 @@ __all__ = [
     "BadParameter",
     "answer",
     "error",
+    "float_param",
     "error_for",
     "id_list",
     "int_param",

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from profilerhub_analysis.tbviews.calls import operators_between, unpack
 from profilerhub_analysis.timeline.binary import select_window
 from profilerhub_analysis.timeline.bundle import (
     INDEX_PREFIX,
@@ -151,6 +152,24 @@ class JobData:
             )
         version = (job.job_id, job.record.get("updated_at"), "tb_views", index)
         return self._summaries.fetch(version, lambda: json.loads(job.store.get(job.key(key))))
+
+    def tb_operators_between(
+        self, job: OwnedJob, index: int, t0: float | None, t1: float | None
+    ) -> dict[str, Any]:
+        """The Operators view over the calls of trace ``index`` that start in ``[t0, t1)`` µs."""
+        entry = self.trace(job, index)
+        key = entry.get("tb_calls")
+        if not key:
+            raise NotFound(
+                f"Trace {index} of job '{job.job_id}' has no operator calls to take over a time range: "
+                "it was ingested before they were kept (or its views could not be computed); ingest the "
+                "job again (POST …/jobs/{id}/complete on the hub) to keep them"
+            )
+        version = (job.job_id, job.record.get("updated_at"), "tb_calls", index)
+        calls = self._summaries.fetch(version, lambda: unpack(job.store.get(job.key(key))))
+        by_name, by_shape, n = operators_between(calls, t0, t1)
+        return {"t0us": t0, "t1us": t1, "calls": n, "tb_operators": by_name,
+                "tb_operators_by_shape": by_shape}  # fmt: skip
 
     def timeline(self, job: OwnedJob, index: int) -> JobTimeline:
         entry = self.trace(job, index)

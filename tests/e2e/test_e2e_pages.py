@@ -806,3 +806,36 @@ def test_the_profile_views_modules_tab_shows_the_models_tree_and_collapses_it(
     block.locator("a").click()  # a module opens its calls in the timeline
     app.wait_for_selector("#tl-view[data-ready='true']")
     assert app.locator("#tl-query").input_value() == "nn.Module: Block_0"
+
+
+def test_a_timeline_range_opens_the_operators_called_in_it(app: Any, jobs: PagesJobs) -> None:
+    from urllib.parse import parse_qs, urlparse
+
+    from profilerhub_analysis.tbviews.calls import operator_calls, operators_between
+    from profilerhub_analysis.tbviews.parse import parse
+    from profilerhub_analysis.tbviews.tree import build
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    canvas = open_timeline(app, jobs.ids["modules-cpu"])
+    box = canvas.bounding_box()
+    y = box["y"] + 8  # the ruler: a drag there selects a range
+    app.mouse.move(box["x"] + box["width"] * 0.35, y)
+    app.mouse.down()
+    app.mouse.move(box["x"] + box["width"] * 0.65, y, steps=5)
+    app.mouse.up()
+    link = app.locator("#box-operators")
+    expect(link).to_be_visible()
+    query = parse_qs(urlparse(link.get_attribute("href")).query)
+    t0, t1 = float(query["t0us"][0]), float(query["t1us"][0])
+    forest = build(parse(gzip.decompress(TRACE_JOBS["modules-cpu"][0].read_bytes())))
+    want, _, n = operators_between(operator_calls(forest), t0, t1)
+    assert n > 0
+    link.click()
+    expect(app.locator("#vw-range")).to_contain_text(f"{n:,} calls")
+    assert "t0us=" in app.url and "tab=operators" in app.url
+    assert _shown_total(app, "vw-ops") == len(want)
+    assert _views_rows(app, "vw-ops").first.locator("td").first.inner_text() == want[0]["name"]
+    shot(app, "views-operators-range")
+    app.click("#vw-range-clear")
+    expect(app.locator("#vw-range")).to_have_count(0)
+    assert _shown_total(app, "vw-ops") == len(analyze(TRACE_JOBS["modules-cpu"][0])["tb_operators"])

@@ -9,6 +9,7 @@ shipped, and its quirks as ``../shared/oracle/README.md`` lists them), from a tr
     steps   the steps moved to the GPU, and the window W
     views   the seven tables
     modules the module view (time per nn.Module)
+    calls   every operator call, for the Operators view over a time range
 
 ``tb_views(data)`` returns them as one dict, the keys ``profilerhub analyze --format json`` prints.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from profilerhub_analysis.tbviews import views
+from profilerhub_analysis.tbviews.calls import operator_calls
 from profilerhub_analysis.tbviews.modules import modules
 from profilerhub_analysis.tbviews.parse import parse
 from profilerhub_analysis.tbviews.steps import find_steps
@@ -35,7 +37,13 @@ SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_sh
 
 
 def tb_views(data: bytes | bytearray) -> dict[str, Any]:
-    """The seven sections of one (decompressed) Kineto trace document.
+    """The views of one (decompressed) Kineto trace document (``views_and_calls``' first half)."""
+    return views_and_calls(data)[0]
+
+
+def views_and_calls(data: bytes | bytearray) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The seven sections of one (decompressed) Kineto trace document, and every operator call
+    with its figures (``calls.operator_calls``: the Operators view over any time range).
 
     ``tb_distributed`` is the plugin's distributed view of this worker (``views.distributed``).
     ``tb_modules`` is the module view (``modules.py``), ``None`` for a trace recorded without
@@ -51,7 +59,7 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
     ops, ops_by_shape = views.operators(forest)
     kernels, kernels_by_op = views.kernels(forest)
     roles = views.role_ranges(trace, forest)
-    return {
+    views_ = {
         "tb_overview": views.overview(roles, steps) if steps is not None else None,
         "tb_gpu_summary": views.gpu_summary(trace, forest, steps),
         "tb_operators": ops,
@@ -65,6 +73,7 @@ def tb_views(data: bytes | bytearray) -> dict[str, Any]:
         "tb_notes": _notes(forest),
         "tb_facts": views.facts(trace, forest),
     }
+    return views_, operator_calls(forest)
 
 
 def _notes(forest: Forest) -> list[str]:
@@ -75,4 +84,4 @@ def _notes(forest: Forest) -> list[str]:
     return []
 
 
-__all__ = ["OWN_ID_NOTE", "SECTIONS", "tb_views"]
+__all__ = ["OWN_ID_NOTE", "SECTIONS", "tb_views", "views_and_calls"]

@@ -3,7 +3,9 @@
 Ingest computed them once (``profilerhub_analysis.tbviews``, stored as the trace's
 ``tb_views.json``); this route hands them over as stored, with the job's trace list for the
 picker and the plugin's recommendations for that trace (``rules.tb_recommendations.recommend``,
-at the default thresholds). Shapes: ``docs/app-api.md``.
+at the default thresholds). ``views/operators?t0us=&t1us=`` is the Operators view over the calls
+that start in a time range (a timeline selection), from the trace's ``tb_calls.npz``. Shapes:
+``docs/app-api.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from profilerhub_analysis.rules.tb_recommendations import recommend
-from profilerhub_app.http import MAX_TRACES, answer, int_param, services, trace_job
+from profilerhub_app.http import MAX_TRACES, BadParameter, answer, float_param, int_param, services, trace_job
 from profilerhub_app.jobdata import trace_list
 
 
@@ -38,10 +40,27 @@ def _views(request: Request, job_id: str) -> dict[str, Any]:
     }
 
 
+def _operators(request: Request, job_id: str) -> dict[str, Any]:
+    index = int_param(request, "trace", 0, 0, MAX_TRACES)
+    t0, t1 = float_param(request, "t0us"), float_param(request, "t1us")
+    if t0 is not None and t1 is not None and t1 <= t0:
+        raise BadParameter("'t1us' must be after 't0us'")
+    rows = services(request).data.tb_operators_between(trace_job(request, job_id), index, t0, t1)
+    return {"job_id": job_id, "trace": index, **rows}
+
+
 async def job_views(request: Request) -> Response:
     job_id: str = request.path_params["job_id"]
     return await answer(lambda: _views(request, job_id))
 
 
+async def job_operators(request: Request) -> Response:
+    job_id: str = request.path_params["job_id"]
+    return await answer(lambda: _operators(request, job_id))
+
+
 def routes(api_base: str) -> list[Route]:
-    return [Route(f"{api_base}/jobs/{{job_id}}/views", job_views, methods=["GET"])]
+    return [
+        Route(f"{api_base}/jobs/{{job_id}}/views", job_views, methods=["GET"]),
+        Route(f"{api_base}/jobs/{{job_id}}/views/operators", job_operators, methods=["GET"]),
+    ]

@@ -41,7 +41,8 @@ written by one module of ingest (``profilerhub_worker.ingest``):
                                    traces/<n>-<name>/)
     traces/<n>-<name>/             ingest.views          app (jobdata), through the summary's
       dashboard.json  TRACE_DASHBOARD                    trace entry ("dashboard", "timeline",
-      tb_views.json   TRACE_TB_VIEWS                     "tb_views")
+      tb_views.json   TRACE_TB_VIEWS                     "tb_views", "tb_calls")
+      tb_calls.npz    TRACE_TB_CALLS (every operator call: the Operators view over a time range)
       timeline/       TRACE_TIMELINE (the files of ``TraceTimeline.to_files()``, named by
                                    ``profilerhub_analysis.timeline.bundle``), then
       timeline/done   TIMELINE_DONE  last, so a reader never maps a half-written folder
@@ -104,6 +105,9 @@ TRACE_DASHBOARD = "dashboard.json"
 """In a trace's folder: the dashboard panels the summary does not hold (``dashboard.trace_panels``)."""
 TRACE_TB_VIEWS = "tb_views.json"
 """In a trace's folder: the TensorBoard profiler plugin's views (``profilerhub_analysis.tbviews``)."""
+TRACE_TB_CALLS = "tb_calls.npz"
+"""In a trace's folder: every operator call with its figures (``tbviews.calls``), for the Operators
+view over a time range (a timeline selection)."""
 TRACE_TIMELINE = "timeline"
 """In a trace's folder: the timeline bundle (``TraceTimeline.to_files()``), memory-mapped by the app."""
 TIMELINE_DONE = "done"
@@ -233,6 +237,7 @@ __all__ = [
     "PROGRESS",
     "TRACE_DASHBOARD",
     "TRACE_PARTS",
+    "TRACE_TB_CALLS",
     "TRACE_TB_VIEWS",
     "TRACE_TIMELINE",
     "domain_prefix",

@@ -7,12 +7,15 @@ Under ``processed/traces/<n>-<name>/`` (``layout.trace_folder``; names: ``layout
     tb_views.json         ``profilerhub_analysis.tbviews.tb_views``: the TensorBoard plugin's
                           views (overview, GPU summary, operators, kernels, memory), read from
                           the document itself after the event store is gone (``put_tb_views``)
+    tb_calls.npz          ``tbviews.calls``: every operator call with its figures, for the
+                          Operators view over a time range (a timeline selection)
     timeline/             ``TraceTimeline.to_files()``: the timeline index and per-event columns
                           as ``.npy`` (the app memory-maps them), ``lanes.json``, the overview
                           (the first view, ``overview.phw``); ``timeline/done``
                           is written last, so a reader never maps a half-written folder
 
-The trace's summary entry gets ``dashboard``, ``timeline`` and ``tb_views`` keys naming them. The
+The trace's summary entry gets ``dashboard``, ``timeline``, ``tb_views`` and ``tb_calls`` keys naming
+them. The
 event store they are built from is not kept: nothing reads it once the views are written (a job
 ingested again is read from its raw files), and it cost a Parquet write per trace.
 """
@@ -31,13 +34,15 @@ from profilerhub_analysis.reader import read_bytes
 from profilerhub_analysis.rules.tb_recommendations import brief
 from profilerhub_analysis.sdk_records import AnnotationRecord
 from profilerhub_analysis.store import EventStore
-from profilerhub_analysis.tbviews import tb_views
+from profilerhub_analysis.tbviews import views_and_calls
+from profilerhub_analysis.tbviews.calls import pack
 from profilerhub_analysis.timeline.bundle import TraceTimeline
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore
 from profilerhub_core.storage.layout import (
     TIMELINE_DONE,
     TRACE_DASHBOARD,
+    TRACE_TB_CALLS,
     TRACE_TB_VIEWS,
     TRACE_TIMELINE,
     processed_name,
@@ -73,20 +78,23 @@ def put_trace(
 def put_tb_views(
     store: ObjectStore, place: JobPlace, folder: str, entry: dict[str, Any], path: Path, size: int
 ) -> None:
-    """Write the TensorBoard plugin's views of the (decompressed) trace at ``path``; name them in ``entry``.
+    """Write the TensorBoard plugin's views of the (decompressed) trace at ``path``, and its operator
+    calls (the Operators view over a time range); name them in ``entry``.
 
     The views are an addition to the trace, never a reason to lose it: if they cannot be computed
     (a bug, or a document shaped in a way nobody foresaw) the trace is kept without them, the
     reason logged and named in ``entry["tb_views_error"]``.
     """
     try:
-        views = tb_views(read_bytes(path, size))
+        views, calls = views_and_calls(read_bytes(path, size))
     except Exception as exc:  # noqa: BLE001 - see above: the trace must survive its extras
         log.exception("%s: the TensorBoard views could not be computed", entry.get("file"))
         entry["tb_views_error"] = f"{type(exc).__name__}: {exc}"[:300]
         return
     store.put(place.processed_key(f"{folder}/{TRACE_TB_VIEWS}"), orjson.dumps(views))
     entry["tb_views"] = processed_name(f"{folder}/{TRACE_TB_VIEWS}")
+    store.put(place.processed_key(f"{folder}/{TRACE_TB_CALLS}"), pack(calls))
+    entry["tb_calls"] = processed_name(f"{folder}/{TRACE_TB_CALLS}")
     entry["tb_brief"] = brief(views)  # what the recommendation rules read; small, in the summary
 
 

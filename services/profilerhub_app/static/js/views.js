@@ -25,6 +25,9 @@ const view = {
   sort: initial.sort || "",
   desc: initial.asc !== "1",
   device: initial.device || "",
+  t0us: initial.t0us || "",
+  t1us: initial.t1us || "",
+  range: null, // the Operators view over [t0us, t1us) once it is fetched
   data: null,
 };
 
@@ -54,6 +57,8 @@ function remember() {
     sort: view.sort || null,
     asc: view.desc ? null : "1",
     device: view.device || null,
+    t0us: view.t0us || null,
+    t1us: view.t1us || null,
   });
 }
 
@@ -216,9 +221,42 @@ function overviewTab(v) {
   return out;
 }
 
+/** A time range from the timeline (t0us/t1us): the calls starting in it, with the way back. */
+function rangeNote() {
+  if (!view.t0us) return null;
+  const whole = el("button", { type: "button", id: "vw-range-clear" }, "Show the whole trace");
+  whole.addEventListener("click", () => {
+    view.t0us = view.t1us = "";
+    view.range = null;
+    remember();
+    draw();
+  });
+  const r = view.range;
+  const span = Number(view.t1us) - Number(view.t0us);
+  const text = r ? `Operators called in a ${us(span)} range of the timeline: ${count(r.calls)} calls.` : "Reading the operators of the range…";
+  return el("p", { class: "vw-range", id: "vw-range", role: "status" }, text, " ", el("a", { href: timelineHref("") + `&t0us=${view.t0us}&t1us=${view.t1us}` }, "Back to the range"), " ", whole);
+}
+
+async function loadRange() {
+  const wanted = `${view.trace}:${view.t0us}:${view.t1us}`;
+  try {
+    const r = await api(`${jobPath}/views/operators?${new URLSearchParams({ trace: String(view.trace), t0us: view.t0us, t1us: view.t1us })}`);
+    if (wanted !== `${view.trace}:${view.t0us}:${view.t1us}`) return;
+    view.range = r;
+    draw();
+  } catch (error) {
+    fill(node, errorBox(error));
+  }
+}
+
 function operatorsTab(v) {
   const byShape = view.group === "shape";
-  const rows = (byShape ? v.tb_operators_by_shape : v.tb_operators) || [];
+  if (view.t0us && !view.range) {
+    loadRange();
+    return [rangeNote()];
+  }
+  const source = view.t0us ? view.range : v;
+  const rows = (byShape ? source.tb_operators_by_shape : source.tb_operators) || [];
   const nameCell = (r) => cut(r.name, timelineHref(r.name));
   const columns = [
     { key: "name", label: "operator", get: nameCell, value: (r) => r.name },
@@ -244,7 +282,7 @@ function operatorsTab(v) {
       draw: (n) => barList(n, top.map((r, i) => ({ label: byShape ? `${r.name} ${shape(r.input_shape)}` : r.name, value: anyDevice ? r.device_self_us : r.host_self_us, text: us(anyDevice ? r.device_self_us : r.host_self_us), href: timelineHref(r.name), colorIndex: i % 8 }))),
       table: () => dataTable([{ label: "operator", get: (r) => r.name }, { label: "self time", num: true, get: (r) => us(anyDevice ? r.device_self_us : r.host_self_us) }], top),
     }),
-    section("vw-ops", "Operators", el("div", {}, el("div", { class: "table-tools" }, groupPicker([["", "operator"], ["shape", "operator + input shape"]])), table)),
+    section("vw-ops", "Operators", el("div", {}, rangeNote(), el("div", { class: "table-tools" }, groupPicker([["", "operator"], ["shape", "operator + input shape"]])), table)),
   ];
 }
 
@@ -486,6 +524,7 @@ function showTracePicker(d) {
   );
   select.addEventListener("change", () => {
     view.trace = Number(select.value);
+    view.range = null;
     remember();
     load();
   });

@@ -1,7 +1,7 @@
 // Selection: an event (its details, the call that launched it or the GPU ops it launched, with
 // arrows between them) or a time range (shift-drag: the events summed inside it), and fitting
 // the view to either.
-import { api, count, el, errorBox, fill, ns } from "../common.js";
+import { api, base, count, el, errorBox, fill, ns } from "../common.js";
 import { formatNs, ROW, RULER } from "./draw.js";
 import { redraw } from "./frame.js";
 import { clampScroll } from "./lanes.js";
@@ -140,9 +140,20 @@ export function showBox() {
       ["duration", el("span", { id: "box-duration" }, ns(b - a))],
     ]),
     el("div", { id: "box-ops" }, el("p", { class: "muted" }, "Summing the events inside…")),
-    el("button", { type: "button", onclick: () => fitTo(a, b) }, "Zoom to range (f)"),
+    el("div", { class: "box-actions" },
+      el("button", { type: "button", onclick: () => fitTo(a, b) }, "Zoom to range (f)"),
+      el("a", { class: "button", id: "box-operators", href: operatorsHref(a, b) }, "Operators in this range")),
   );
   aggregate(a, b);
+}
+
+/** The Profile page's Operators tab over the calls starting in [a, b) (ns from the origin; the
+ * views count trace time in µs, as the trace's `ts`). */
+function operatorsHref(a, b) {
+  const origin = Number(tv.lanesInfo.trace_origin_ns);
+  const us = (rel) => ((origin + rel) / 1000).toFixed(3);
+  const q = new URLSearchParams({ tab: "operators", trace: String(tv.trace), t0us: us(Math.floor(a)), t1us: us(Math.ceil(b)) });
+  return `${base}${tv.jobPath}/views?${q}`;
 }
 
 async function aggregate(a, b) {

@@ -1,0 +1,116 @@
+"""Every operator call with its figures: the Operators view over any time range (a timeline selection).
+
+Kept at ingest so that a range needs no second reading of the trace.
+
+``operator_calls(forest)`` is one row per operator the plugin counts (``views.operators``' input),
+as columns; ``pack``/``unpack`` turn it into one ``.npz`` (no pickles: names and shapes travel as
+JSON bytes); ``operators_between(calls, t0, t1)`` sums the calls that *start* in ``[t0, t1)`` µs
+(trace time, as in the trace's ``ts``) into the two tables ``views.operators`` makes, the same rows
+in the same order: over the whole trace the two are equal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import numpy as np
+
+from profilerhub_analysis.tbviews.tree import Forest
+
+FIGURES = ("host_self_us", "host_total_us", "device_self_us", "device_total_us", "tc_self_us", "tc_total_us")
+
+
+def operator_calls(forest: Forest) -> dict[str, Any]:
+    """Columns ``ts, name, shape, tc_eligible`` and ``FIGURES`` (one row per call, the plugin's
+    order), and the ``names`` and ``shapes`` the two index columns point into."""
+    names: dict[str, int] = {}
+    shapes: dict[bytes, int] = {}
+    rows: list[tuple[Any, ...]] = []
+    for op in forest.nodes:
+        if not op.is_operator:
+            continue
+        assert op.event is not None
+        raw = op.event.args.dims if len(op.event.args.dims) else op.event.args.dims_lower
+        name = names.setdefault(op.name, len(names))
+        shape = shapes.setdefault(bytes(raw), len(shapes))
+        rows.append((op.ts, name, shape, op.tc_eligible, op.host_self_us, op.end - op.ts,
+                     op.device_self_us, op.device_us, op.tc_self_us, op.tc_total_us))  # fmt: skip
+    cols = list(zip(*rows, strict=True)) if rows else [()] * 10
+    out: dict[str, Any] = {
+        "ts": np.asarray(cols[0], dtype=np.float64),
+        "name": np.asarray(cols[1], dtype=np.int32),
+        "shape": np.asarray(cols[2], dtype=np.int32),
+        "tc_eligible": np.asarray(cols[3], dtype=bool),
+    }
+    for key, col in zip(FIGURES, cols[4:], strict=True):
+        out[key] = np.asarray(col, dtype=np.float64)
+    out["names"] = list(names)
+    out["shapes"] = [json.loads(s) if s else [] for s in shapes]
+    return out
+
+
+def pack(calls: dict[str, Any]) -> bytes:
+    arrays: dict[str, Any] = {k: v for k, v in calls.items() if isinstance(v, np.ndarray)}
+    text = json.dumps({"names": calls["names"], "shapes": calls["shapes"]}, separators=(",", ":"))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays, labels=np.frombuffer(text.encode(), dtype=np.uint8))
+    return buf.getvalue()
+
+
+def unpack(data: bytes) -> dict[str, Any]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        out: dict[str, Any] = {k: npz[k] for k in npz.files if k != "labels"}
+        out.update(json.loads(npz["labels"].tobytes()))
+    return out
+
+
+def operators_between(
+    calls: dict[str, Any], t0: float | None = None, t1: float | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """(by name, by name + input shape, calls counted) over the calls starting in ``[t0, t1)``."""
+    ts = calls["ts"]
+    keep = np.ones(len(ts), dtype=bool)
+    if t0 is not None:
+        keep &= ts >= t0
+    if t1 is not None:
+        keep &= ts < t1
+    rows = np.flatnonzero(keep)
+    by_name = _table(calls, calls["name"][rows], rows, lambda g: {"name": calls["names"][g]})
+    n_shapes = max(len(calls["shapes"]), 1)
+    pair = calls["name"][rows].astype(np.int64) * n_shapes + calls["shape"][rows]
+    shaped = lambda g: {"name": calls["names"][g // n_shapes], "input_shape": calls["shapes"][g % n_shapes]}  # noqa: E731
+    by_shape = _table(calls, pair, rows, shaped)
+    return by_name, by_shape, len(rows)
+
+
+def _table(calls: dict[str, Any], group: np.ndarray, rows: np.ndarray, label: Any) -> list[dict[str, Any]]:
+    """One row per group in order of its first call (``views.operators``' dict order), sorted as
+    there: device self time, else host self time, largest first (stable). Sums are numpy's, so
+    they may differ from the plugin's call-order sums in the last bit."""
+    if not len(rows):
+        return []
+    keys, first, inverse = np.unique(group, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # groups by first appearance
+    counts = np.bincount(inverse, minlength=len(keys))
+    sums = {k: np.bincount(inverse, weights=calls[k][rows], minlength=len(keys)).tolist() for k in FIGURES}
+    out = []
+    for g in order.tolist():
+        dev_self, dev_total = sums["device_self_us"][g], sums["device_total_us"][g]
+        out.append({
+            **label(int(keys[g])),
+            "calls": int(counts[g]),
+            "device_self_us": dev_self,
+            "device_total_us": dev_total,
+            "host_self_us": sums["host_self_us"][g],
+            "host_total_us": sums["host_total_us"][g],
+            "tc_eligible": bool(calls["tc_eligible"][rows[first[g]]]),
+            "tc_self_pct": 100.0 * sums["tc_self_us"][g] / dev_self if dev_self > 0 else 0,
+            "tc_total_pct": 100.0 * sums["tc_total_us"][g] / dev_total if dev_total > 0 else 0,
+        })  # fmt: skip
+    out.sort(key=lambda r: -r["device_self_us"] if r["device_self_us"] else -r["host_self_us"])
+    return out
+
+
+__all__ = ["FIGURES", "operator_calls", "operators_between", "pack", "unpack"]
