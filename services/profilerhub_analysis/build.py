@@ -172,7 +172,9 @@ class _Columns:
         self.phases: dict[str, int] = {}
         self.parts: dict[str, list[np.ndarray]] = {}
         self.meta_events: list[Metadata] = []
-        self.memory_events: list[Instant] = []
+        #: PyTorch's ``[memory]`` instants as columns (ts, device type and id, the two totals),
+        #: batch by batch: not their events, which would be held to the end.
+        self.memory: dict[str, list[np.ndarray]] = {}
         self.counter_events: list[Counter] = []
         self.all_int = True
         self.any_x = False
@@ -192,6 +194,19 @@ class _Columns:
         mask = type_ids == wanted[0] if len(wanted) == 1 else np.isin(type_ids, wanted)
         return list(compress(evs, mask))
 
+    def _put_memory(self, mem: list[Instant]) -> None:
+        margs = _values(mem, "args")
+        n = len(mem)
+        columns = {
+            "ts": _number_array(_values(mem, "ts")),
+            "device_type": np.fromiter(map(attrgetter("device_type"), margs), np.int64, n),
+            "device_id": np.fromiter(map(attrgetter("device_id"), margs), np.int64, n),
+            "total_allocated": np.array(_values(margs, "total_allocated"), dtype=np.float64),
+            "total_reserved": np.array(_values(margs, "total_reserved"), dtype=np.float64),
+        }
+        for key, value in columns.items():
+            self.memory.setdefault(key, []).append(value)
+
     def add(self, evs: list[TraceEvent]) -> None:
         type_ids = self._ids("type", map(type, evs), len(evs))
         types = list(self.tables["type"])
@@ -203,7 +218,9 @@ class _Columns:
         instants = self._of_type(evs, type_ids, *(t for t in types if issubclass(t, Instant)))
         if instants:
             inst_ids, inst_names = _intern(_values(instants, "name"))
-            self.memory_events += compress(instants, _is(inst_ids, inst_names, "[memory]"))
+            mem: list[Instant] = list(compress(instants, _is(inst_ids, inst_names, "[memory]")))
+            if mem:
+                self._put_memory(mem)
         xs: list[Complete] = self._of_type(evs, type_ids, Complete, TfComplete)
         m = len(xs)
         # float64 holds integer µs exactly (|ts| < 2**53), and _to_ns keeps them exact
@@ -298,7 +315,8 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         skipped["X event with a missing or invalid ts"] = int((~ts_ok).sum())
         skipped["X event with a missing, negative or absurd dur"] = int((ts_ok & ~dur_ok).sum())
         skipped = {k: v for k, v in skipped.items() if v}
-    keep = np.flatnonzero(valid)
+    # every event valid (the usual case): views, not a copy of every column
+    keep: Any = slice(None) if valid.all() else np.flatnonzero(valid)
 
     pids, tids = list(acc.tables["pid"]), list(acc.tables["tid"])
     code = (gpu * len(pids) + acc.column("pid_id", np.int32)) * max(len(tids), 1) + acc.column(
@@ -332,7 +350,8 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
     lane_id = lane_of_raw[raw_lane[keep]]
     del acc.parts
     order = _lane_time_order(lane_id, cols["ts_ns"])
-    cols = {k: v[order] for k, v in cols.items()}
+    for key in list(cols):  # one column at a time: one column's copy held at once, not all of them
+        cols[key] = cols[key][order]
     cols["lane_id"] = lane_id[order].astype(np.int32)
     lane_kind_codes = np.array([LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0])
     cols["launch"] = launch_join(cols["kind"], cols["correlation"], lane_kind_codes[cols["lane_id"]])
@@ -354,7 +373,9 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         producer="kineto" if tf is None else "tensorflow",
         trace_name=doc.traceName if isinstance(doc.traceName, str) else None,
     )
-    counters = _build_counters(acc.memory_events, acc.counter_events)
+    memory = {key: np.concatenate(parts) for key, parts in acc.memory.items()}
+    del acc.memory
+    counters = _build_counters(memory, acc.counter_events)
     return EventStore(columns=cols, names=list(acc.tables["name"]), lanes=lanes, counters=counters, meta=meta)
 
 
@@ -398,19 +419,17 @@ def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray
     return out
 
 
-def _build_counters(mem: list[Instant], counter_events: list[Counter]) -> Columns:
-    """Counter series from PyTorch's ``[memory]`` instants and from ``C`` events."""
+def _build_counters(mem: Columns, counter_events: list[Counter]) -> Columns:
+    """Counter series from PyTorch's ``[memory]`` instants (``_Columns.memory``) and ``C`` events."""
     names: list[str] = []
     ts_parts: list[np.ndarray] = []
     values: list[np.ndarray] = []
 
     if mem:
-        ts, ok = _to_ns(_number_array(_values(mem, "ts")))
-        margs = _values(mem, "args")
-        dev_type = np.fromiter(map(attrgetter("device_type"), margs), np.int64, len(mem))
-        dev_id = np.fromiter(map(attrgetter("device_id"), margs), np.int64, len(mem))
+        ts, ok = _to_ns(mem["ts"])
+        dev_type, dev_id = mem["device_type"], mem["device_id"]
         for key, label in (("total_allocated", "allocated"), ("total_reserved", "reserved")):
-            vals = np.array(_values(margs, key), dtype=np.float64)
+            vals = mem[key]
             for dt, di in sorted(set(zip(dev_type.tolist(), dev_id.tolist(), strict=True))):
                 sel = ok & (dev_type == dt) & (dev_id == di) & np.isfinite(vals)
                 if sel.any():
