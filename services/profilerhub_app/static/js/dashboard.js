@@ -196,6 +196,7 @@ function liveFacts(job, streamed) {
  * panel (a `jobstate` event: it follows the log while the run goes on). */
 function jobState(job) {
   showControls(actions, job, () => load());
+  window.__jobState = job; // for a module that starts listening later
   document.dispatchEvent(new CustomEvent("jobstate", { detail: job }));
 }
 

@@ -123,14 +123,15 @@ lines.addEventListener("scroll", () => {
 follow.addEventListener("change", () => {
   if (follow.checked) lines.scrollTop = lines.scrollHeight;
 });
-document.addEventListener("jobstate", (event) => {
-  const job = event.detail;
+function jobState(job) {
   const running = job.status === "InProgress" && !job.completed_at;
   if (state.running && !running) {
     state.running = false;
     tick(); // the last lines the run sent
   }
   state.running = running;
-});
+}
+document.addEventListener("jobstate", (event) => jobState(event.detail));
+if (window.__jobState) jobState(window.__jobState); // dashboard.js read the job first
 
 if (node) poll(tick, FOLLOW_MS, () => state.running);
