@@ -284,7 +284,8 @@ MAX_RULES = 20
 RULE_NAMES = (
     "LowGPUUtilization", "CPUBottleneck", "IOBottleneck", "StepOutlier", "BatchSize", "Dataloader",
     "GPUMemoryIncrease", "MaxInitializationTime", "OverallSystemUsage", "LoadBalancing", "ProfilerReport",
-    "DataLoaderTime", "CommunicationTime", "TensorCoresUnused", "DataParallelUsed",
+    "DataLoaderTime", "CommunicationTime", "TensorCoresUnused", "DataParallelUsed", "NcclBackendUnused",
+    "MemoryNearLimit",
     "VanishingGradient", "ExplodingTensor", "Overfit", "Overtraining", "LossNotDecreasing",
     "WeightUpdateRatio", "SaturatedActivation", "DeadRelu", "PoorWeightInitialization", "TensorVariance",
     "AllZero", "UnchangedTensor", "ClassImbalance", "StalledTrainingRule",

@@ -84,3 +84,65 @@ def test_without_a_trace_the_rules_have_no_data_and_wait_while_the_job_runs() ->
     cpu_rules = statuses(cpu)
     assert cpu_rules["DataLoaderTime"]["status"] == "NoIssuesFound"
     assert cpu_rules["TensorCoresUnused"]["missing_data"] is True
+
+
+DDP_GLOO = {"distributed_data_parallel": True, "collective_libs": ["gloo"], "compute_capabilities": [[8, 0]]}
+
+
+def test_ddp_over_gloo_on_a_capable_gpu_is_told_to_use_nccl() -> None:
+    rules = ["NcclBackendUnused"]
+    got = {r["rule"]: r for r in evaluate_rules(rules, RuleData(tb=[brief(**DDP_GLOO)], finished=True))}
+    found = got["NcclBackendUnused"]
+    assert found["status"] == "IssuesFound"
+    assert "gloo" in found["findings"][0]["message"] and "8.0" in found["findings"][0]["message"]
+    assert [r["rule"] for r in recommend(brief(**DDP_GLOO))] == ["NcclBackendUnused"]
+    for fine in (
+        {**DDP_GLOO, "collective_libs": ["nccl"]},  # already NCCL
+        {**DDP_GLOO, "distributed_data_parallel": False},  # no DDP
+        {**DDP_GLOO, "compute_capabilities": [[3, 0]]},  # too old for NCCL (the plugin's 3.5)
+        {**DDP_GLOO, "compute_capabilities": []},  # no GPU properties
+    ):
+        result = evaluate_rules(rules, RuleData(tb=[brief(**fine)], finished=True))[0]
+        assert result["status"] == "NoIssuesFound", fine
+
+
+def test_memory_near_the_gpus_limit_trips_past_the_threshold() -> None:
+    gib = 2**30
+    near = brief(gpu_memory=[{"device": "GPU0", "peak_bytes": 37.0 * gib, "total_bytes": 40 * gib}])  # 92.5 %
+    rules = [{"rule": "MemoryNearLimit"}]
+    result = evaluate_rules(rules, RuleData(tb=[near], finished=True))[0]
+    assert result["status"] == "IssuesFound"
+    assert result["findings"][0]["figures"]["peak_pct"] == 92.5
+    assert "GPU0" in result["findings"][0]["message"] and "40.0 GiB" in result["findings"][0]["message"]
+    at = brief(gpu_memory=[{"device": "GPU0", "peak_bytes": 36.0 * gib, "total_bytes": 40 * gib}])  # 90 %
+    assert evaluate_rules(rules, RuleData(tb=[at], finished=True))[0]["status"] == "NoIssuesFound"
+    lower = [{"rule": "MemoryNearLimit", "parameters": {"threshold": 80}}]
+    assert evaluate_rules(lower, RuleData(tb=[at], finished=True))[0]["status"] == "IssuesFound"
+    unknown = brief(gpu_memory=[{"device": "GPU1", "peak_bytes": 1.0, "total_bytes": None}])
+    assert evaluate_rules(rules, RuleData(tb=[unknown], finished=True))[0]["status"] == "NoIssuesFound"
+    none = evaluate_rules(rules, RuleData(tb=[brief()], finished=True))[0]  # no GPU memory records
+    assert none["status"] == "Error" and none["missing_data"]
+
+
+def test_the_facts_of_a_trace_name_its_collectives_capabilities_and_gpu_memory() -> None:
+    import json
+
+    from profilerhub_analysis.tbviews import tb_views
+
+    def op(name: str, ts: int, dur: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+    events = [
+        op("ProfilerStep#1", 0, 100),
+        op("DistributedDataParallel.forward", 1, 50),
+        op("gloo:all_reduce", 60, 10),
+        *({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": t,
+           "args": {"Device Type": 1, "Device Id": 0, "Bytes": b, "Total Allocated": a, "Total Reserved": a}}
+          for t, b, a in ((10, 100, 100), (20, 900, 1000), (30, -500, 500))),
+    ]  # fmt: skip
+    props = [{"id": 0, "name": "GPU", "totalGlobalMem": 1100, "computeMajor": 8, "computeMinor": 6}]
+    doc = json.dumps({"traceEvents": events, "deviceProperties": props}).encode()
+    facts = tb_views(doc)["tb_facts"]
+    assert facts["collective_libs"] == ["gloo"] and facts["distributed_data_parallel"] is True
+    assert facts["compute_capabilities"] == [[8, 6]]
+    assert facts["gpu_memory"] == [{"device": "GPU0", "peak_bytes": 1000.0, "total_bytes": 1100}]

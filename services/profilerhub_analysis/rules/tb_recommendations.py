@@ -11,6 +11,10 @@ ingest from ``profilerhub_analysis.tbviews``) with the plugin's own thresholds a
                          kernel time: use automatic mixed precision (not said of AMD GPUs,
                          whose matrix-core kernels the plugin's NVIDIA name list cannot see)
     DataParallelUsed     ``nn.DataParallel`` over more than one GPU: use DistributedDataParallel
+    NcclBackendUnused    DistributedDataParallel whose collectives are not NCCL's (gloo) on a GPU
+                         of compute capability >= 3.5: use the NCCL backend
+    MemoryNearLimit      a GPU's peak allocated memory above ``threshold`` (90) % of its memory
+                         (``totalGlobalMem``): activation checkpointing or mixed precision
 
 A job without a trace (or traced before these views existed) has no data for them: ``Error`` with
 ``missing_data`` once the job has finished, ``InProgress`` while it runs.
@@ -79,6 +83,35 @@ def _data_parallel(brief: dict[str, Any], params: dict[str, Any]) -> tuple[str, 
     if not f.get("data_parallel") or f.get("devices", 0) <= 1:
         return None
     return f"nn.DataParallel over {f['devices']} GPUs", {"devices": f["devices"]}
+
+
+def _nccl(brief: dict[str, Any], params: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    f = brief.get("facts") or {}
+    libs = f.get("collective_libs") or []
+    if not f.get("distributed_data_parallel") or "nccl" in libs:
+        return None
+    capable = [c for c in f.get("compute_capabilities") or [] if (c[0], c[1]) >= (3, 5)]
+    if not capable:
+        return None
+    used = " and ".join(libs) or "no collective library the trace names"
+    return (
+        f"DistributedDataParallel communicates with {used} on GPUs that NCCL supports "
+        f"(compute capability {capable[0][0]}.{capable[0][1]})",
+        {"collective_libs": ",".join(libs)},
+    )
+
+
+def _memory(brief: dict[str, Any], params: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    for gpu in (brief.get("facts") or {}).get("gpu_memory") or []:
+        total, peak = gpu.get("total_bytes"), gpu.get("peak_bytes")
+        if not total or peak is None or 100.0 * peak / total <= params["threshold"]:
+            continue
+        share = 100.0 * peak / total
+        return (
+            f"{gpu['device']}'s peak allocated memory is {share:.1f} % of its {total / 2**30:.1f} GiB",
+            {"device": gpu["device"], "peak_pct": pct(share), "peak_bytes": peak, "total_bytes": total},
+        )
+    return None
 
 
 def _needs_kernels(brief: dict[str, Any]) -> bool:
@@ -157,7 +190,24 @@ DATA_PARALLEL = _rule(
     _needs_kernels,
 )
 
-MEMBERS = (DATALOADER, COMMUNICATION, TENSOR_CORES, DATA_PARALLEL)
+NCCL = _rule(
+    "NcclBackendUnused",
+    (),
+    _nccl,
+    "Use the NCCL backend for DistributedDataParallel on GPUs (init_process_group(backend=\"nccl\")): "
+    "it is the fastest for GPU collectives, https://pytorch.org/docs/stable/distributed.html#backends",
+    _needs_kernels,
+)
+MEMORY = _rule(
+    "MemoryNearLimit",
+    (Param("threshold", 90.0, 0, 100, description="% of the GPU's memory at the peak allocation"),),
+    _memory,
+    "Make room on the GPU: activation (gradient) checkpointing, "
+    "https://pytorch.org/docs/stable/checkpoint.html, or automatic mixed precision, " + AMP_URL,
+    lambda b: bool((b.get("facts") or {}).get("gpu_memory")),
+)
+
+MEMBERS = (DATALOADER, COMMUNICATION, TENSOR_CORES, DATA_PARALLEL, NCCL, MEMORY)
 
 
 def brief(views: dict[str, Any]) -> dict[str, Any]:

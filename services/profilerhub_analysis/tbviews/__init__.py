@@ -59,6 +59,7 @@ def views_and_calls(data: bytes | bytearray) -> tuple[dict[str, Any], dict[str, 
     ops, ops_by_shape = views.operators(forest)
     kernels, kernels_by_op = views.kernels(forest)
     roles = views.role_ranges(trace, forest)
+    curve = views.memory_curve(trace)
     views_ = {
         "tb_overview": views.overview(roles, steps) if steps is not None else None,
         "tb_gpu_summary": views.gpu_summary(trace, forest, steps),
@@ -67,11 +68,11 @@ def views_and_calls(data: bytes | bytearray) -> tuple[dict[str, Any], dict[str, 
         "tb_kernels": kernels,
         "tb_kernels_by_op": kernels_by_op,
         "tb_memory": views.memory(trace, forest),
-        "tb_memory_curve": views.memory_curve(trace),
+        "tb_memory_curve": curve,
         "tb_modules": modules(trace, forest),
         "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
         "tb_notes": _notes(forest),
-        "tb_facts": views.facts(trace, forest),
+        "tb_facts": views.facts(trace, forest, curve),
     }
     return views_, operator_calls(forest)
 

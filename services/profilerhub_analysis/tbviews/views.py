@@ -447,12 +447,14 @@ def _memory_totals(top: Node, visited: set[int]) -> list[tuple[Node, dict[str, l
     return out
 
 
-def facts(trace: TbTrace, forest: Forest) -> dict[str, Any]:
+def facts(trace: TbTrace, forest: Forest, curve: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the plugin's recommendations read (its ``RunProfileData.analyze``): whether the model
     ran under ``DataParallel`` / ``DistributedDataParallel``, on how many devices, the first GPU's
     compute capability, the share of kernel time that used tensor cores (``tc_used_pct``, over
     every kernel) and the share launched by tensor-core eligible operators (``tc_eligible_pct``,
-    over the kernels of operators' launches); ``None`` where the trace has no kernel."""
+    over the kernels of operators' launches); ``None`` where the trace has no kernel. Also the
+    collective libraries used (``nccl``/``gloo``), every GPU's compute capability, and each GPU's
+    peak allocated memory (``curve``: ``memory_curve``) beside its ``totalGlobalMem``."""
     names = {n.name for n in forest.nodes}
     kernels = [g for g in forest.gpu_ops if g.type == T.KERNEL]
     total = sum(k.end - k.ts for k in kernels)
@@ -474,7 +476,28 @@ def facts(trace: TbTrace, forest: Forest) -> dict[str, Any]:
         "compute_major": major if isinstance(major, int) else None,
         "tc_used_pct": 100.0 * used / total if total > 0 else None,
         "tc_eligible_pct": 100.0 * eligible / of_operators if of_operators > 0 else None,
-    }
+        "collective_libs": sorted({n.split(":")[0] for n in names if n in COLLECTIVES}),
+        "compute_capabilities": [
+            [p["computeMajor"], p["computeMinor"]] for p in props
+            if isinstance(p.get("computeMajor"), int) and isinstance(p.get("computeMinor"), int)
+        ],
+        "gpu_memory": _gpu_memory(props, curve or []),
+    }  # fmt: skip
+
+
+def _gpu_memory(props: list[dict[str, Any]], curve: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per GPU with memory records: its peak allocated bytes and its ``totalGlobalMem`` (by the
+    property's ``id``; the plugin indexes the list by device id, the same for Kineto's lists)."""
+    total = {p.get("id", i): p.get("totalGlobalMem") for i, p in enumerate(props)}
+    out = []
+    for c in curve:
+        if not c["device"].startswith("GPU"):
+            continue
+        device = int(c["device"][3:])
+        mem = total.get(device)
+        out.append({"device": c["device"], "peak_bytes": c["peak_allocated_bytes"],
+                    "total_bytes": mem if isinstance(mem, int | float) else None})  # fmt: skip
+    return out
 
 
 _TYPE_BYTES = {"long int": 8, "float": 4, "int": 4, "c10::Half": 2, "c10::BFloat16": 2, "unsigned char": 1,
