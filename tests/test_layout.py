@@ -45,6 +45,22 @@ def test_cli_fails_loudly_when_a_server_command_is_not_installed(monkeypatch: py
         main._server_modules()
 
 
+def test_a_server_command_gets_an_app_with_that_command_alone_after_the_same_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from profilerhub.cli import main
+
+    assert main.server_command(["hub", "--port", "8081"]) == "hub"
+    assert main.server_command(["beat"]) is None and main.server_command(["--help"]) is None
+    names = {command.name or (command.callback.__name__ if command.callback else "")
+             for command in main._build("hub").registered_commands}  # fmt: skip
+    assert names == {"version", "hub"}
+    installed = [ep for ep in main.entry_points(group=main.ENTRY_POINT_GROUP) if ep.name != "up"]
+    monkeypatch.setattr(main, "entry_points", lambda group: installed)
+    with pytest.raises(main.MissingCommand, match="up.*make install"):
+        main._build("hub")
+
+
 def test_cli_fails_loudly_when_a_command_module_does_not_import() -> None:
     from profilerhub.cli import main
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import functools
 import re
-
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from typing import TYPE_CHECKING
 
 from profilerhub_core.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
+
 MAX_LENGTH = 256  # a sanity limit on what is hashed (long passphrases are fine)
-_hasher = PasswordHasher()
 _TRAILING = re.compile(r"[\d\W_]+$")
 
 
@@ -54,8 +54,16 @@ def check_password(password: str, *, min_length: int, names: tuple[str, ...] = (
         raise InvalidInput("The password must not contain your user or domain name")
 
 
+@functools.cache
+def _hasher() -> PasswordHasher:
+    """argon2-cffi's hasher, imported by the first password checked, not by the hub's start."""
+    from argon2 import PasswordHasher
+
+    return PasswordHasher()
+
+
 def hash_password(password: str) -> str:
-    return _hasher.hash(password)
+    return _hasher().hash(password)
 
 
 @functools.cache
@@ -65,14 +73,16 @@ def _dummy_hash() -> str:
 
 def verify_password(stored: str | None, password: str) -> bool:
     """Whether ``password`` matches ``stored`` (None: no password; still costs one hash)."""
+    from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
     try:
-        return _hasher.verify(stored or _dummy_hash(), password[:MAX_LENGTH]) and stored is not None
+        return _hasher().verify(stored or _dummy_hash(), password[:MAX_LENGTH]) and stored is not None
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 
 
 def needs_rehash(stored: str) -> bool:
-    return _hasher.check_needs_rehash(stored)
+    return _hasher().check_needs_rehash(stored)
 
 
 __all__ = ["MAX_LENGTH", "check_password", "hash_password", "needs_rehash", "verify_password"]

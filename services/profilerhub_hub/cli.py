@@ -46,7 +46,9 @@ def hub(
               "access_log": settings.access_log, "server_header": False,
               # The peer's address is the client's; X-Forwarded-For is read by the hub alone, and only
               # from PROFILERHUB_TRUSTED_PROXIES (ratelimit.client_address): uvicorn trusts 127.0.0.1's.
-              "proxy_headers": False}  # fmt: skip
+              "proxy_headers": False,
+              # The hub serves no WebSocket (its proxy forwards HTTP): uvicorn need not import one.
+              "ws": "none"}  # fmt: skip
     if settings.effective_hub_workers > 1:
         engine.dispose()
         factory = "profilerhub_hub.main:app_from_env"

@@ -20,20 +20,17 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote
 
-import httpx
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, StreamingResponse
-from joserfc.jwk import OKPKey
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.background import BackgroundTask
 
-from profilerhub_core.apptokens import issue_app_token
 from profilerhub_core.db.models import App, AppStatus, UserProfile, utcnow
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized, Unavailable
@@ -55,6 +52,9 @@ from profilerhub_hub.deps import caller_from_token, lineage
 from profilerhub_hub.permissions import Action, Caller, Target, authorize, impersonator
 from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, RateLimits, client_address
 from profilerhub_hub.services import HubServices
+
+if TYPE_CHECKING:
+    from joserfc.jwk import OKPKey
 
 log = logging.getLogger("profilerhub.proxy")
 
@@ -172,13 +172,20 @@ class Opened:
 class AppProxy:
     """Per-hub-process proxy state: the token key, used login nonces, the activity throttle."""
 
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session], key: OKPKey) -> None:
+    def __init__(
+        self, settings: Settings, sessions: sessionmaker[Session], key: Callable[[], OKPKey]
+    ) -> None:
         self.settings = settings
         self.sessions = sessions
-        self.key = key
+        self._key = key
         self._written: dict[str, float] = {}
         self._impersonations: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    @property
+    def key(self) -> OKPKey:
+        """The app-token key (``HubServices.app_token_key``: read on the first request to an app)."""
+        return self._key()
 
     # -- who may open -------------------------------------------------------------------------
 
@@ -314,6 +321,10 @@ def proxy_router(proxy: AppProxy, limits: RateLimits) -> APIRouter:
 
     @router.api_route("/apps/{app_id}/{path:path}", methods=METHODS)
     async def app_proxy(request: Request, app_id: str, path: str) -> Response:
+        import httpx  # with the app-token key below: imported on the first proxied request, not at start
+
+        from profilerhub_core.apptokens import issue_app_token
+
         bearer, address = _bearer(request), client_address(request)
         try:
             opened = await run_in_threadpool(proxy.open, app_id, bearer, request.cookies.get(SESSION_COOKIE))
@@ -375,7 +386,7 @@ def proxy_router(proxy: AppProxy, limits: RateLimits) -> APIRouter:
 
 def install_app_proxy(app: FastAPI, services: HubServices) -> None:
     """Mount the proxy, with its per-process :class:`AppProxy` (``create_app`` calls this)."""
-    proxy = AppProxy(services.settings, services.sessions, services.app_token_key)
+    proxy = AppProxy(services.settings, services.sessions, lambda: services.app_token_key)
     app.include_router(proxy_router(proxy, services.rate_limits))
 
 

@@ -5,8 +5,9 @@ before the first request: the settings, the database (``engine``, ``sessions``, 
 what hub processes share through Redis (``redis``, ``token_cache``, ``rate_limits``:
 ``profilerhub_hub.shared``), the task sender, the app-token key, the OpenID Connect client and the
 object store. Nothing is set on ``app.state`` but this one object (``app.state.services``); code
-reaches it through :func:`services`. The store alone opens on first use, inside this object
-(opening an S3 store imports boto3: the hub's start need not wait for it).
+reaches it through :func:`services`. The store and the app-token key alone are opened on first use,
+inside this object (opening an S3 store imports boto3, the key ``joserfc`` and ``cryptography``:
+the hub's start need not wait for them).
 
 Tests replace a part by assigning the field (``services.app_tasks = SentTasks()``).
 """
@@ -15,14 +16,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from joserfc.jwk import OKPKey
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import HTTPConnection
 
-from profilerhub_core.apptokens import hub_signing_key
 from profilerhub_core.db.session import reads_are_local, serialize_writes, session_factory
 from profilerhub_core.jobstorage import open_job_store
 from profilerhub_core.settings import Settings
@@ -33,6 +32,9 @@ from profilerhub_hub.ratelimit import RateLimits
 from profilerhub_hub.shared import shared_key, shared_redis
 from profilerhub_hub.tasks import TaskSender
 from profilerhub_hub.tokencache import SharedEpoch, TokenCache
+
+if TYPE_CHECKING:
+    from joserfc.jwk import OKPKey
 
 
 class SendsTasks(Protocol):
@@ -54,11 +56,10 @@ class HubServices:
     token_cache: TokenCache
     rate_limits: RateLimits
     app_tasks: SendsTasks
-    app_token_key: OKPKey
-    """The key that signs app tokens (and checks the ones apps send back)."""
     oidc: OpenIDClient | None
     _storage: ObjectStore | None = field(default=None, repr=False)
     _storage_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _app_token_key: OKPKey | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, settings: Settings, engine: Engine) -> HubServices:
@@ -80,9 +81,19 @@ class HubServices:
             token_cache=token_cache,
             rate_limits=RateLimits(settings, redis, sessions),
             app_tasks=TaskSender(settings),
-            app_token_key=hub_signing_key(settings),
             oidc=OpenIDClient(settings) if settings.oidc_issuer else None,
         )
+
+    @property
+    def app_token_key(self) -> OKPKey:
+        """The key that signs app tokens (and checks the ones apps send back), read (made on the
+        very first start) when first needed: the first request to an app."""
+        with self._storage_lock:
+            if self._app_token_key is None:
+                from profilerhub_core.apptokens import hub_signing_key
+
+                self._app_token_key = hub_signing_key(self.settings)
+            return self._app_token_key
 
     @property
     def storage(self) -> ObjectStore:

@@ -1,6 +1,7 @@
 """The hub starts without the analysis engine's heavy dependencies nor botocore: a fresh interpreter
 builds the hub's app (``create_app``) and numpy, pyarrow, the rules and botocore have not been
-imported. The hub needs the engine only for a job's report, metrics, tensors or rule checks and
+imported, nor what only a cold path needs (httpx, joserfc and cryptography, authlib, argon2,
+alembic). The hub needs the engine only for a job's report, metrics, tensors or rule checks and
 botocore only for the AWS doors, on the request that asks; its start (and every restart of every
 hub process) does not wait for them.
 
@@ -18,6 +19,14 @@ NOT_AT_START = (
     "numpy",
     "pyarrow",
     "botocore",
+    # cold paths, imported by the request that needs them: the first request to an app (the
+    # app-token key, the proxy's client), a sign-in with OpenID Connect, a password checked
+    "httpx",
+    "joserfc",
+    "cryptography",
+    "authlib",
+    "argon2",
+    "alembic",
     "profilerhub_analysis.rules.base",
     "profilerhub_analysis.series",
 )

@@ -16,6 +16,10 @@ extra (``server``, ``analysis``) is not installed says what to install when it r
 The app is built on first use (``app`` here, or ``main()``), not at import: a plain
 ``profilerhub analyze TRACE`` never builds it (``profilerhub.cli.analyze_run.fast_path``), so
 analysing many small traces one process each is not dominated by typer's and pydantic's start-up.
+A server command (``profilerhub hub …``, ``worker``, ``app``, ``up``, ``db``: the processes the
+stack starts, and restarts) gets an app with that one command registered, after the same check
+that every command's entry point is declared; ``--help`` at the top and every other command get
+them all.
 """
 
 from __future__ import annotations
@@ -58,7 +62,9 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit()
 
 
-def _build() -> typer.Typer:
+def _build(only: str | None = None) -> typer.Typer:
+    """The typer app with every sub-command, or (``only``: a server command's entry-point name)
+    with that one alone."""
     import typer
 
     from profilerhub.cli.toolkit import readable_metavars
@@ -87,7 +93,10 @@ def _build() -> typer.Typer:
         typer.echo(__version__)
 
     readable_metavars()
-    _register_all(built)
+    if only is None:
+        _register_all(built)
+    else:
+        _register(_server_modules()[SERVER_COMMANDS.index(only)], built)
     return built
 
 
@@ -135,13 +144,19 @@ def _register_all(app: typer.Typer) -> None:
         _register(f"profilerhub.cli.{name}", app)
 
 
+def server_command(argv: list[str]) -> str | None:
+    """The server command ``argv`` runs (``hub`` of ``hub --port 8081``), else None."""
+    return argv[0] if argv and argv[0] in SERVER_COMMANDS else None
+
+
 def main() -> None:
     from profilerhub.cli.analyze_run import fast_path
 
     code = fast_path(sys.argv[1:])
     if code is not None:
         raise SystemExit(code)
-    get_app()()
+    only = server_command(sys.argv[1:])
+    (get_app() if only is None else _build(only))()
 
 
 if __name__ == "__main__":

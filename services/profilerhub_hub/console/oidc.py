@@ -25,7 +25,8 @@ finish a sign-in another began. The callback refuses, and audits, unless:
 
 The session is an ordinary console session (``via`` ``oidc``) with every scope of its user.
 Discovery and the JWKS are fetched once per process and kept an hour (an unknown ``kid`` refetches
-the JWKS at once, for key rotation).
+the JWKS at once, for key rotation). ``httpx`` and ``joserfc`` are imported by the first sign-in,
+not by the hub's start.
 """
 
 from __future__ import annotations
@@ -35,24 +36,16 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, urlsplit
-
-import httpx
-from joserfc import jwt
-from joserfc.errors import (
-    ExpiredTokenError,
-    InvalidClaimError,
-    InvalidKeyIdError,
-    JoseError,
-    MissingClaimError,
-)
-from joserfc.jwk import KeySet
 
 from profilerhub_core.errors import InvalidInput, Unauthorized
 from profilerhub_core.names import is_valid_name
 from profilerhub_core.pagination import decode_page_token, encode_page_token
 from profilerhub_core.settings import Settings
+
+if TYPE_CHECKING:
+    from joserfc.jwk import KeySet
 
 FLOW_COOKIE = "profilerhub_oidc"
 FLOW_PATH = "/console/oidc/"
@@ -159,6 +152,8 @@ class OpenIDClient:
             return self._metadata
 
     def keys(self, refresh: bool = False) -> KeySet:
+        from joserfc.jwk import KeySet
+
         metadata = self.metadata()
         with self._lock:
             if self._keys is None or refresh:
@@ -166,6 +161,8 @@ class OpenIDClient:
             return self._keys
 
     def _get_json(self, url: str, what: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        import httpx
+
         try:
             answer = httpx.get(url, headers=headers, timeout=10.0)
             answer.raise_for_status()
@@ -230,6 +227,7 @@ class OpenIDClient:
         code = query.get("code", "")
         if not code:
             raise SignInRefused("The sign-in provider sent no code; sign in again", "no code")
+        import httpx
         from authlib.integrations.base_client.errors import OAuthError
 
         try:
@@ -268,6 +266,15 @@ class OpenIDClient:
         return document
 
     def verify(self, id_token: str, nonce: str) -> dict[str, Any]:
+        from joserfc import jwt
+        from joserfc.errors import (
+            ExpiredTokenError,
+            InvalidClaimError,
+            InvalidKeyIdError,
+            JoseError,
+            MissingClaimError,
+        )
+
         try:
             try:
                 token = jwt.decode(id_token, self.keys(), algorithms=ALGORITHMS)
