@@ -11,13 +11,15 @@ from profilerhub_analysis.kernels import kernel_breakdown, kernel_kinds
 from profilerhub_analysis.launch import launch_latency, launch_stats
 from profilerhub_analysis.memory import memory_bw, memory_ops
 from profilerhub_analysis.precision import precision_breakdown
-from profilerhub_analysis.reader import read_bytes
+from profilerhub_analysis.reader import file_chunks
 from profilerhub_analysis.steps import steps
 from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.stream import SLICE_BYTES
 from profilerhub_analysis.streams import idle_breakdown, queue_length
 from profilerhub_analysis.sync import sync_ops
 from profilerhub_analysis.tbviews import SECTIONS as TB_SECTIONS
 from profilerhub_analysis.tbviews import tb_views
+from profilerhub_analysis.tbviews.parse import parse_chunks
 from profilerhub_analysis.temporal import comm_comp_overlap, temporal_breakdown
 from profilerhub_analysis.utilization import DEFAULT_BUCKETS, utilization
 
@@ -73,7 +75,7 @@ def analyze_file(path: str | Path, top: int | None = None, max_bytes: int | None
         "tb_distributed": None,
         "tb_memory_curve": [],
     }
-    report.update(tb_views(read_bytes(p, max_bytes)) if kineto else none)
+    report.update(tb_views(parse_chunks(file_chunks(p, max_bytes, size=SLICE_BYTES))) if kineto else none)
     return report
 
 

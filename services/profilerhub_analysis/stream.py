@@ -29,7 +29,8 @@ streamed reader itself needs no more memory for a larger trace, only the columns
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -65,6 +66,9 @@ _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 #: ``}`` looked at, and guesses decoded, before a slice's end is found by the exact scan instead.
 _GUESSES = 64
 _DECODE_TRIES = 2
+
+
+Lenient = Callable[[list[msgspec.Raw]], list[Any]]
 
 
 class _NotACut(Exception):
@@ -149,10 +153,17 @@ class StreamedDecoded(Decoded):
     ``events_total`` and ``skipped`` are complete once ``batches()`` has run to its end."""
 
     def __init__(
-        self, chunks: Iterator[bytes], head: bytes, start: int, dialect: Dialect, source: str
+        self,
+        chunks: Iterator[bytes],
+        head: bytes,
+        start: int,
+        dialect: Dialect,
+        source: str,
+        lenient: Lenient | None = None,
     ) -> None:
         super().__init__(doc=TraceDoc(), events_total=0, skipped={}, dialect=dialect)
         self._chunks = chunks
+        self._lenient = lenient
         self._prefix = head[:start]
         self._rest = head[start:]
         self._source = source
@@ -252,8 +263,11 @@ class StreamedDecoded(Decoded):
                 raise (
                     _NotACut() if guess else TraceFormatError(f"{self._source}: not valid JSON ({exc})")
                 ) from exc
-            events, lenient = _decode_tolerantly(raw, self.skipped, self.dialect)
-            self.lenient_events += lenient
+            if self._lenient is not None:
+                events = self._lenient(raw)
+            else:
+                events, lenient = _decode_tolerantly(raw, self.skipped, self.dialect)
+                self.lenient_events += lenient
         except msgspec.DecodeError as exc:
             raise (
                 _NotACut() if guess else TraceFormatError(f"{self._source}: not valid JSON ({exc})")
@@ -293,8 +307,17 @@ def header_doc(data: bytes, source: str) -> TraceDoc:
     )
 
 
-def decode_stream(chunks: Iterable[bytes], source: str = "trace") -> Decoded:
+def decode_stream(
+    chunks: Iterable[bytes],
+    source: str = "trace",
+    dialect: Dialect | None = None,
+    lenient: Lenient | None = None,
+) -> Decoded:
     """A ``Decoded`` over the document arriving in ``chunks`` (``reader.file_chunks``).
+
+    ``dialect`` (default: sniffed, Kineto or TensorFlow) and ``lenient`` (what becomes of a slice's
+    events the typed decoder refuses, given their raw JSON; default ``reader``'s tolerant decode)
+    let another reader of the same documents (the TensorBoard views' own event types) stream too.
 
     A document with no ``traceEvents`` array (or none in its first ``MAX_HEADER_BYTES``), or
     that is no object or array, is read whole by ``reader.decode``: to raise its error, or, for
@@ -317,7 +340,7 @@ def decode_stream(chunks: Iterable[bytes], source: str = "trace") -> Decoded:
         if more is None:
             break
         head += more
-    return StreamedDecoded(it, head, start, dialect_of(head), source)
+    return StreamedDecoded(it, head, start, dialect or dialect_of(head), source, lenient)
 
 
 __all__ = ["MAX_HEADER_BYTES", "SLICE_BYTES", "StreamedDecoded", "decode_stream", "header_doc"]

@@ -36,10 +36,14 @@ def _assert_same(a: EventStore, b: EventStore) -> None:
     assert a.meta == b.meta
 
 
+def _shared_traces(shared_dir: Path) -> list[Path]:
+    return sorted(p for p in (shared_dir / "traces").rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
 def test_streamed_store_equals_the_whole_document_store_on_every_shared_trace(
     shared_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    traces = sorted(p for p in (shared_dir / "traces").rglob("*") if p.name.endswith((".json", ".json.gz")))
+    traces = _shared_traces(shared_dir)
     assert len(traces) == 16
     monkeypatch.setattr(stream, "SLICE_BYTES", 4096)  # many slices even in the small samples
     for path in traces:
@@ -175,3 +179,20 @@ def test_the_reader_holds_one_slice_whatever_the_document_size(monkeypatch: pyte
     large, _ = peak_reading(160_000)  # about 24 MB
     assert large < small * 1.5, (small, large)
     assert large < 24 << 20  # well under the document (~24 MB): a slice and its events
+
+
+def test_the_tensorboard_views_read_as_a_stream_equal_the_whole_documents(
+    shared_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from profilerhub_analysis.reader import file_chunks
+    from profilerhub_analysis.tbviews import views_and_calls
+    from profilerhub_analysis.tbviews.parse import parse_chunks
+
+    monkeypatch.setattr(stream, "SLICE_BYTES", 4096)
+    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    for path in sorted(
+        p for p in (shared_dir / "traces").rglob("*") if p.name.endswith((".json", ".json.gz"))
+    ):
+        whole = views_and_calls(read_bytes(path))
+        streamed = views_and_calls(parse_chunks(file_chunks(path, size=4096)))
+        assert orjson.dumps(streamed, option=option) == orjson.dumps(whole, option=option), path.name

@@ -21,7 +21,7 @@ from typing import Any
 from profilerhub_analysis.tbviews import views
 from profilerhub_analysis.tbviews.calls import operator_calls
 from profilerhub_analysis.tbviews.modules import modules
-from profilerhub_analysis.tbviews.parse import parse
+from profilerhub_analysis.tbviews.parse import TbTrace, parse
 from profilerhub_analysis.tbviews.steps import find_steps
 from profilerhub_analysis.tbviews.tree import Forest, build
 
@@ -36,12 +36,13 @@ SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_sh
             "tb_kernels_by_op", "tb_memory")  # fmt: skip
 
 
-def tb_views(data: bytes | bytearray) -> dict[str, Any]:
-    """The views of one (decompressed) Kineto trace document (``views_and_calls``' first half)."""
+def tb_views(data: bytes | bytearray | TbTrace) -> dict[str, Any]:
+    """The views of one (decompressed) Kineto trace document, or of its ``TbTrace`` as
+    ``parse_chunks`` reads a file (``views_and_calls``' first half)."""
     return views_and_calls(data)[0]
 
 
-def views_and_calls(data: bytes | bytearray) -> tuple[dict[str, Any], dict[str, Any]]:
+def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], dict[str, Any]]:
     """The seven sections of one (decompressed) Kineto trace document, and every operator call
     with its figures (``calls.operator_calls``: the Operators view over any time range).
 
@@ -53,7 +54,7 @@ def views_and_calls(data: bytes | bytearray) -> tuple[dict[str, Any], dict[str, 
     ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
     event: it would divide by a negative span), and ``tb_gpu_summary`` is then empty.
     """
-    trace = parse(data)
+    trace = data if isinstance(data, TbTrace) else parse(data)
     forest = build(trace)
     steps = find_steps(trace, forest)
     ops, ops_by_shape = views.operators(forest)

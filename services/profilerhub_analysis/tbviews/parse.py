@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import msgspec
 import numpy as np
+
+from profilerhub_analysis.reader import Dialect
+from profilerhub_analysis.stream import decode_stream
 
 _RAW_NONE = msgspec.Raw(b"")
 
@@ -234,6 +238,38 @@ def _typed(ev: Event, out: TbTrace) -> None:
     out.events.append(ev)
 
 
+TB_DIALECT = Dialect(False, msgspec.json.Decoder(_Doc), msgspec.json.Decoder(list[Event]), Event)
+"""How the streamed reader decodes these events (``parse_chunks``)."""
+
+
+def parse_chunks(chunks: Iterable[bytes]) -> TbTrace:
+    """``parse`` of a document arriving in pieces (``reader.file_chunks``), read as a stream
+    (``profilerhub_analysis.stream``): the document is never in memory whole, nor its events'
+    list; the same trace comes out."""
+    out = TbTrace()
+
+    def lenient(raw: list[msgspec.Raw]) -> list[Any]:  # as parse's fallback: each event alone
+        events = []
+        for r in raw:
+            try:
+                events.append(msgspec.convert(msgspec.json.decode(r), Event))
+            except msgspec.ValidationError:
+                out.skipped += 1
+        return events
+
+    decoded = decode_stream(chunks, "trace", dialect=TB_DIALECT, lenient=lenient)
+    for batch in decoded.batches():
+        events: list[Any] = batch  # TB_DIALECT's: Event
+        for ev in events:
+            _typed(ev, out)
+    props = decoded.doc.deviceProperties
+    if isinstance(props, list):
+        out.device_properties = [p for p in props if isinstance(p, dict)]
+    out.events.sort(key=lambda e: e.ts)  # stable: ties keep the document's order
+    out.memory.sort(key=lambda r: r.ts)
+    return out
+
+
 def parse(data: bytes | bytearray) -> TbTrace:
     """Decode a (decompressed) Kineto document into the plugin's typed events."""
     out = TbTrace()
@@ -268,5 +304,6 @@ __all__ = [
     "TbTrace",
     "is_dataloader",
     "parse",
+    "parse_chunks",
     "raw_value",
 ]

@@ -30,12 +30,14 @@ from typing import Any
 import orjson
 
 from profilerhub_analysis.dashboard import trace_panels
-from profilerhub_analysis.reader import read_bytes
+from profilerhub_analysis.reader import file_chunks
 from profilerhub_analysis.rules.tb_recommendations import brief
 from profilerhub_analysis.sdk_records import AnnotationRecord
 from profilerhub_analysis.store import EventStore
+from profilerhub_analysis.stream import SLICE_BYTES
 from profilerhub_analysis.tbviews import views_and_calls
 from profilerhub_analysis.tbviews.calls import pack
+from profilerhub_analysis.tbviews.parse import parse_chunks
 from profilerhub_analysis.timeline.bundle import TraceTimeline
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore
@@ -86,7 +88,7 @@ def put_tb_views(
     reason logged and named in ``entry["tb_views_error"]``.
     """
     try:
-        views, calls = views_and_calls(read_bytes(path, size))
+        views, calls = views_and_calls(parse_chunks(file_chunks(path, size, size=SLICE_BYTES)))
     except Exception as exc:  # noqa: BLE001 - see above: the trace must survive its extras
         log.exception("%s: the TensorBoard views could not be computed", entry.get("file"))
         entry["tb_views_error"] = f"{type(exc).__name__}: {exc}"[:300]
