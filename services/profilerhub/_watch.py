@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._clock import now_ns
 from ._log import log_once, logger
-from ._reduce import N_BINS, fold, partial, scalar_row
+from ._reduce import N_BINS, counts_row, fold, partial, scalar_row
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -200,10 +200,13 @@ class Watcher:
         self._scalars: list[tuple[str, Any]] = []
         self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
         self._classes: dict[str, Any] = {}  # label name -> its bincount on the device
+        self._label_shapes: dict[str, list[int]] = {}
         self._types: dict[str, str] = {}  # activation name -> its module's class
         self._full_bytes = 0
         self._weights_done: tuple[str, int] | None = None
         self._before: dict[str, Any] = {}
+        self._buffers: list[Any] | None = None  # the weights before the step, reused while saved
+        self._wanted_of: dict[str, bool] = {}
         self.removed = False
         root = getattr(model, "_orig_mod", model)  # a torch.compile'd module: hook the original
         self.compiled = root is not model
@@ -213,6 +216,12 @@ class Watcher:
 
     # -- which tensors -------------------------------------------------------------------------
     def _wanted(self, name: str) -> bool:
+        hit = self._wanted_of.get(name)
+        if hit is None:
+            hit = self._wanted_of[name] = self._wanted_uncached(name)
+        return hit
+
+    def _wanted_uncached(self, name: str) -> bool:
         if any(p.search(name) for p in self.exclude):
             return False
         collection = name.split("/", 1)[0]
@@ -312,17 +321,16 @@ class Watcher:
                 self._reduce_params(step, grads=False)
 
     def _reduce_params(self, step: int, *, grads: bool) -> None:
+        saves = {c: self._saves(c, step) for c in ("weights", "biases")}
+        with_grads = grads and self._saves("gradients", step)
+        if not (with_grads or any(saves.values())):
+            return  # most steps: nothing to look at
         tensors: list[tuple[str, Any]] = []
         for name, p in self.params:
             wname = self._param_name(name)
-            if self._saves(wname.split("/", 1)[0], step) and self._wanted(wname):
+            if saves[wname.split("/", 1)[0]] and self._wanted(wname):
                 tensors.append((wname, p))
-            if (
-                grads
-                and p.grad is not None
-                and self._saves("gradients", step)
-                and self._wanted(f"gradients/{name}")
-            ):
+            if with_grads and p.grad is not None and self._wanted(f"gradients/{name}"):
                 tensors.append((f"gradients/{name}", p.grad))
         self.add(tensors)
 
@@ -331,12 +339,17 @@ class Watcher:
             mode, step = self.current_key()
             self._reduce_params(step, grads=True)
             self._before = {}
-            if self._saves("optimizer_variables", step):
-                self._before = {
-                    name: p.detach().clone()
-                    for name, p in self.params
-                    if self._wanted(f"optimizer_variables/{name}:update")
-                }
+            if not self._saves("optimizer_variables", step):
+                self._buffers = None  # kept only while consecutive steps save the updates
+                return
+            chosen = [
+                (n, p.detach()) for n, p in self.params if self._wanted(f"optimizer_variables/{n}:update")
+            ]
+            if self._buffers is None or len(self._buffers) != len(chosen):
+                self._buffers = [p.clone() for _, p in chosen]
+            else:  # one copy into the buffers of the last step: no allocation (page faults)
+                self.torch._foreach_copy_(self._buffers, [p for _, p in chosen])
+            self._before = {n: b for (n, _), b in zip(chosen, self._buffers, strict=True)}
 
         self._guard("optimizer", pre)
 
@@ -345,12 +358,13 @@ class Watcher:
             before, self._before = self._before, {}
             if not before:
                 return
-            updates = [
-                (f"optimizer_variables/{n}:update", p.detach() - before[n])
-                for n, p in self.params
-                if n in before
-            ]
-            self.add(updates)
+            names = [n for n, _ in self.params if n in before]
+            bufs = [before[n] for n in names]
+            params = dict(self.params)
+            # In place, in the buffers: before - after, negated: the update (after - before).
+            self.torch._foreach_sub_(bufs, [params[n].detach() for n in names])
+            self.torch._foreach_neg_(bufs)
+            self.add([(f"optimizer_variables/{n}:update", b) for n, b in zip(names, bufs, strict=True)])
             for i, group in enumerate(optimizer.param_groups):
                 lr = group.get("lr")
                 if isinstance(lr, int | float) or hasattr(lr, "item"):
@@ -405,7 +419,7 @@ class Watcher:
                 if outs:
                     t = outs[0]
                     if t.numel() == 1:
-                        self.add_scalar("losses/loss", t.detach().reshape(()).to(self.torch.float64))
+                        self.add_scalar("losses/loss", t.detach().reshape(()))
                     else:
                         self.add([("losses/loss", t)])
 
@@ -444,15 +458,21 @@ class Watcher:
                         self._save_full(mode, step, name, t)
 
     def _add_labels(self, name: str, target: Any) -> None:
-        """A target's reductions (as float32) and, for class indices, its count of each class
-        (``ignore_index``'s negative values left out), kept on the device until the flush."""
+        """Class indices: each class's count (``ignore_index``'s negative values left out), one
+        ``bincount`` kept on the device until the flush, whose row is computed from the counts
+        on the host (``_reduce.counts_row``). Float targets: their reductions."""
         torch = self.torch
-        if not target.is_floating_point() and not target.is_complex() and target.dtype != torch.bool:
-            flat = target.reshape(-1)
+        if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+            self.add([(name, target.to(torch.float32))])
+            return
+        flat = target.reshape(-1)
+        try:  # one kernel for the usual labels; bincount refuses negative ones (ignore_index)
+            counts = torch.bincount(flat)
+        except RuntimeError:
             counts = torch.bincount(flat[flat >= 0]) if flat.numel() else flat.new_zeros(0)
-            with self._lock:
-                self._classes[name] = counts
-        self.add([(name, target.to(torch.float32))])
+        with self._lock:
+            self._classes[name] = counts
+            self._label_shapes[name] = list(target.shape)
 
     def add_scalar(self, name: str, value: Any) -> None:
         with self._lock:
@@ -487,7 +507,7 @@ class Watcher:
             rows, scalars, dead, key = self._rows, self._scalars, self._dead, self._key
             classes = self._classes
             self._rows, self._scalars, self._dead, self._classes = [], [], [], {}
-        if not rows and not scalars:
+        if not rows and not scalars and not classes:
             return
         self._guard("flush", lambda: self._emit(rows, scalars, dead, key or self.current_key(), classes))
 
@@ -515,15 +535,12 @@ class Watcher:
                 n: float(v) for (n, _), v in zip(dead, _one_copy(torch, [v for _, v in dead]), strict=True)
             }
         if scalars:
-            values = torch.stack(
-                [
-                    v.to("cpu") if v.device.type != "cpu" else v
-                    for v in _one_copy(torch, [v for _, v in scalars])
-                ]
-            ).tolist()
+            values = _host_floats(torch, [v for _, v in scalars])
             for (name, _), value in zip(scalars, values, strict=True):
                 latest[name] = ([], scalar_row(float(value)))
         class_of = _host_lists(torch, classes) if classes else {}
+        for name, counts in class_of.items():
+            latest[name] = (self._label_shapes.get(name, [sum(counts)]), counts_row(counts))
         mode, step = key
         run = self.run
         record = {
@@ -536,10 +553,7 @@ class Watcher:
             "ts_ns": now_ns(),
             "names": list(latest),
             "shapes": [s for s, _ in latest.values()],
-            "stats": [
-                [_enc(v) for v in row[:10]] + [_enc(dead_of.get(n, math.nan))]
-                for n, (_, row) in latest.items()
-            ],
+            "stats": [_stats(row, dead_of.get(n, math.nan)) for n, (_, row) in latest.items()],
             "hist": [[int(c) for c in row[10 : 10 + N_BINS]] for _, row in latest.values()],
             "types": [self._types.get(n) for n in latest],
         }
@@ -582,19 +596,29 @@ def _one_copy(torch: Any, values: list[Any]) -> list[Any]:
         by_device.setdefault(v.device, []).append(i)
     out: list[Any] = [None] * len(values)
     for idx in by_device.values():
-        host = torch.stack([values[i] for i in idx]).to("cpu")
+        host = torch.stack([values[i].to(torch.float64) for i in idx]).to("cpu")  # losses in bf16 too
         for j, i in enumerate(idx):
             out[i] = host[j]
     return out
 
 
+def _host_floats(torch: Any, values: list[Any]) -> list[float]:
+    """0-d tensors as floats: read in place on the CPU (no copy, no kernel), else one copy per device."""
+    if all(v.device.type == "cpu" for v in values):
+        return [float(v) for v in values]
+    return [float(v) for v in _one_copy(torch, values)]
+
+
 def _host_lists(torch: Any, tensors: Mapping[str, Any]) -> dict[str, list[int]]:
-    """Integer vectors as lists, moved to the host with one copy per device."""
+    """Integer vectors as lists: read in place on the CPU, else moved with one copy per device."""
     by_device: dict[Any, list[str]] = {}
     for name, t in tensors.items():
         by_device.setdefault(t.device, []).append(name)
     out: dict[str, list[int]] = {}
-    for names in by_device.values():
+    for device, names in by_device.items():
+        if device.type == "cpu":
+            out |= {n: tensors[n].tolist() for n in names}
+            continue
         parts = [tensors[n].to(torch.int64) for n in names]
         flat = torch.cat(parts).to("cpu").tolist()
         at = 0
@@ -615,6 +639,15 @@ def _dead_fraction(torch: Any, t: Any) -> Any:
     dims = [d for d in range(active.dim()) if d != 1]
     per_unit = active.numel() // active.shape[1]
     return (active.sum(dim=dims) < 0.01 * per_unit).float().mean()
+
+
+def _stats(row: list[float], dead: float) -> list[Any]:
+    """A row's statistics as JSON values (``_enc`` each, unless all are finite: most rows)."""
+    head: list[Any] = row[:10]
+    if math.isfinite(sum(head)):
+        head.append(_enc(dead))
+        return head
+    return [_enc(v) for v in head] + [_enc(dead)]
 
 
 def _enc(v: float) -> float | str | None:
