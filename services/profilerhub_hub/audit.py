@@ -33,6 +33,7 @@ TARGET_TYPES: dict[Action, str] = {
     Action.CreateInvitation: "Invitation",
     Action.DeleteInvitation: "Invitation",
     Action.UpdatePassword: "UserProfile",
+    Action.UpdateTwoFactor: "UserProfile",
     Action.CreateApp: "App",
     Action.UpdateApp: "App",
     Action.DeleteApp: "App",

@@ -62,6 +62,8 @@ class Action(enum.StrEnum):
     ListInvitations = "ListInvitations"
     DeleteInvitation = "DeleteInvitation"
     UpdatePassword = "UpdatePassword"
+    DescribeTwoFactor = "DescribeTwoFactor"
+    UpdateTwoFactor = "UpdateTwoFactor"
     ReadAudit = "ReadAudit"
     CreateApp = "CreateApp"
     ListApps = "ListApps"
@@ -117,6 +119,8 @@ RULES: dict[Action, Rule] = {
     Action.ListInvitations: Rule.DOMAIN_ADMIN,
     Action.DeleteInvitation: Rule.DOMAIN_ADMIN,
     Action.UpdatePassword: Rule.OWN_CREDENTIAL,
+    Action.DescribeTwoFactor: Rule.OWN_CREDENTIAL,
+    Action.UpdateTwoFactor: Rule.OWN_CREDENTIAL,
     Action.ReadAudit: Rule.DOMAIN_ADMIN,
     Action.CreateApp: Rule.OWNER_IF_SELF_SERVICE,
     Action.ListApps: Rule.OWNER,

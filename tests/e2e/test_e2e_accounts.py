@@ -5,7 +5,8 @@ impersonation anywhere (the domain keeps ``allow_impersonation`` off):
 an administrator invites Alice from her user page; Alice opens the link, chooses a password and
 lands in the console as herself; she creates a token of her own, starts her profiler and opens
 it in one click; the same token drives the SDK in a real training process, whose job she sees;
-she signs out and back in with her name and password on the sign-in page (Enter submits).
+she signs out and back in with her name and password on the sign-in page (Enter submits); she
+turns on two-factor sign-in on her page, and then signs in with her password and a one-time code.
 Screenshots go to /tmp/accounts-shots/ (outside the repository) to look at.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from profilerhub_core import totp
 from tests.e2e.apps_stack import AppStack, shared_stack  # noqa: F401  (fixtures)
 from tests.e2e.pages_stack import BrowserLog, launch_browser
 from tests.support.hub import auth
@@ -142,6 +145,28 @@ def test_an_invited_user_sets_a_password_and_works_with_credentials_of_her_own(
     alice.wait_for_url(f"{stack.url}/console/")
     alice.wait_for_selector("#apps .status-InService")
     shot(alice, "07-alice-home")
+
+    # -- she turns on two-factor sign-in; the password alone no longer signs her in --------------
+    alice.goto(f"{stack.url}/console/#/domains/{DOMAIN}/users/alice")
+    alice.click("text=Set up two-factor sign-in")
+    secret = alice.wait_for_selector("#two-factor-secret").inner_text().strip()
+    assert alice.get_attribute("#two-factor-url", "href").startswith("otpauth://totp/")
+    alice.fill("#two-factor-code", totp.code_at(secret, time.time()))
+    alice.click("text=Turn on")
+    alice.wait_for_selector("#two-factor .status-on")
+    shot(alice, "08-two-factor-on")
+    alice.click("#sign-out")
+    alice.wait_for_url(f"{stack.url}/console/sign-in")
+    alice.fill("#domain", DOMAIN)
+    alice.fill("#user", "alice")
+    alice.fill("#password", PASSWORD)
+    alice.press("#password", "Enter")
+    alice.wait_for_selector("[role=alert]:has-text('one-time code')")
+    alice.fill("#password", PASSWORD)
+    alice.fill("#code", totp.code_at(secret, time.time() + totp.PERIOD))  # the next code: one not used yet
+    alice.press("#code", "Enter")
+    alice.wait_for_url(f"{stack.url}/console/")
+    assert alice.evaluate("fetch('/api/v1/me').then((r) => r.json())")["user"] == "alice"
     # The two refusals asked for above (and Chromium's console line for each) are the only errors.
     expected = (f"HTTP 400: {stack.url}/console/invitation", f"HTTP 401: {stack.url}/console/sign-in",
                 "status of 400", "status of 401")  # fmt: skip

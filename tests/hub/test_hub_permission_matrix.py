@@ -50,6 +50,7 @@ SIGN_IN_LINK = {"landing": "app"}
 HOOK = {"url": "https://93.184.215.14/hook"}  # a public IP literal: no DNS needed
 PASSWORDS = {"current_password": "not-set-yet", "new_password": "a-long-new-secret-9"}
 SIGN_IN = {"domain": "d1", "user": "alice", "password": "not-set-yet"}
+TOTP_ON = {"enabled": True, "code": "000000"}  # nothing pending: 409
 ACCEPT = {"invitation": "phi_no-such-invitation", "password": "a-long-new-secret-9"}
 DHOOKS = "/api/v1/domains/d1/webhooks"
 # fmt: off
@@ -78,6 +79,9 @@ MATRIX: list[tuple[str, str, dict[str, Any] | None, tuple[int, ...]]] = [
     ("GET",   f"{U}/invitations",                None,              (200, 200, 404, 403, 404, 401, 401, 401)),
     ("DELETE",f"{U}/invitations/no-such-one",    None,              (404, 404, 404, 403, 404, 401, 401, 401)),
     ("PUT",   f"{U}/password",                   PASSWORDS,         (403, 403, 404, 403, 404, 401, 401, 401)),
+    ("GET",   f"{U}/two-factor",                 None,              (403, 403, 404, 200, 404, 401, 401, 401)),
+    ("POST",  f"{U}/two-factor",                 {},                (403, 403, 404, 201, 404, 401, 401, 401)),
+    ("PUT",   f"{U}/two-factor",                 TOTP_ON,           (403, 403, 404, 409, 404, 401, 401, 401)),
     ("POST",  "/api/v1/sign-in/password",        SIGN_IN,           (401, 401, 401, 401, 401, 401, 401, 401)),
     ("POST",  "/api/v1/sign-in/invitation",      ACCEPT,            (401, 401, 401, 401, 401, 401, 401, 401)),
     ("POST",  f"{U}/access-keys",                {"note": "x"},     (201, 201, 404, 201, 404, 401, 401, 401)),

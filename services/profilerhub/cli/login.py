@@ -68,7 +68,11 @@ def login(
         ),
     ] = None,
     password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from standard input (scripts).")
+        bool,
+        typer.Option(
+            "--password-stdin",
+            help="Read the password from standard input (scripts); then a one-time code, if asked.",
+        ),
     ] = False,
 ) -> None:
     """Sign a terminal in: check a hub URL and a token (or a name and password), then save them
@@ -134,7 +138,14 @@ def _password_token(url: str, user: str, from_stdin: bool, http: Any) -> str:
         "password": password,
         "note": f"profilerhub login on {platform.node()}",
     }
-    return _anonymous_post(url, http, "password", body)
+    try:
+        return _anonymous_post(url, http, "password", body)
+    except CliFailure as failure:
+        if failure.status != 401 or "one-time code your authenticator" not in failure.message:
+            raise
+    # Two-factor sign-in is on for this account: the code (asked for, or the next line of stdin).
+    code = sys.stdin.readline().strip() if from_stdin else typer.prompt("One-time code")
+    return _anonymous_post(url, http, "password", {**body, "code": code})
 
 
 def _anonymous_post(url: str, http: Any, way: str, body: dict[str, str]) -> str:

@@ -217,6 +217,23 @@ class LocalPassword(Base):
     set_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class TwoFactor(Base):
+    """A local account's second factor: a TOTP secret (``profilerhub_core.totp``, base32). Pending
+    until the user confirms a code (``enabled_at``); from then on a password sign-in needs a code.
+    ``last_step`` is the step of the last code accepted: none is accepted twice. A reset (a new
+    invitation) deletes the row, as it does the password."""
+
+    __tablename__ = "two_factors"
+
+    user_id: Mapped[str] = mapped_column(
+        sa.ForeignKey("user_profiles.id", ondelete="CASCADE"), primary_key=True
+    )
+    secret: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    enabled_at: Mapped[datetime | None] = mapped_column(default=None)
+    last_step: Mapped[int | None] = mapped_column(sa.BigInteger, default=None)
+
+
 class Invitation(Base):
     """A one-time link that lets a user choose their local-account password. Only ``secret_hash``
     is stored; ``used_at`` is set once (compare-and-set), ``revoked_at`` by a revocation or a newer
@@ -450,6 +467,7 @@ __all__ = [
     "JobStatus",
     "ResourceTag",
     "Role",
+    "TwoFactor",
     "UTCDateTime",
     "UserProfile",
     "Webhook",

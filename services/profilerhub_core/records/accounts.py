@@ -5,6 +5,7 @@
     accept_invitation(session, secret, password, ...)    -> user                   used once
     check_sign_in(session, domain, name, password)       -> user | None
     change_password(session, user, current, new, ...)
+    start_two_factor / confirm_two_factor / disable_two_factor / check_second_factor   (TOTP)
 
 An invitation's secret is shown once (in its URL); the database keeps its sha256. A user has at
 most one open invitation: a new one revokes the older ones and deletes the user's password, so an
@@ -15,14 +16,15 @@ redeeming one link cannot both win. Functions flush; the caller commits (with it
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from profilerhub_core import passwords
-from profilerhub_core.db.models import Invitation, LocalPassword, UserProfile, utcnow
-from profilerhub_core.errors import AccessDenied, InvalidInput, NotFound, Unauthorized
+from profilerhub_core import passwords, totp
+from profilerhub_core.db.models import Invitation, LocalPassword, TwoFactor, UserProfile, utcnow
+from profilerhub_core.errors import AccessDenied, Conflict, InvalidInput, NotFound, Unauthorized
 from profilerhub_core.records.users import get_user_by_names
 from profilerhub_core.security import hash_token, new_token
 
@@ -43,6 +45,7 @@ def invite(session: Session, user: UserProfile, *, created_by: str, seconds: int
         .values(revoked_at=now)
     )
     session.execute(sa.delete(LocalPassword).where(LocalPassword.user_id == user.id))
+    session.execute(sa.delete(TwoFactor).where(TwoFactor.user_id == user.id))  # the reset's too
     secret = INVITATION_PREFIX + new_token().removeprefix("phk_")
     row = Invitation(
         user_id=user.id, secret_hash=hash_token(secret), created_by=created_by, created_at=now,
@@ -156,18 +159,95 @@ def change_password(
     return set_password(session, user, new)
 
 
+# -- the second factor (TOTP) ----------------------------------------------------------------------
+
+
+clock = time.time  # what a code is checked against (a test sets it)
+
+
+def two_factor_of(session: Session, user_id: str) -> TwoFactor | None:
+    return session.get(TwoFactor, user_id)
+
+
+def start_two_factor(session: Session, user: UserProfile) -> TwoFactor:
+    """A new pending TOTP secret for ``user`` (replacing a pending one); ``Conflict`` when one is on."""
+    row = two_factor_of(session, user.id)
+    if row is not None and row.enabled_at is not None:
+        raise Conflict("Two-factor sign-in is already on; turn it off first (with a code) to set up another")
+    if row is not None:
+        session.delete(row)
+        session.flush()
+    row = TwoFactor(user_id=user.id, secret=totp.new_secret())
+    session.add(row)
+    session.flush()
+    return row
+
+
+def _spend_code(row: TwoFactor | None, code: str) -> bool:
+    """Whether ``code`` is a fresh code of ``row``'s secret (then its step is kept: used once)."""
+    step = totp.verify(row.secret, code, now=clock(), after=row.last_step) if row is not None else None
+    if row is None or step is None:
+        return False
+    row.last_step = step
+    return True
+
+
+def confirm_two_factor(session: Session, user: UserProfile, code: str) -> TwoFactor:
+    """Turn the pending factor on with a code of it (``AccessDenied`` when the code is wrong)."""
+    row = two_factor_of(session, user.id)
+    if row is None or row.enabled_at is not None:
+        raise Conflict("There is no two-factor set-up in progress; start one first")
+    if not _spend_code(row, code):
+        raise AccessDenied("That code is not right (or was used already); try the next one your app shows")
+    row.enabled_at = utcnow()
+    session.flush()
+    return row
+
+
+def disable_two_factor(session: Session, user: UserProfile, code: str) -> None:
+    """Turn the factor off, with a code of it (a lost device: an administrator's reset removes it)."""
+    row = two_factor_of(session, user.id)
+    if row is None:
+        raise Conflict("Two-factor sign-in is not on")
+    if row.enabled_at is not None and not _spend_code(row, code):
+        raise AccessDenied("That code is not right (or was used already); try the next one your app shows")
+    session.delete(row)
+    session.flush()
+
+
+def needs_second_factor(session: Session, user: UserProfile) -> bool:
+    row = two_factor_of(session, user.id)
+    return row is not None and row.enabled_at is not None
+
+
+def check_second_factor(session: Session, user: UserProfile, code: str) -> bool:
+    """Whether a password sign-in of ``user`` may go on: no factor on, or ``code`` is a fresh code."""
+    row = two_factor_of(session, user.id)
+    if row is None or row.enabled_at is None:
+        return True
+    ok = _spend_code(row, code)
+    session.flush()
+    return ok
+
+
 __all__ = [
     "INVITATION_PREFIX",
     "InvitationNotUsable",
     "accept_invitation",
     "change_password",
+    "check_second_factor",
     "check_sign_in",
+    "confirm_two_factor",
+    "disable_two_factor",
     "get_invitation",
     "invitation_status",
     "invitations_query",
     "invite",
+    "needs_second_factor",
     "open_invitation",
     "password_of",
     "revoke_invitation",
     "set_password",
+    "start_two_factor",
+    "two_factor_of",
 ]

@@ -239,10 +239,11 @@ async def sign_in(request: Request) -> Response:
 async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
     """The sign-in form's name and password: a console session of the user's own."""
     settings: Settings = services(request).settings
-    domain, user, password = (
+    domain, user, password, code = (
         form.get("domain", "").strip(),
         form.get("user", "").strip(),
         form.get("password", ""),
+        form.get("code", "").strip()[:12],
     )
     if not (domain and user and password):
         return _signin_page(request, "Enter your domain, user name and password.", 400, form)
@@ -252,7 +253,7 @@ async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
         with services(request).sessions() as session:
             door = door_of(services(request), session, "console")
             return accounts.password_sign_in(
-                door, services(request).rate_limits, domain, user, password, address
+                door, services(request).rate_limits, domain, user, password, address, code
             )
 
     try:

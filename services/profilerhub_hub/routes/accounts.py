@@ -1,6 +1,6 @@
 """Local accounts: invitations (``/domains/{domain}/users/{user}/invitations``), the user's
-password (``…/password``), and tokens of the user's own for an invitation (``/sign-in/invitation``)
-or a name and password (``/sign-in/password``).
+password (``…/password``) and second factor (``…/two-factor``), and tokens of the user's own for
+an invitation (``/sign-in/invitation``) or a name and password (``/sign-in/password``).
 
 The operations are ``profilerhub_hub.usecases.accounts``'s; the console's invitation and sign-in forms
 call the same ones.
@@ -81,6 +81,11 @@ class PasswordSignIn(RequestModel):
     domain: ResourceName
     user: ResourceName
     password: str = Field(max_length=MAX_LENGTH)
+    code: str = Field(
+        "",
+        max_length=12,
+        description="The one-time code of the user's authenticator app, once two-factor sign-in is on.",
+    )
     note: str = Field("", max_length=200, description="What the token is for.")
     expires_in_seconds: StrictInt | None = Field(
         None, ge=60, le=10 * 366 * 24 * 3600, description="Lifetime; omit for a token that does not expire."
@@ -163,6 +168,54 @@ async def accept_invitation(body: InvitationAccept, request: Request) -> TokenCr
     return await run_in_threadpool(accept)
 
 
+TWO_FACTOR = "/domains/{domain}/users/{user}/two-factor"
+
+
+class TwoFactorRead(BaseModel):
+    status: Literal["off", "pending", "on"] = Field(
+        description="pending: set up, waiting for a code of it (PUT) to turn it on."
+    )
+    secret: str | None = Field(
+        None, description="While pending only: the base32 secret for the authenticator app."
+    )
+    otpauth_url: str | None = Field(None, description="While pending only: the same as an otpauth:// URL.")
+
+
+class TwoFactorUpdate(RequestModel):
+    enabled: bool = Field(description="true: turn the pending set-up on; false: turn it off.")
+    code: str = Field("", max_length=12, description="A current code of the authenticator app.")
+
+
+def _two_factor_read(state: accounts.TwoFactorState) -> TwoFactorRead:
+    return TwoFactorRead(status=state.status, secret=state.secret, otpauth_url=state.otpauth_url)  # type: ignore[arg-type]
+
+
+@router.get(TWO_FACTOR, openapi_extra=OF_USER)
+def read_two_factor(
+    door: DoorDep, target: Annotated[Resolved, allow(Action.DescribeTwoFactor)]
+) -> TwoFactorRead:
+    """Whether your password sign-ins need a one-time code (the user alone)."""
+    return _two_factor_read(accounts.two_factor_state(door, target))
+
+
+@router.post(TWO_FACTOR, status_code=201, openapi_extra=OF_USER)
+def start_two_factor(
+    door: DoorDep, target: Annotated[Resolved, allow(Action.UpdateTwoFactor)]
+) -> TwoFactorRead:
+    """Set up two-factor sign-in: a new secret for your authenticator app (pending until a code
+    of it turns it on; 409 while it is on)."""
+    return _two_factor_read(accounts.update_two_factor(door, target, "start"))
+
+
+@router.put(TWO_FACTOR, openapi_extra=OF_USER)
+def update_two_factor(
+    body: TwoFactorUpdate, door: DoorDep, target: Annotated[Resolved, allow(Action.UpdateTwoFactor)]
+) -> TwoFactorRead:
+    """Turn it on (a code of the pending secret) or off (a current code); 403 for a wrong code."""
+    change = "confirm" if body.enabled else "off"
+    return _two_factor_read(accounts.update_two_factor(door, target, change, body.code))
+
+
 @router.post(
     "/sign-in/password",
     status_code=201,
@@ -185,6 +238,7 @@ async def password_sign_in(body: PasswordSignIn, request: Request) -> TokenCreat
                 address,
                 note=body.note,
                 expires_in_seconds=body.expires_in_seconds,
+                code=body.code,
             )
             return TokenCreated.of(token, secret)
 

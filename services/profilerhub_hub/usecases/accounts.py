@@ -5,8 +5,10 @@
     revoke_invitation    an open invitation no longer usable
     accept_invitation    the invited user chooses a password and is signed in (a console session,
                          or a token of theirs: ``accept_invitation_for_token``)
-    password_sign_in     name + password -> the user's own console session, or their own token
+    password_sign_in     name + password (+ a one-time code, once two-factor sign-in is on) ->
+                         the user's own console session, or their own token
     change_password      the user alone, with their current password
+    update_two_factor    the user alone: set up, confirm or turn off a TOTP second factor
 
 Each checks, changes the records, writes the operation's one audit row and commits. Password
 sessions are the user's own (no impersonation): they open the user's apps. Their source is the
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from profilerhub_core import totp
 from profilerhub_core.db.models import ApiToken, BrowserSession, Invitation, UserProfile
 from profilerhub_core.errors import AccessDenied, Unauthorized
 from profilerhub_core.records import accounts, audit, sessions, tokens
@@ -38,6 +41,7 @@ from profilerhub_hub.ratelimit import PASSWORD_ACCOUNT, PASSWORD_ADDRESS, RateLi
 from profilerhub_hub.usecases.door import Door
 
 INVITATION_PATH = "/console/invitation"
+ISSUER = "ProfilerHub"  # how an authenticator app names the hub's accounts
 PASSWORD = "password"  # how a password session says where it came from (``via``)
 
 
@@ -159,16 +163,29 @@ def accept_invitation_for_token(door: Door, secret: str, password: str, *, note:
     return token, token_secret
 
 
+class CodeNeeded(Unauthorized):
+    """The password is right, and the account has two-factor sign-in on: a one-time code is due."""
+
+
 def _check_password(
-    door: Door, limits: RateLimits, domain: str, name: str, password: str, address: str
+    door: Door, limits: RateLimits, domain: str, name: str, password: str, address: str, code: str = ""
 ) -> UserProfile:
-    """The user whose password this is; ``Throttled`` past a limit, ``Unauthorized`` when wrong
-    (unknown user, no password, wrong password alike; each attempt audited)."""
+    """The user whose password this is (and, when they turned two-factor sign-in on, whose
+    one-time ``code`` this is); ``Throttled`` past a limit, ``Unauthorized`` when wrong (unknown
+    user, no password, wrong password alike; a wrong code counts as a wrong password; each
+    attempt audited), ``CodeNeeded`` when the password is right and no code was given."""
     account = f"{domain[:63]}/{name[:63]}"
     limits.check(PASSWORD_ACCOUNT, account)
     limits.check(PASSWORD_ADDRESS, address)
     user = accounts.check_sign_in(door.session, domain, name, password)
-    if user is None:
+    refused = "wrong name or password" if user is None else None
+    if user is not None and accounts.needs_second_factor(door.session, user):
+        if not code:
+            raise CodeNeeded("Enter the one-time code your authenticator app shows for this account")
+        if not accounts.check_second_factor(door.session, user, code):
+            refused = "wrong one-time code"
+    if refused is not None:
+        door.session.rollback()
         audit.record_audit(
             door.session,
             actor="anonymous",
@@ -176,12 +193,15 @@ def _check_password(
             target_type="UserProfile",
             target=account,
             outcome=audit.DENIED,
-            detail={"via": PASSWORD, "reason": "wrong name or password"},
+            detail={"via": PASSWORD, "reason": refused},
         )
         door.session.commit()
         limits.hit(PASSWORD_ACCOUNT, account)
         limits.hit(PASSWORD_ADDRESS, address)
+        if user is not None:
+            raise Unauthorized("That one-time code is not right (or was used already)")
         raise Unauthorized("Wrong domain, user name or password")
+    assert user is not None
     return user
 
 
@@ -192,10 +212,11 @@ def password_sign_in(
     name: str,
     password: str,
     address: str,
+    code: str = "",
 ) -> str:
-    """A console session for the user whose password this is; its cookie secret."""
+    """A console session for the user whose password (and one-time ``code``) this is; its cookie secret."""
     require_local_accounts(door.settings)
-    user = _check_password(door, limits, domain, name, password, address)
+    user = _check_password(door, limits, domain, name, password, address, code)
     cookie = _signed_in(door, user)
     _commit_as(door, user, "SignIn", "BrowserSession", detail={"via": PASSWORD})
     return cookie
@@ -211,16 +232,53 @@ def password_token(
     *,
     note: str,
     expires_in_seconds: int | None,
+    code: str = "",
 ) -> tuple[ApiToken, str]:
-    """A new API token of the user's own, for the user whose password this is (``profilerhub login``)."""
+    """A new API token of the user's own, for the user whose password (and one-time ``code``)
+    this is (``profilerhub login``)."""
     require_local_accounts(door.settings)
-    user = _check_password(door, limits, domain, name, password, address)
+    user = _check_password(door, limits, domain, name, password, address, code)
     token, secret = tokens.issue_token(
         door.session, user, note=note, expires_in_seconds=expires_in_seconds, source=sessions.PASSWORD
     )
     detail = {"via": PASSWORD, "token_id": token.id}
     _commit_as(door, user, "CreateToken", "ApiToken", suffix=f"/{token.id}", detail=detail)
     return token, secret
+
+
+@dataclass(frozen=True, slots=True)
+class TwoFactorState:
+    status: str  # "off", "pending" (set up, not confirmed yet), "on"
+    secret: str | None = None  # only while pending: for the authenticator app
+    otpauth_url: str | None = None
+
+
+def two_factor_state(door: Door, target: Resolved) -> TwoFactorState:
+    assert target.user is not None
+    row = accounts.two_factor_of(door.session, target.user.id)
+    if row is None:
+        return TwoFactorState("off")
+    if row.enabled_at is not None:
+        return TwoFactorState("on")
+    return TwoFactorState("pending", row.secret, totp.otpauth_url(row.secret, target.name, ISSUER))
+
+
+def update_two_factor(door: Door, target: Resolved, change: str, code: str = "") -> TwoFactorState:
+    """``change``: ``start`` (a new pending secret), ``confirm`` (on, with a code of it) or ``off``
+    (with a code, when on). The user alone, audited (never the secret)."""
+    require_local_accounts(door.settings)
+    assert target.user is not None
+    if change == "start":
+        accounts.start_two_factor(door.session, target.user)
+    elif change == "confirm":
+        accounts.confirm_two_factor(door.session, target.user, code)
+    else:
+        assert change == "off"
+        accounts.disable_two_factor(door.session, target.user, code)
+    state = two_factor_state(door, target)
+    detail = {"change": change, "status": state.status}
+    door.commit(target, Action.UpdateTwoFactor, target.name, detail=detail)
+    return state
 
 
 def change_password(door: Door, target: Resolved, current: str, new: str) -> int:
@@ -240,7 +298,9 @@ def change_password(door: Door, target: Resolved, current: str, new: str) -> int
 __all__ = [
     "INVITATION_PATH",
     "PASSWORD",
+    "CodeNeeded",
     "Invited",
+    "TwoFactorState",
     "accept_invitation",
     "accept_invitation_for_token",
     "change_password",
@@ -250,4 +310,6 @@ __all__ = [
     "password_token",
     "require_local_accounts",
     "revoke_invitation",
+    "two_factor_state",
+    "update_two_factor",
 ]

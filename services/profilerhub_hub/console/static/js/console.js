@@ -260,7 +260,7 @@ async function userSections(d, u, own) {
     ]), "No jobs yet. Run a training script with the SDK and PROFILERHUB_TOKEN set (see Tokens).")));
   box.append(tokensSection(d, u, own));
   box.append(accessKeysSection(d, u, own));
-  if (me.localAccounts === "true" && own && !me.impersonatedBy) box.append(passwordSection(d, u));
+  if (me.localAccounts === "true" && own && !me.impersonatedBy) box.append(passwordSection(d, u), twoFactorSection(d, u));
   if (me.localAccounts === "true" && !own && isAdmin) box.append(invitationSection(d, u));
   if (!own && isAdmin) box.append(signInLinkSection(d, u));
   return box;
@@ -382,6 +382,30 @@ function passwordSection(d, u) {
         form.reset();
         fill(done, el("p", { class: "notice" }, "Password changed. Your other browsers signed in with it are signed out."));
       }), done);
+}
+
+// ... and their second factor: a TOTP secret for an authenticator app, on once a code of it is given.
+function twoFactorSection(d, u) {
+  const path = `${userPath(d, u)}/two-factor`;
+  const box = el("div", { id: "two-factor", "aria-live": "polite" });
+  const code = () => el("label", {}, "Code ", el("input", { name: "code", id: "two-factor-code", inputmode: "numeric",
+    autocomplete: "one-time-code", maxlength: "12", required: true }));
+  const show = (state) => {
+    if (state.status === "on") {
+      fill(box, el("p", {}, statusBadge("on"), " Password sign-ins ask for a code of your authenticator app."),
+        actionForm([code()], "Turn off", async (body) => show(await api(path, { method: "PUT", body: { ...body, enabled: false } }))));
+    } else if (state.status === "pending") {
+      fill(box, el("p", {}, "Add this secret to your authenticator app (or open the otpauth link on your phone), then enter the code it shows:"),
+        el("pre", { class: "snippet", id: "two-factor-secret" }, state.secret),
+        el("p", {}, el("a", { href: state.otpauth_url, id: "two-factor-url" }, "otpauth link")),
+        actionForm([code()], "Turn on", async (body) => show(await api(path, { method: "PUT", body: { ...body, enabled: true } }))));
+    } else {
+      fill(box, el("p", { class: "muted" }, "Off: your password alone signs you in."),
+        actionForm([], "Set up two-factor sign-in", async () => show(await api(path, { method: "POST", body: {} }))));
+    }
+  };
+  api(path).then(show, (error) => fill(box, errorBox(error)));
+  return el("section", { id: "two-factor-section" }, el("h2", { class: "section" }, "Two-factor sign-in"), box);
 }
 
 function signInLinkSection(d, u) {
