@@ -195,43 +195,41 @@ def browser_pid_of(playwright_browser: Any) -> int:
     raise RuntimeError("no chromium browser process found")
 
 
-def measure(events: int, steps: int, width: int) -> dict[str, Any]:
+def serve_job(
+    root: Path, domain_id: str, owner_id: str, job_id: str
+) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
+    """A real app process over the store at ``root`` (``APP``), once it answers; (process, its
+    base URL, the owner's headers)."""
     import httpx
-    import psutil
-    from playwright.sync_api import sync_playwright
 
     from profilerhub_core.apptokens import generate_signing_key, issue_app_token, public_key_pem
+
+    key = generate_signing_key()
+    app_id, port = str(uuid.uuid4()), free_port()
+    argv = [root.as_uri(), str(port), app_id, domain_id, owner_id, public_key_pem(key), job_id]
+    app = subprocess.Popen([sys.executable, "-c", APP, *argv])
+    base = f"http://127.0.0.1:{port}/apps/{app_id}/"
+    headers = {"Authorization": f"Bearer {issue_app_token(key, app_id, owner_id, ttl=3600)}"}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return app, base, headers
+
+
+def measure(events: int, steps: int, width: int) -> dict[str, Any]:
+    import psutil
+    from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="profilerhub-bench-pages-"))
     root = tmp / "store"
     domain_id, owner_id, job_id, timings = write_job(root, events, with_dashboard=events <= 1_000_000)
-    key = generate_signing_key()
-    app_id, port = str(uuid.uuid4()), free_port()
-    app = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            APP,
-            root.as_uri(),
-            str(port),
-            app_id,
-            domain_id,
-            owner_id,
-            public_key_pem(key),
-            job_id,
-        ]
-    )
+    app, base, headers = serve_job(root, domain_id, owner_id, job_id)
     out: dict[str, Any] = {"events": events, **timings}
     try:
-        base = f"http://127.0.0.1:{port}/apps/{app_id}/"
-        headers = {"Authorization": f"Bearer {issue_app_token(key, app_id, owner_id, ttl=3600)}"}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(base + "health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
         out["app_idle_rss_mb"] = psutil.Process(app.pid).memory_info().rss / 1e6
         with sync_playwright() as p:
             browser = p.chromium.launch(

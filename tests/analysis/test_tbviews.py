@@ -110,3 +110,37 @@ def test_the_distributed_view_splits_each_step_into_computation_overlap_communic
     assert d["collectives"] == [
         {"name": "nccl:all_reduce", "calls": 1, "bytes": 1024 * 256 * 4, "total_us": 30.0}
     ]
+
+
+def test_memory_events_pair_each_allocation_with_its_free_and_name_the_operator() -> None:
+    import json
+
+    from profilerhub_analysis.tbviews import tb_views
+
+    def mem(ts: float, nbytes: int, addr: int) -> dict[str, Any]:
+        args = {"Device Type": 0, "Device Id": -1, "Bytes": nbytes, "Addr": addr, "Total Allocated": 0}
+        return {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "args": args}
+
+    def op(name: str, ts: float, dur: float) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+    events = [
+        op("ProfilerStep#1", 0, 1000), op("aten::empty", 10, 20), op("aten::mm", 100, 50),
+        mem(5, -64, 7),  # freed, allocated before the profile
+        mem(15, 256, 1),  # in aten::empty
+        mem(120, 1024, 2),  # in aten::mm, never freed
+        mem(130, -256, 1),
+        mem(200, 512, 1), mem(210, 128, 1),  # the same address again without a free: the first stays alive
+    ]  # fmt: skip
+    got = tb_views(json.dumps({"traceEvents": events}).encode())["tb_memory_events"]
+    rows = [
+        (e["operator"], e["size_bytes"], e["alloc_us"], e["free_us"], e["duration_us"]) for e in got["events"]
+    ]
+    assert rows == [
+        (None, 64, None, 5, None),
+        ("aten::empty", 256, 15, 130, 115),
+        ("aten::mm", 1024, 120, None, None),
+        (None, 512, 200, None, None),
+        (None, 128, 210, None, None),
+    ]
+    assert got["total"] == 5

@@ -709,6 +709,15 @@ def test_the_profile_views_show_the_plugins_operator_and_memory_tables_of_profil
     app.wait_for_selector("#vw-mem-curve canvas")
     assert f"{curve['records']:,} allocation" in app.locator("#vw-mem-curve").inner_text()
     assert table_of(app, "vw-mem-curve").count() == len(curve["t_us"])
+    events = [e for e in cli["tb_memory_events"]["events"] if e["device"] == "CPU"]
+    assert _shown_total(app, "vw-mem-events") == len(events) > 0
+    largest = max(events, key=lambda e: e["size_bytes"])
+    first = _views_rows(app, "vw-mem-events").first.locator("td")
+    assert int(float(first.nth(1).get_attribute("data-raw"))) == largest["size_bytes"]
+    app.fill("#vw-mem-events input[type=search]", "addmm")  # its own search, not the operators table's
+    addmm = sum(e["operator"] == "aten::addmm" for e in events)
+    expect(_views_rows(app, "vw-mem-events")).to_have_count(addmm)
+    assert _shown_total(app, "vw-memory") == len(cpu_rows)
     shot(app, "views-memory")
 
     app.click("#tab-operators")

@@ -47,6 +47,7 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     python_id: Any = msgspec.field(name="Python id", default=None)
     python_parent_id: Any = msgspec.field(name="Python parent id", default=None)
     nbytes: Any = msgspec.field(name="Bytes", default=None)
+    addr: Any = msgspec.field(name="Addr", default=None)
     device_type: Any = msgspec.field(name="Device Type", default=None)
     device_id: Any = msgspec.field(name="Device Id", default=None)
     call_stack: Any = msgspec.field(name="Call stack", default=None)
@@ -144,6 +145,9 @@ class MemoryRecord:
     nbytes: float
     allocated: float | None = None
     reserved: float | None = None
+    addr: Any = None
+    op: str | None = None
+    """The operator the plugin's walk attached this record to (``views._attach``), if any."""
 
 
 @dataclass
@@ -206,7 +210,7 @@ def _typed(ev: Event, out: TbTrace) -> None:
             nbytes = _number(args.nbytes)
             device = _device_name(args)
             allocated, reserved = _number(args.total_allocated), _number(args.total_reserved)
-            out.memory.append(MemoryRecord(ts, ev.tid, device, nbytes or 0, allocated, reserved))
+            out.memory.append(MemoryRecord(ts, ev.tid, device, nbytes or 0, allocated, reserved, args.addr))
         return
     cat = ev.cat
     if ph != "X" or type(cat) is not str:

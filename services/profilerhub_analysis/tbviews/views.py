@@ -332,6 +332,49 @@ def memory(trace: TbTrace, forest: Forest) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["device"], -r["size_increase_bytes"]))
 
 
+MAX_MEMORY_EVENTS = 20_000
+"""Memory events kept per trace (the largest, by size): the table stays readable and the views small."""
+
+
+def memory_events(trace: TbTrace) -> dict[str, Any]:
+    """The plugin's memory events table: each allocation paired with its free (same device and
+    address, in time order), with the operator it happened in (after ``memory``'s walk), its size and
+    lifetime. An allocation never freed has ``free_us`` None; a free of memory allocated before the
+    profile has ``alloc_us`` None. At most ``MAX_MEMORY_EVENTS``, the largest; ``total`` counts all."""
+    open_: dict[tuple[Any, Any], MemoryRecord] = {}
+    rows: list[dict[str, Any]] = []
+    for r in trace.memory:
+        if r.device is None or r.addr is None or not r.nbytes:
+            continue
+        key = (r.device, r.addr)
+        if r.nbytes > 0:
+            if key in open_:  # allocated again without a free between: the first stays alive
+                rows.append(_memory_event(open_[key], None))
+            open_[key] = r
+        else:
+            rows.append(_memory_event(open_.pop(key, None), r))
+    rows.extend(_memory_event(a, None) for a in open_.values())
+    rows.sort(key=lambda e: -e["size_bytes"])
+    kept = rows[:MAX_MEMORY_EVENTS]
+    kept.sort(key=lambda e: e["alloc_us"] if e["alloc_us"] is not None else e["free_us"])
+    return {"events": kept, "total": len(rows)}
+
+
+def _memory_event(alloc: MemoryRecord | None, free: MemoryRecord | None) -> dict[str, Any]:
+    first = alloc if alloc is not None else free
+    assert first is not None
+    a_us = alloc.ts if alloc is not None else None
+    f_us = free.ts if free is not None else None
+    return {
+        "device": first.device,
+        "operator": alloc.op if alloc is not None else None,
+        "size_bytes": abs(first.nbytes),
+        "alloc_us": a_us,
+        "free_us": f_us,
+        "duration_us": f_us - a_us if a_us is not None and f_us is not None else None,
+    }
+
+
 CURVE_POINTS = 2000
 """Points kept per memory curve: each the largest value of its time bucket, so peaks survive."""
 
@@ -408,6 +451,7 @@ def _attach(root: Node | None, recs: list[MemoryRecord], visited: set[int]) -> N
                 current, child = c, 0
         if current.is_operator:
             current.memory.append(rec)
+            rec.op = current.name
         i += 1
 
 

@@ -4,9 +4,10 @@
 // search and sort, so a view can be linked. An operator's name opens its calls in the timeline.
 import { barList, dataTable, lineChart, panel, stackBar } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
+import { memoryEventsSection } from "./views_memory_events.js";
 import { modulesTab } from "./views_modules.js";
+import { tableView as sharedTable } from "./views_table.js";
 
-const LIMIT = 500; // rows drawn per table (the search reaches all of them)
 const TABS = ["overview", "operators", "kernels", "memory", "modules", "distributed"];
 const node = document.getElementById("vw-panel");
 const title = document.getElementById("job-title");
@@ -28,6 +29,7 @@ const view = {
   t0us: initial.t0us || "",
   t1us: initial.t1us || "",
   range: null, // the Operators view over [t0us, t1us) once it is fetched
+  events: { q: "", sort: "", desc: true }, // the memory events table's own sort and search
   data: null,
 };
 
@@ -62,58 +64,8 @@ function remember() {
   });
 }
 
-/**
- * A table the reader sorts (click a header) and filters (the search box matches any text cell).
- * `columns`: [{key, label, num, get(row) -> text|Node, value(row) -> what sorts}].
- */
-function tableView(columns, rows, { defaultSort, searchLabel = "Search" }) {
-  const box = el("div", {});
-  const search = el("input", { type: "search", value: view.q, placeholder: "name contains…", "aria-label": searchLabel });
-  const shown = el("span", { class: "muted", "aria-live": "polite" });
-  const tableBox = el("div", {});
-  const sortKey = () => (columns.some((c) => c.key === view.sort) ? view.sort : defaultSort);
-  function draw() {
-    const key = sortKey();
-    const col = columns.find((c) => c.key === key);
-    const needle = view.q.toLowerCase();
-    const kept = needle
-      ? rows.filter((r) => columns.some((c) => !c.num && String(c.value(r) ?? "").toLowerCase().includes(needle)))
-      : rows.slice();
-    const sign = view.desc ? -1 : 1;
-    kept.sort((a, b) => {
-      const x = col.value(a);
-      const y = col.value(b);
-      if (typeof x === "number" || typeof y === "number") return sign * ((x ?? -Infinity) - (y ?? -Infinity));
-      return sign * String(x ?? "").localeCompare(String(y ?? ""));
-    });
-    shown.textContent = `${count(Math.min(kept.length, LIMIT))} of ${count(kept.length)} rows${needle ? ` matching "${view.q}"` : ""}`;
-    const table = dataTable(
-      columns.map((c) => ({ label: c.label, num: c.num, get: c.get, raw: (r) => c.value(r) })),
-      kept.slice(0, LIMIT),
-    );
-    const heads = table.querySelectorAll("th");
-    columns.forEach((c, i) => {
-      const th = heads[i];
-      th.setAttribute("aria-sort", c.key === key ? (view.desc ? "descending" : "ascending") : "none");
-      const button = el("button", { type: "button", class: "sort", "data-sort": c.key }, c.label);
-      button.addEventListener("click", () => {
-        view.desc = c.key === key ? !view.desc : true;
-        view.sort = c.key;
-        remember();
-        draw();
-      });
-      fill(th, button);
-    });
-    fill(tableBox, table);
-  }
-  search.addEventListener("input", () => {
-    view.q = search.value;
-    remember();
-    draw();
-  });
-  draw();
-  return fill(box, el("div", { class: "table-tools" }, el("label", {}, searchLabel, search), shown), tableBox);
-}
+/** The tab's main table: its sort and search are the page's (kept in the URL). */
+const tableView = (columns, rows, options) => sharedTable(columns, rows, { ...options, state: view, changed: remember });
 
 function groupPicker(options) {
   const select = el(
@@ -402,6 +354,7 @@ function memoryTab(v) {
       el("div", {}, el("div", { class: "table-tools" }, el("label", {}, "Device ", picker)), tableView(columns, rows.filter((r) => r.device === device), { defaultSort: "size_increase_bytes", searchLabel: "Operator" })),
       "Allocations and frees recorded inside each operator's calls (self) and inside everything they called.",
     ),
+    memoryEventsSection(v, device, { section, state: view.events, changed: () => {}, t0us: view.t0us, t1us: view.t1us }),
   ];
 }
 
