@@ -10,7 +10,10 @@ Each size is parsed in a fresh process, each way, so that one's peak RSS is its 
   (``profilerhub_analysis.stream``), columns built slice by slice;
 * ``anchor``: today's whole-document parse, ``parse_trace(read_bytes(path))``: the document in
   memory, then decoded (in batches past 256 MiB);
-* ``floor``: gunzip alone (``file_chunks`` drained), what no parser can beat.
+* ``floor``: gunzip alone (``file_chunks`` drained), what no parser can beat;
+* ``ingest``: what a worker does with one trace (``--ingest-max`` events at most): the streamed
+  reader, the summary entry, the dashboard panels and timeline (``views.put_trace``) and the
+  TensorBoard views (``views.put_tb_views``), into a local store in a temporary folder.
 
 Prints per size and way: events, MB of decompressed JSON, seconds, events/s, MB/s, peak RSS (MiB,
 ``ru_maxrss`` of the child) and the RSS above the interpreter's own (the same child before
@@ -50,6 +53,21 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0, c0 = time.perf_counter(), time.process_time()
 if mode == "streamed":
     n = load_trace(path, max_bytes=1 << 62).meta.events_total
+elif mode == "ingest":
+    import tempfile
+    from pathlib import Path
+    from profilerhub_core.jobstorage import JobPlace
+    from profilerhub_core.storage import LocalStore
+    from profilerhub_worker.ingest import summary as sm
+    from profilerhub_worker.ingest.views import put_tb_views, put_trace
+    with tempfile.TemporaryDirectory() as tmp:
+        store, place = LocalStore(Path(tmp)), JobPlace("d", "u", "j")
+        events = load_trace(path, max_bytes=1 << 62)
+        n = events.meta.events_total
+        entry = sm.trace_summary("trace", events)
+        put_trace(store, place, "traces/0-trace", events, entry)
+        del events
+        put_tb_views(store, place, "traces/0-trace", entry, Path(path), 1 << 62)
 elif mode == "anchor":
     n = parse_trace(read_bytes(path, max_bytes=1 << 62)).meta.events_total
 else:
@@ -107,6 +125,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, nargs="+", default=[250_000, 500_000, 1_000_000, 2_000_000])
     parser.add_argument("--plain", action="store_true", help="write plain JSON instead of gzip")
     parser.add_argument("--anchor-max", type=int, default=2_000_000, help="no anchor run above this size")
+    parser.add_argument("--ingest-max", type=int, default=1_000_000, help="no ingest run above this size")
     parser.add_argument("--tmp", default=None, help="where the generated traces go (deleted after)")
     args = parser.parse_args()
     if not TRACE.exists():
@@ -124,6 +143,7 @@ def main() -> int:
             size = write_trace(path, events, args.plain)
             made = time.perf_counter() - t0
             ways = ["floor", "streamed"] + (["anchor"] if events <= args.anchor_max else [])
+            ways += ["ingest"] if events <= args.ingest_max else []
             for way in ways:
                 r = run_child(way, path)
                 if "error" in r:
