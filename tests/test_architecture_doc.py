@@ -6,17 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_import_graph import PACKAGES, ROOT  # every package of ours, and where it lives
+
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = {
-    "profilerhub": ROOT / "services" / "profilerhub",
-    "profilerhub_core": ROOT / "services" / "profilerhub_core",
-    "profilerhub_analysis": ROOT / "services" / "profilerhub_analysis",
-    "profilerhub_hub": ROOT / "services" / "profilerhub_hub",
-    "profilerhub_app": ROOT / "services" / "profilerhub_app",
-    "profilerhub_worker": ROOT / "workers" / "profilerhub_worker",
-    "profilerhub_stack": ROOT / "services" / "profilerhub_stack",
-}
 
 
 def listed(text: str) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ from profilerhub_analysis.rules.base import (
     Param,
     RuleData,
     RuleResult,
+    RuleSpec,
     RuleStatus,
     Series,
     earlier_index,
@@ -29,6 +30,34 @@ from profilerhub_analysis.rules.base import (
     percent_param,
     runs,
 )
+
+
+def bottleneck_rule(
+    name: str,
+    doc: str | None,
+    bound: str,
+    resource: Param,
+    series: str,
+    resource_label: str,
+    missing: str,
+    recommendation: str,
+) -> RuleSpec:
+    """A bottleneck rule's spec: its parameters (``bottleneck_params``), and an ``evaluate`` that
+    reads the system series ``series`` against the threshold ``resource`` names."""
+
+    def evaluate(data: RuleData, params: dict[str, Any]) -> RuleResult:
+        return bottleneck(
+            name,
+            data,
+            params,
+            data.system.get(series),
+            resource_label,
+            params[resource.name],
+            missing,
+            recommendation,
+        )
+
+    return RuleSpec.of(name, bottleneck_params(bound, resource), evaluate, doc)
 
 
 def bottleneck_params(bound: str, resource: Param) -> tuple[Param, ...]:

@@ -194,7 +194,7 @@ NCCL = _rule(
     "NcclBackendUnused",
     (),
     _nccl,
-    "Use the NCCL backend for DistributedDataParallel on GPUs (init_process_group(backend=\"nccl\")): "
+    'Use the NCCL backend for DistributedDataParallel on GPUs (init_process_group(backend="nccl")): '
     "it is the fastest for GPU collectives, https://pytorch.org/docs/stable/distributed.html#backends",
     _needs_kernels,
 )
