@@ -15,16 +15,15 @@ import json
 import logging
 import math
 import os
-import platform
 import socket
 import sys
 import threading
 import time
 from typing import Any
 
-from . import __version__
 from ._clock import clock_info, now_ns
 from ._config import Config
+from ._jobjson import int_env, job_json
 from ._log import log_once, logger, say
 from ._spill import Spill, upload_command
 from ._stdio import TeeStream
@@ -33,7 +32,6 @@ from ._uploader import Uploader
 from .sinks import Sink, make_sink
 from .sinks.base import USER_STOP
 
-FORMAT = "profilerhub-raw/1"
 CHUNK_KINDS = ("system", "annotations", "metrics", "tensors", "logs")
 #: Text of printed lines a run keeps for its log (``PROFILERHUB_LOG_MAX_BYTES``); the rest is counted.
 MAX_LOG_BYTES = 8 << 20
@@ -76,9 +74,9 @@ class Run:
         # the printed lines (the job's log), up to max_log_bytes, in one folder per rank
         self.logs: collections.deque[dict[str, Any]] = collections.deque()
         self.log_counts = {"lines": 0, "bytes": 0, "dropped_lines": 0, "dropped_bytes": 0}
-        limit = _int_env("PROFILERHUB_LOG_MAX_BYTES")
+        limit = int_env("PROFILERHUB_LOG_MAX_BYTES")
         self.max_log_bytes = MAX_LOG_BYTES if limit is None or limit < 0 else limit
-        self.log_rank = _int_env("RANK") or 0  # fixed at init: the log stream's name must not move
+        self.log_rank = int_env("RANK") or 0  # fixed at init: the log stream's name must not move
         self.thread_names: dict[int, str] = {}
         self.invalid_metrics = 0
         self.chunks = dict.fromkeys(CHUNK_KINDS, 0)
@@ -131,7 +129,7 @@ class Run:
             from ._delivery import deliver_in_background
 
             self.delivery = deliver_in_background(self.cfg)
-        self.uploader.submit("job.json", self._job_json(status="InProgress"))
+        self.uploader.submit("job.json", job_json(self, status="InProgress"))
         self._collector = threading.Thread(target=self._collect, name="profilerhub-collector", daemon=True)
         self._collector.start()
         if self.cfg.capture_output:
@@ -278,7 +276,7 @@ class Run:
         # Give the data 80% of the time; the closing files (job.json, _SUCCESS, complete) the rest.
         if not self.uploader.drain(max(0.0, deadline - time.monotonic()) * 0.8):
             self.uploader.abandon_pending()
-        self.uploader.submit("job.json", self._job_json(status="Completed", end_ns=end_ns))
+        self.uploader.submit("job.json", job_json(self, status="Completed", end_ns=end_ns))
         self.uploader.submit("_SUCCESS", json.dumps({"job": self.cfg.job, "end_ns": end_ns}).encode())
         self.uploader.submit_call(self._complete)
         self.uploader.close(max(0.0, deadline - time.monotonic()))
@@ -353,7 +351,7 @@ class Run:
         """This process's rank (torch.distributed's once initialised, else ``$RANK``, else 0)."""
         torch = sys.modules.get("torch")
         if torch is None:
-            return _int_env("RANK") or 0
+            return int_env("RANK") or 0
         from ._watch import rank_of
 
         return rank_of(torch)
@@ -567,69 +565,3 @@ class Run:
                 for (k, n, s, e, t, d, st) in out
             ]
         return out
-
-    # -- job.json -----------------------------------------------------------------------------
-
-    def _job_json(self, *, status: str, end_ns: int | None = None) -> bytes:
-        cfg = self.cfg
-        tp = cfg.torch_profiler
-        torch = sys.modules.get("torch")
-        doc: dict[str, Any] = {
-            "format": FORMAT,
-            "job": cfg.job,
-            "status": status,
-            "host": socket.gethostname(),
-            "pid": self.pid,
-            "rank": _int_env("RANK"),
-            "world_size": _int_env("WORLD_SIZE"),
-            "sdk_version": __version__,
-            "python": platform.python_version(),
-            "torch_version": getattr(torch, "__version__", None),
-            "argv": list(sys.argv),
-            "start_ns": self.start_ns,
-            "end_ns": end_ns,
-            "clock": {
-                **self.start_clock,
-                "realtime_minus_monotonic_ns_at_end": clock_info()["realtime_minus_monotonic_ns"]
-                if end_ns
-                else None,
-            },
-            "sample_interval_s": cfg.sample_interval_s,
-            "chunk_interval_s": cfg.chunk_interval_s,
-            "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
-            "rules": list(cfg.rules),
-            "stop_on": list(cfg.stop_on),
-            "torch_profiler": None
-            if tp is None
-            else {
-                "wait": tp.wait,
-                "warmup": tp.warmup,
-                "active": tp.active,
-                "repeat": tp.repeat,
-                "skip_first": tp.skip_first,
-                **tp.flags,
-                "activities": getattr(self.torch_profiler, "activities", None),
-            },
-            "files": {
-                **self.chunks,
-                "torch": self.torch_traces,
-                "tensorboard": self.tensorboard.event_files + self.tensorboard.synced_files,
-            },
-            "tensorboard_dir": None if cfg.tensorboard_dir is None else str(cfg.tensorboard_dir),
-            "dropped": {
-                "files": dict(self.uploader.dropped.files),
-                "bytes": self.uploader.dropped.bytes,
-                "invalid_metrics": self.invalid_metrics,
-            },
-            "spilled": {"files": dict(self.uploader.spilled.files), "bytes": self.uploader.spilled.bytes},
-            "logs": dict(self.log_counts, max_bytes=self.max_log_bytes),
-            "destination": self.sink.info(),
-        }
-        return json.dumps(doc, indent=1).encode()
-
-
-def _int_env(name: str) -> int | None:
-    try:
-        return int(os.environ[name])
-    except (KeyError, ValueError):
-        return None

@@ -1,0 +1,90 @@
+"""``job.json``: the run's description, written when it starts and again when it ends.
+
+What ingest and ``profilerhub upload`` read of a run's raw files starts here; ``FORMAT`` names
+their layout (``docs/sdk.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from ._clock import clock_info
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+FORMAT = "profilerhub-raw/1"
+
+
+def job_json(run: Run, *, status: str, end_ns: int | None = None) -> bytes:
+    """``job.json``: what the run is (job, host, rank, versions, settings) and, at the end, what it
+    delivered, dropped and spilled; ``status`` ``InProgress`` at the start, ``Completed`` at the end."""
+    cfg = run.cfg
+    tp = cfg.torch_profiler
+    torch = sys.modules.get("torch")
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "job": cfg.job,
+        "status": status,
+        "host": socket.gethostname(),
+        "pid": run.pid,
+        "rank": int_env("RANK"),
+        "world_size": int_env("WORLD_SIZE"),
+        "sdk_version": __version__,
+        "python": platform.python_version(),
+        "torch_version": getattr(torch, "__version__", None),
+        "argv": list(sys.argv),
+        "start_ns": run.start_ns,
+        "end_ns": end_ns,
+        "clock": {
+            **run.start_clock,
+            "realtime_minus_monotonic_ns_at_end": clock_info()["realtime_minus_monotonic_ns"]
+            if end_ns
+            else None,
+        },
+        "sample_interval_s": cfg.sample_interval_s,
+        "chunk_interval_s": cfg.chunk_interval_s,
+        "metric_definitions": [d.as_dict() for d in cfg.metric_definitions],
+        "rules": list(cfg.rules),
+        "stop_on": list(cfg.stop_on),
+        "torch_profiler": None
+        if tp is None
+        else {
+            "wait": tp.wait,
+            "warmup": tp.warmup,
+            "active": tp.active,
+            "repeat": tp.repeat,
+            "skip_first": tp.skip_first,
+            **tp.flags,
+            "activities": getattr(run.torch_profiler, "activities", None),
+        },
+        "files": {
+            **run.chunks,
+            "torch": run.torch_traces,
+            "tensorboard": run.tensorboard.event_files + run.tensorboard.synced_files,
+        },
+        "tensorboard_dir": None if cfg.tensorboard_dir is None else str(cfg.tensorboard_dir),
+        "dropped": {
+            "files": dict(run.uploader.dropped.files),
+            "bytes": run.uploader.dropped.bytes,
+            "invalid_metrics": run.invalid_metrics,
+        },
+        "spilled": {"files": dict(run.uploader.spilled.files), "bytes": run.uploader.spilled.bytes},
+        "logs": dict(run.log_counts, max_bytes=run.max_log_bytes),
+        "destination": run.sink.info(),
+    }
+    return json.dumps(doc, indent=1).encode()
+
+
+def int_env(name: str) -> int | None:
+    """An integer environment variable (``RANK``), None when unset or not a number."""
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
