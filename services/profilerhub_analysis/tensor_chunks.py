@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from profilerhub_analysis.tensors import TensorTable, records_of_chunk
+from profilerhub_analysis.tensor_records import records_of_chunk
+from profilerhub_analysis.tensors import TensorTable
 
 CHUNK = re.compile(r"(?:^|/)tensors/\d{6}\.jsonl\.gz$")
 """The name of a reductions chunk (a raw key or a path ending so)."""

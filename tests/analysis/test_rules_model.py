@@ -1,4 +1,4 @@
-"""The model rules on TensorTables built from the SDK's own record format (``tensors.record``):
+"""The model rules on TensorTables built from the SDK's own record format (``tensor_records.record``):
 one healthy run on which every tensor rule finds nothing, and for each rule a run built to trip
 it, which it must catch at a plausible step, naming the tensors and the step range."""
 
@@ -13,7 +13,8 @@ import pytest
 from profilerhub_analysis.rules import RULES, RuleParamError, check_configs, evaluate_rules
 from profilerhub_analysis.rules.base import RuleData
 from profilerhub_analysis.rules.model import TENSOR_RULES
-from profilerhub_analysis.tensors import TensorTable, record
+from profilerhub_analysis.tensor_records import record
+from profilerhub_analysis.tensors import TensorTable
 
 T0 = 1_700_000_000 * 10**9
 STEP_NS = 50_000_000

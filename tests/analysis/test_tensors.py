@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from profilerhub_analysis import tensor_records as R
 from profilerhub_analysis import tensors as T
 
 
@@ -34,13 +35,13 @@ def test_a_tensor_with_no_finite_value_has_nan_statistics() -> None:
 def _table() -> T.TensorTable:
     rng = np.random.default_rng(0)
     recs = [
-        T.record(
+        R.record(
             "train", i, {"gradients/a.weight": rng.normal(size=(3, 4)), "losses/loss": np.array(1 / (i + 1))}
         )
         for i in range(4)
     ]
-    recs.append(T.record("eval", 0, {"losses/loss": np.array(2.0)}, global_step=3))
-    recs.append(T.record("train", 2, {"weights/a.weight": np.ones((3, 4))}, rank=1))
+    recs.append(R.record("eval", 0, {"losses/loss": np.array(2.0)}, global_step=3))
+    recs.append(R.record("train", 2, {"weights/a.weight": np.ones((3, 4))}, rank=1))
     return T.TensorTable.from_records(recs)
 
 
@@ -66,7 +67,7 @@ def test_the_table_lists_names_collections_modes_ranks_and_steps() -> None:
 
 def test_merge_keeps_the_later_row_of_a_key_and_pack_round_trips() -> None:
     t = _table()
-    again = T.TensorTable.from_records([T.record("train", 1, {"losses/loss": np.array(9.0)})])
+    again = T.TensorTable.from_records([R.record("train", 1, {"losses/loss": np.array(9.0)})])
     merged = t.merge(again)
     assert len(merged) == len(t) and merged.series("losses/loss", "max")[1][1] == 9.0
     back = T.TensorTable.unpack(merged.pack())
@@ -83,10 +84,10 @@ def test_merge_keeps_the_later_row_of_a_key_and_pack_round_trips() -> None:
 
 
 def test_class_counts_of_integer_labels_merge_pad_and_round_trip() -> None:
-    first = [T.record("train", s, {"labels/loss": np.array([0, 0, 1, -100])}) for s in (0, 1)]
-    later = [T.record("train", 1, {"labels/loss": np.array([3, 0]), "losses/loss": np.array(1.0)}),
-             T.record("eval", 0, {"labels/loss": np.array([2])})]  # fmt: skip
-    floats = T.record("train", 0, {"labels/soft": np.array([0.2, 0.8])})
+    first = [R.record("train", s, {"labels/loss": np.array([0, 0, 1, -100])}) for s in (0, 1)]
+    later = [R.record("train", 1, {"labels/loss": np.array([3, 0]), "losses/loss": np.array(1.0)}),
+             R.record("eval", 0, {"labels/loss": np.array([2])})]  # fmt: skip
+    floats = R.record("train", 0, {"labels/soft": np.array([0.2, 0.8])})
     assert floats["classes"] == [None] and first[0]["classes"] == [[2, 1]]  # ignore_index left out
     table = T.TensorTable.from_records(first).merge(T.TensorTable.from_records([*later, floats]))
     for t in (table, T.TensorTable.unpack(table.pack())):

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from fastapi.testclient import TestClient
 
-from profilerhub_analysis.tensors import TensorTable, record
+from profilerhub_analysis.tensor_records import record
+from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.storage.layout import TENSORS
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.jobs import jsonl_gz, make_job, open_app, sdk_files

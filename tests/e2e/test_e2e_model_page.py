@@ -15,7 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
-from profilerhub_analysis.tensors import record
+from profilerhub_analysis.tensor_records import record
 from tests.e2e.jobs_stack import JobStack
 from tests.e2e.pages_stack import DOMAIN, USER, BrowserLog, PagesJobs, launch_browser, shot
 from tests.support.hub import auth

@@ -24,7 +24,8 @@ from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.errors import TraceError
 from profilerhub_analysis.rules.job import evaluate_job, job_series
 from profilerhub_analysis.store import EventStore
-from profilerhub_analysis.tensors import TensorTable, records_of_lines
+from profilerhub_analysis.tensor_records import records_of_lines
+from profilerhub_analysis.tensors import TensorTable
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
