@@ -352,7 +352,7 @@ class Run:
         torch = sys.modules.get("torch")
         if torch is None:
             return int_env("RANK") or 0
-        from ._watch import rank_of
+        from ._watch_host import rank_of
 
         return rank_of(torch)
 
