@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profilerhub_analysis.tbviews import views
+from profilerhub_analysis.tbviews import memory, views
 from profilerhub_analysis.tbviews.calls import operator_calls
 from profilerhub_analysis.tbviews.modules import modules
 from profilerhub_analysis.tbviews.parse import TbTrace, parse
@@ -60,7 +60,7 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
     ops, ops_by_shape = views.operators(forest)
     kernels, kernels_by_op = views.kernels(forest)
     roles = views.role_ranges(trace, forest)
-    curve = views.memory_curve(trace)
+    curve = memory.memory_curve(trace)
     views_ = {
         "tb_overview": views.overview(roles, steps) if steps is not None else None,
         "tb_gpu_summary": views.gpu_summary(trace, forest, steps),
@@ -68,8 +68,8 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
         "tb_operators_by_shape": ops_by_shape,
         "tb_kernels": kernels,
         "tb_kernels_by_op": kernels_by_op,
-        "tb_memory": views.memory(trace, forest),  # before memory_events: it names the records' operators
-        "tb_memory_events": views.memory_events(trace),
+        "tb_memory": memory.memory(trace, forest),  # before memory_events: it names the records' operators
+        "tb_memory_events": memory.memory_events(trace),
         "tb_memory_curve": curve,
         "tb_modules": modules(trace, forest),
         "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
