@@ -220,6 +220,16 @@ def serve_job(
     return app, base, headers
 
 
+def stop_job(app: subprocess.Popen[bytes], tmp: Path, root: Path) -> None:
+    """Stop ``serve_job``'s app and remove the job's store and the app's cache."""
+    import shutil
+
+    app.terminate()
+    app.wait(20)
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(str(root) + "-cache", ignore_errors=True)
+
+
 def measure(events: int, steps: int, width: int) -> dict[str, Any]:
     import psutil
     from playwright.sync_api import sync_playwright
@@ -269,12 +279,7 @@ def measure(events: int, steps: int, width: int) -> dict[str, Any]:
                 out["dashboard_ms"] = page.evaluate("() => performance.now()")
             browser.close()
     finally:
-        app.terminate()
-        app.wait(20)
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(str(root) + "-cache", ignore_errors=True)
+        stop_job(app, tmp, root)
     return out
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_pages import CHROMIUM, serve_job  # noqa: E402
+from bench_pages import CHROMIUM, serve_job, stop_job  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SAMPLE = (
@@ -166,12 +166,7 @@ def measure(events: int, repeat: int) -> dict[str, Any]:
                 out[f"{tab}_ms"] = float(np.median(runs[1:]))
             browser.close()
     finally:
-        app.terminate()
-        app.wait(20)
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(str(root) + "-cache", ignore_errors=True)
+        stop_job(app, tmp, root)
     return out
 
 

@@ -29,6 +29,13 @@ function flatten(roots) {
   return out;
 }
 
+/** The tree's indentation (set through the CSSOM, which the pages' CSP allows, unlike style attributes). */
+function indent(depth) {
+  const span = el("span", { class: "mod-indent" });
+  span.style.width = `${1.2 * Math.min(depth, 12)}em`;
+  return span;
+}
+
 export function modulesTab(v, { section, timelineHref }) {
   const roots = v.tb_modules || [];
   if (!roots.length) {
@@ -63,7 +70,7 @@ export function modulesTab(v, { section, timelineHref }) {
           return el(
             "tr",
             { "data-path": r.path, "data-depth": String(r.depth) },
-            el("td", { class: "mod-name", "data-raw": r.m.name }, el("span", { class: `mod-indent d${Math.min(r.depth, 12)}` }), toggle, name),
+            el("td", { class: "mod-name", "data-raw": r.m.name }, indent(r.depth), toggle, name),
             columns.map(([key, , fmt]) => el("td", { class: "num", "data-raw": r.m[key] }, fmt(r.m[key]))),
           );
         }),
