@@ -93,7 +93,7 @@ def test_while_storage_answers_503_the_sdk_still_completes_the_job_saying_what_i
     fill(small_disk)  # every file the run sends answers 503; the hub itself answers
     with caplog.at_level(logging.WARNING, logger="profilerhub"):
         ph.init(
-            job="storage-503", hub_url=hub.url, token=token, flush_timeout_s=4, chunk_interval_s=0.2,
+            job="storage-503", hub_url=hub.url, token=token, flush_timeout_s=10, chunk_interval_s=0.2,
             spill_dir=tmp_path / "spill", capture_output=False,
         )  # fmt: skip
         for _ in range(3):
