@@ -728,6 +728,54 @@ def test_the_profile_views_show_the_plugins_operator_and_memory_tables_of_profil
     assert app.locator("#tl-query").input_value() == name
 
 
+def test_a_range_picked_on_the_memory_curve_filters_the_memory_tables(app: Any, jobs: PagesJobs) -> None:
+    """A drag across the curve picks a range (the URL keeps it); typed ends give an exact one, whose
+    per-operator table and events table equal what the test counts from `analyze`'s events."""
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    cli = analyze(TRACE_JOBS["mlp-cpu"][0])
+    open_page(app, f"jobs/{jobs.ids['mlp-cpu']}/views?tab=memory")
+    app.wait_for_selector("#vw-mem-curve canvas")
+    over = app.locator("#vw-mem-curve .u-over")
+    box = over.bounding_box()
+    assert box is not None
+    app.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] / 2)
+    app.mouse.down()
+    app.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2, steps=5)
+    app.mouse.up()
+    app.wait_for_selector("#vw-mem-range table")
+    assert "t0us=" in app.url and "t1us=" in app.url
+    shot(app, "views-memory-range")
+
+    curve = next(c for c in cli["tb_memory_curve"] if c["device"] == "CPU")
+    first = curve["t_us"][0]
+    span_ms = (curve["t_us"][-1] - first) / 1000
+    lo_ms, hi_ms = round(span_ms * 0.25, 3), round(span_ms * 0.5, 3)
+    app.fill("#vw-mem-from", str(lo_ms))
+    app.fill("#vw-mem-to", str(hi_ms))
+    app.click("#vw-mem-apply")
+    lo, hi = round(first + lo_ms * 1000), round(first + hi_ms * 1000)
+    expect(app.locator("#vw-mem-from")).to_have_value(str(lo_ms))
+    assert f"t0us={lo}" in app.url and f"t1us={hi}" in app.url
+    events = [e for e in cli["tb_memory_events"]["events"] if e["device"] == "CPU"]
+    allocs = [e for e in events if e["alloc_us"] is not None and lo <= e["alloc_us"] < hi]
+    frees = [e for e in events if e["free_us"] is not None and lo <= e["free_us"] < hi]
+    status = app.locator("#vw-mem-range .vw-range").inner_text()
+    assert f"{len(allocs):,} allocations and {len(frees):,} frees in the range" in status
+    operators = {e["operator"] or "(no operator)" for e in allocs + frees}
+    assert _shown_total(app, "vw-mem-range") == len(operators)
+    alive = [e for e in events if (e["alloc_us"] if e["alloc_us"] is not None else -1e30) < hi
+             and (e["free_us"] if e["free_us"] is not None else 1e30) >= lo]  # fmt: skip
+    assert _shown_total(app, "vw-mem-events") == len(alive)
+    app.click("#tab-operators")  # the Operators tab follows the same range
+    expect(app.locator("#vw-range")).to_contain_text("calls")
+    app.click("#tab-memory")
+    app.click("#vw-mem-clear")
+    expect(app.locator("#vw-mem-range")).to_have_count(0)
+    assert "t0us" not in app.url
+    assert _shown_total(app, "vw-mem-events") == len(events)
+
+
 def test_the_profile_views_show_the_kernels_with_launch_figures_and_the_gpu_summary(
     app: Any, jobs: PagesJobs
 ) -> None:

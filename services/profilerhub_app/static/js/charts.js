@@ -44,13 +44,15 @@ function mount(node, options, data) {
  * A line chart. `x`: numbers; `series`: [{label, values, colorIndex, sparse}] (`sparse`: values at
  * some x only, joined across the gaps and marked with points). `onPick(x)` is called with
  * the x under the cursor when the user clicks the plot (used to jump to the timeline).
+ * `onSelect(x0, x1)` is called when the user drags across the plot (the chart itself does not
+ * zoom: the caller redraws it with `xRange: [x0, x1]`, the x axis's fixed span).
  */
-export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, yRange, onPick, height, stepped }) {
+export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, yRange, xRange, onPick, onSelect, height, stepped }) {
   const options = {
     height,
     legend: { show: series.length > 1 },
-    cursor: { drag: { x: false, y: false }, points: { size: 6 } },
-    scales: { x: { time: false }, y: yRange ? { range: yRange } : { auto: true } },
+    cursor: { drag: { x: Boolean(onSelect), y: false, setScale: false }, points: { size: 6 } },
+    scales: { x: xRange ? { time: false, range: xRange } : { time: false }, y: yRange ? { range: yRange } : { auto: true } },
     axes: [axis(xLabel, xFormat), axis(yLabel, yFormat)],
     series: [
       { label: xLabel || "x", value: (u, v) => (v === null || v === undefined ? "–" : xFormat ? xFormat(v) : v) },
@@ -67,7 +69,21 @@ export function lineChart(node, { x, series, xLabel, yLabel, xFormat, yFormat, y
     ],
   };
   if (!yRange) options.axes[1].values = (u, splits) => splits.map(compact);
+  if (onSelect) {
+    options.hooks = {
+      setSelect: [
+        (u) => {
+          if (u.select.width < 3) return; // a click, not a drag
+          const x0 = u.posToVal(u.select.left, "x");
+          const x1 = u.posToVal(u.select.left + u.select.width, "x");
+          u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+          onSelect(x0, x1);
+        },
+      ],
+    };
+  }
   const chart = mount(node, options, [x, ...series.map((s) => s.values)]);
+  if (onSelect) chart.over.classList.add("selectable");
   if (onPick) {
     chart.over.classList.add("pickable");
     chart.over.title = "click to open the timeline here";

@@ -2,9 +2,9 @@
 // Operators, Kernels, Memory, Modules, Distributed), from `GET api/jobs/{id}/views?trace=N` (computed once at ingest
 // by the analysis engine; this module only draws and sorts). The URL keeps trace, tab, grouping,
 // search and sort, so a view can be linked. An operator's name opens its calls in the timeline.
-import { barList, dataTable, lineChart, panel, stackBar } from "./charts.js";
+import { barList, dataTable, panel, stackBar } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
-import { memoryEventsSection } from "./views_memory_events.js";
+import { memoryTab } from "./views_memory.js";
 import { modulesTab } from "./views_modules.js";
 import { tableView as sharedTable } from "./views_table.js";
 
@@ -30,6 +30,7 @@ const view = {
   t1us: initial.t1us || "",
   range: null, // the Operators view over [t0us, t1us) once it is fetched
   events: { q: "", sort: "", desc: true }, // the memory events table's own sort and search
+  rangeTable: { q: "", sort: "", desc: true }, // the memory-in-a-range table's
   data: null,
 };
 
@@ -173,19 +174,23 @@ function overviewTab(v) {
   return out;
 }
 
+/** Pick a time range (from the memory curve; null, null: the whole trace): every tab follows it. */
+function setRange(t0us, t1us) {
+  view.t0us = t0us === null ? "" : String(t0us);
+  view.t1us = t1us === null ? "" : String(t1us);
+  view.range = null;
+  remember();
+  draw();
+}
+
 /** A time range from the timeline (t0us/t1us): the calls starting in it, with the way back. */
 function rangeNote() {
   if (!view.t0us) return null;
   const whole = el("button", { type: "button", id: "vw-range-clear" }, "Show the whole trace");
-  whole.addEventListener("click", () => {
-    view.t0us = view.t1us = "";
-    view.range = null;
-    remember();
-    draw();
-  });
+  whole.addEventListener("click", () => setRange(null, null));
   const r = view.range;
   const span = Number(view.t1us) - Number(view.t0us);
-  const text = r ? `Operators called in a ${us(span)} range of the timeline: ${count(r.calls)} calls.` : "Reading the operators of the range…";
+  const text = r ? `Operators called in a ${us(span)} range: ${count(r.calls)} calls.` : "Reading the operators of the range…";
   return el("p", { class: "vw-range", id: "vw-range", role: "status" }, text, " ", el("a", { href: timelineHref("") + `&t0us=${view.t0us}&t1us=${view.t1us}` }, "Back to the range"), " ", whole);
 }
 
@@ -287,77 +292,6 @@ function kernelsTab(v) {
   ];
 }
 
-function memoryTab(v) {
-  const rows = v.tb_memory || [];
-  if (!rows.length) {
-    return [section("vw-memory", "Memory", el("p", { class: "empty" }, "No memory records in this trace: profile with profile_memory=True (the SDK's \"full\" preset) to see them."))];
-  }
-  const devices = [...new Set(rows.map((r) => r.device))];
-  const device = devices.includes(view.device) ? view.device : devices[0];
-  const picker = el("select", { "aria-label": "device", id: "vw-device" }, devices.map((d) => el("option", { value: d, selected: d === device }, d)));
-  picker.addEventListener("change", () => {
-    view.device = picker.value;
-    remember();
-    draw();
-  });
-  const columns = [
-    { key: "name", label: "operator", get: (r) => cut(r.name, timelineHref(r.name)), value: (r) => r.name },
-    { key: "calls", label: "calls", num: true, get: (r) => count(r.calls), value: (r) => r.calls },
-    { key: "size_increase_bytes", label: "size increase", num: true, get: (r) => bytes(r.size_increase_bytes), value: (r) => r.size_increase_bytes },
-    { key: "self_size_increase_bytes", label: "self size increase", num: true, get: (r) => bytes(r.self_size_increase_bytes), value: (r) => r.self_size_increase_bytes },
-    { key: "allocation_count", label: "allocations", num: true, get: (r) => count(r.allocation_count), value: (r) => r.allocation_count },
-    { key: "self_allocation_count", label: "self allocations", num: true, get: (r) => count(r.self_allocation_count), value: (r) => r.self_allocation_count },
-    { key: "allocation_size_bytes", label: "allocation size", num: true, get: (r) => bytes(r.allocation_size_bytes), value: (r) => r.allocation_size_bytes },
-    { key: "self_allocation_size_bytes", label: "self allocation size", num: true, get: (r) => bytes(r.self_allocation_size_bytes), value: (r) => r.self_allocation_size_bytes },
-  ];
-  const curve = (v.tb_memory_curve || []).find((c) => c.device === device);
-  const out = [];
-  if (curve && curve.t_us.length > 1) {
-    const t0 = curve.t_us[0];
-    const x = curve.t_us.map((t) => (t - t0) / 1000);
-    const hasReserved = curve.reserved_bytes.some((b) => b !== null && b > 0);
-    out.push(
-      panel({
-        id: "vw-mem-curve",
-        title: `Memory over time (${device}): peak ${bytes(curve.peak_allocated_bytes)} allocated`,
-        note: `${count(curve.records)} allocation and free records; each point is the largest total of its time slice, so peaks show.`,
-        wide: true,
-        draw: (n) =>
-          lineChart(n, {
-            x,
-            series: [
-              { label: "allocated", values: curve.allocated_bytes, colorIndex: 0 },
-              ...(hasReserved ? [{ label: "reserved", values: curve.reserved_bytes, colorIndex: 1 }] : []),
-            ],
-            xLabel: "ms since the first record",
-            yLabel: "bytes",
-            xFormat: (v) => num(v),
-            yFormat: (v) => bytes(v),
-          }),
-        table: () =>
-          dataTable(
-            [
-              { label: "ms", num: true, get: (i) => num(x[i]) },
-              { label: "allocated", num: true, get: (i) => bytes(curve.allocated_bytes[i]) },
-              { label: "reserved", num: true, get: (i) => bytes(curve.reserved_bytes[i]) },
-            ],
-            x.map((_, i) => i),
-          ),
-      }),
-    );
-  }
-  return [
-    ...out,
-    section(
-      "vw-memory",
-      `Memory by operator (${device})`,
-      el("div", {}, el("div", { class: "table-tools" }, el("label", {}, "Device ", picker)), tableView(columns, rows.filter((r) => r.device === device), { defaultSort: "size_increase_bytes", searchLabel: "Operator" })),
-      "Allocations and frees recorded inside each operator's calls (self) and inside everything they called.",
-    ),
-    memoryEventsSection(v, device, { section, state: view.events, changed: () => {}, t0us: view.t0us, t1us: view.t1us }),
-  ];
-}
-
 const SPLIT = [
   ["computation_us", "computation"],
   ["overlap_us", "overlapped"],
@@ -432,7 +366,7 @@ const DRAW = {
   overview: overviewTab,
   operators: operatorsTab,
   kernels: kernelsTab,
-  memory: memoryTab,
+  memory: (v) => memoryTab(v, { view, section, cut, timelineHref, mainTable: tableView, setRange, redraw: () => (remember(), draw()) }),
   modules: (v) => modulesTab(v, { section, timelineHref }),
   distributed: distributedTab,
 };
