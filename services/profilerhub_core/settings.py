@@ -180,6 +180,20 @@ class Settings(BaseSettings):
         "claimed the job (which parses whatever no other worker has taken); off: one after another "
         "in that task. Needs Redis (redis_url).",
     )
+    job_ingest_traces_per_job: int = Field(
+        default=16,
+        ge=1,
+        description="Traces of one job parsed at once when its ingest fans out: the job's trace tasks are "
+        "sent this many at a time, the next as one is done, so the queue never holds more of one job "
+        "and other jobs' tasks are taken between its traces.",
+    )
+    job_ingest_jobs_per_user: int = Field(
+        default=2,
+        ge=0,
+        description="Jobs of one user ingested at once; that user's further completed jobs wait (InProgress, "
+        "completed) and start as one of theirs ends, so one user's many jobs cannot hold every worker. "
+        "0 = no limit.",
+    )
     job_ingest_max_takeovers: int = Field(
         default=10,
         ge=1,

@@ -171,6 +171,29 @@ def ingest_worker(ctx: IngestContext, redis_url: str, monkeypatch: pytest.Monkey
         yield app
 
 
+@contextmanager
+def pooled_ingest_worker(
+    ctx: IngestContext, redis_url: str, monkeypatch: pytest.MonkeyPatch, slots: int = 2
+) -> Iterator[Any]:
+    """A real Celery worker with ``slots`` task slots (threads pool) on a queue of its own in the
+    real Redis, whose ingest context is ``ctx``, sending its tasks (fanned-out traces, waiting jobs)
+    there; yields its Celery app."""
+    from celery.contrib.testing.worker import start_worker
+
+    from profilerhub_worker.celery_app import make_celery
+    from profilerhub_worker.runtime import runtime_of
+
+    queue = f"phtest-pool-{uuid.uuid4().hex[:10]}"
+    app = make_celery(redis_url, queue=queue)
+    ctx.enqueue = lambda name, *args: app.send_task(name, args=list(args))
+    runtime_of(app).ingest = ctx
+    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
+    with start_worker(
+        app, pool="threads", concurrency=slots, perform_ping_check=False, queues=[queue], shutdown_timeout=20
+    ):
+        yield app
+
+
 def job_prefix(hub: Any, job_id: str) -> str:
     """The job's folder in the hub's store: ``{domain_id}/{user_id}/jobs/{job_id}/``."""
     from profilerhub_core.db.models import Job

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ from profilerhub_worker.ingest import IngestContext, claim, ingest_job
 from profilerhub_worker.ingest import read as read_module
 from profilerhub_worker.ingest.fanout import LEASE_PREFIX, help_with_trace
 from tests.support.hub import wait_for
-from tests.support.jobs import job_row, make_job, sdk_files
+from tests.support.jobs import job_row, make_job, pooled_ingest_worker, sdk_files
 
 TRACES = {
     "torch/host_1.1.pt.trace.json.gz": "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz",
@@ -104,7 +101,7 @@ def test_a_trace_whose_worker_died_holding_it_is_parsed_again_alone_by_the_claim
     fanned = _fanned(ctx, leases, enqueue=enqueue, heartbeat_stale=timedelta(seconds=1))
     job_id, place = make_job(ctx, _files(shared_dir))
     assert ingest_job(job_id, fanned) == "Ready"
-    assert [s[3] for s in sent if s[0] == INGEST_TRACE] == [0, 1, 2, 3]
+    assert [s[3] for s in sent if s[0] == INGEST_TRACE] == [1, 2, 3]  # trace 0: the claim's own
     assert sorted(parsed.values()) == [1, 1, 1, 1]
     assert json.loads(ctx.store.get(place.processed_key(layout.PROGRESS))) == {"traces_done": 4, "traces": 4}
     assert ingest_job(job_id, fanned) == "skipped"  # Ready once
@@ -115,26 +112,6 @@ def test_a_trace_whose_worker_died_holding_it_is_parsed_again_alone_by_the_claim
     assert fanned_summary["traces"] == alone_summary["traces"]
     assert len(fanned_summary["traces"]) == 4 and fanned_summary["warnings"] == []
     assert job_row(ctx, job_id).summary == job_row(ctx, alone_id).summary
-
-
-@contextmanager
-def two_slot_worker(ctx: IngestContext, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A real Celery worker with two task slots (threads pool) on a queue of its own in the real
-    Redis, whose ingest context is ``ctx`` sending its tasks there."""
-    from celery.contrib.testing.worker import start_worker
-
-    from profilerhub_worker.celery_app import make_celery
-    from profilerhub_worker.runtime import runtime_of
-
-    queue = f"phtest-fanout-{uuid.uuid4().hex[:10]}"
-    app = make_celery(redis_url, queue=queue)
-    ctx.enqueue = lambda name, *args: app.send_task(name, args=list(args))
-    runtime_of(app).ingest = ctx
-    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
-    with start_worker(
-        app, pool="threads", concurrency=2, perform_ping_check=False, queues=[queue], shutdown_timeout=20
-    ):
-        yield app
 
 
 def test_real_workers_ingest_a_jobs_traces_as_tasks_of_their_own(
@@ -155,7 +132,7 @@ def test_real_workers_ingest_a_jobs_traces_as_tasks_of_their_own(
     monkeypatch.setattr(read_module, "load_trace", noting)
     fanned = _fanned(ctx, leases)
     job_id, place = make_job(ctx, _files(shared_dir))
-    with two_slot_worker(fanned, redis_url, monkeypatch) as app:
+    with pooled_ingest_worker(fanned, redis_url, monkeypatch, slots=2) as app:
         app.send_task(INGEST_JOB, args=[job_id])
         wait_for(lambda: job_row(ctx, job_id).status is JobStatus.Ready, "the fanned-out job Ready", 120)
     summary = _summary(ctx, place)

@@ -1,6 +1,10 @@
 """Claiming a job for ingest, and finishing the claim, by compare-and-set on the job's row.
 
-InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim
+InProgress (completed) -> Processing     a duplicate or late task finds nothing to claim; a job
+                                         whose owner already has ``ctx.jobs_per_user`` jobs
+                                         Processing (live claims) is not claimed: ``UserAtLimit``,
+                                         and it waits, completed, until one of them ends
+                                         (``next_of_user``; the reconciler re-sends it meanwhile)
 Processing -> Processing                 a stale claim is taken over: no heartbeat for
                                          ``ctx.heartbeat_stale`` (its worker died: counted in
                                          ``Job.ingest_takeovers``, not an attempt, the job Failed
@@ -21,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.outage import is_outage
@@ -30,14 +35,22 @@ from profilerhub_worker.ingest.context import IngestContext
 log = logging.getLogger("profilerhub_worker.ingest")
 
 
+class UserAtLimit(Exception):
+    """The job's owner has ``ctx.jobs_per_user`` jobs being ingested already: it waits its turn."""
+
+
 def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetime | None:
-    """Take the job for ingest; the claim's stamp, or None when there is nothing to do."""
+    """Take the job for ingest; the claim's stamp, or None when there is nothing to do.
+
+    Raises ``UserAtLimit`` when the job is ready to claim but its owner has their share already."""
     now = utcnow()
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         if job is None:
             return None
         if job.status is JobStatus.InProgress and job.completed_at is not None:
+            if ctx.jobs_per_user and _ingesting(ctx, session, job.user_id, now) >= ctx.jobs_per_user:
+                raise UserAtLimit(job_id)
             moved = transition(
                 session, job_id, JobStatus.InProgress, JobStatus.Processing, now=now, ingest_heartbeat_at=now
             )
@@ -70,6 +83,36 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
             return None
         session.commit()
     return now if moved else None
+
+
+def _ingesting(ctx: IngestContext, session: Session, user_id: str, now: datetime) -> int:
+    """How many of the user's jobs are Processing under a live claim (a dead worker's do not count).
+
+    Two claims at the same moment may both see room and go one over the limit: the share is a bound
+    on what one user holds, not a lock, so that race costs a little fairness and nothing else."""
+    live = sa.and_(
+        Job.user_id == user_id, Job.status == JobStatus.Processing, sa.not_(stale_claims(ctx, now))
+    )
+    return session.scalar(sa.select(sa.func.count()).select_from(Job).where(live)) or 0
+
+
+def next_of_user(ctx: IngestContext, user_id: str) -> list[str]:
+    """The user's completed jobs waiting for ingest, oldest first, as many as their share has room
+    for: sent again when one of their ingests ends (``run.ingest_job``)."""
+    if not ctx.jobs_per_user:
+        return []
+    now = utcnow()
+    with ctx.sessions() as session:
+        room = ctx.jobs_per_user - _ingesting(ctx, session, user_id, now)
+        if room <= 0:
+            return []
+        waiting = (
+            sa.select(Job.id)
+            .where(Job.user_id == user_id, Job.status == JobStatus.InProgress, Job.completed_at.is_not(None))
+            .order_by(Job.completed_at)
+            .limit(room)
+        )
+        return list(session.scalars(waiting))
 
 
 def _given_up(ctx: IngestContext, job: Job) -> str | None:
@@ -189,4 +232,14 @@ def finish(ctx: IngestContext, job_id: str, stamp: datetime, to: JobStatus, **fi
     return moved
 
 
-__all__ = ["Heartbeat", "claim", "finish", "heartbeat", "is_stale", "stale_claims", "worker_died"]
+__all__ = [
+    "Heartbeat",
+    "UserAtLimit",
+    "claim",
+    "finish",
+    "heartbeat",
+    "is_stale",
+    "next_of_user",
+    "stale_claims",
+    "worker_died",
+]

@@ -59,6 +59,10 @@ class IngestContext:
     leases: Any = None
     """A Redis client for the traces' leases (``fanout``); None: a job's traces are read one after
     another by the task holding its claim."""
+    traces_per_job: int = 16
+    """Traces of one job parsed at once when it fans out (``fanout.join_traces``' window)."""
+    jobs_per_user: int = 0
+    """Jobs of one user claimed at once (``claim.UserAtLimit``); 0: no limit."""
     max_ingest_bytes: int = 1 << 62
     """Largest total of one job's raw files once decompressed."""
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
@@ -86,6 +90,8 @@ class IngestContext:
             heartbeat_every=timedelta(seconds=settings.job_ingest_heartbeat_seconds),
             heartbeat_stale=timedelta(seconds=3 * settings.job_ingest_heartbeat_seconds),
             max_takeovers=settings.job_ingest_max_takeovers,
+            traces_per_job=settings.job_ingest_traces_per_job,
+            jobs_per_user=settings.job_ingest_jobs_per_user,
             enqueue=enqueue,
             leases=_leases(settings),
             webhooks=WebhookPolicy(

@@ -2,12 +2,18 @@
 
     ingest (holds the job's claim)          ingest_trace × N (any worker)
     ─ reads the SDK's files                  ─ the claim still this one's? else nothing
-    ─ sends one INGEST_TRACE per trace  ──►  ─ takes the trace's lease (Redis SET NX), or nothing
-    ─ then goes through the traces itself:   ─ parses it, writes its views and its part
-      a part written: taken                    (processed/parts/<n>.json), lets the lease go
+    ─ sends INGEST_TRACE for the open   ──►  ─ takes the trace's lease (Redis SET NX), or nothing
+      traces but the first                   ─ parses it, writes its views and its part
+    ─ then goes through them itself:           (processed/parts/<n>.json), lets the lease go
+      a part written: taken, one more opened
       a lease free: takes it, parses it
       else: another worker has it, wait
     ─ all parts in: the summary, rules, Ready (``read.build_summary``, ``run``)
+
+At most ``ctx.traces_per_job`` of a job's traces are open at once: their tasks are sent that many
+at a time, the next as one is done, so the queue holds no more of one job than that and another
+user's job, sent meanwhile, is taken between them instead of behind all of them (with the share
+of jobs per user in ``claim``, the fair share across users on the ingest queue).
 
 Each trace is parsed once, by whichever worker takes its lease first; the task holding the claim
 takes any trace nobody holds, so a job finishes even with no other worker free (and never waits on
@@ -180,18 +186,30 @@ def join_traces(
     annotations: list[sm.AnnotationRecord],
     parsing: Callable[[int], AbstractContextManager[None]],
 ) -> list[dict[str, Any]]:
-    """Send a task per trace, take part in the parsing, and return every trace's part, in order
+    """Send a task per trace (a window of them at a time), take part in the parsing, and return
+    every trace's part, in order
     (what ``read.build_summary``'s ``fan_out`` returns). ``processed/progress.json`` says how many
     are done meanwhile."""
-    assert ctx.enqueue is not None
+    enqueue = ctx.enqueue
+    assert enqueue is not None
     claim = stamp.isoformat()
-    for n, key, rel, _ in traces:
-        ctx.enqueue(INGEST_TRACE, place.job_id, claim, n, key, rel)
+    window = max(1, ctx.traces_per_job)
+    opened = 0  # traces[:opened] are open: sent (all but the first, which this task takes) or done
+
+    def open_more() -> None:
+        nonlocal opened
+        while opened < len(traces) and opened - len(done) < window:
+            n, key, rel, _ = traces[opened]
+            if opened:
+                enqueue(INGEST_TRACE, place.job_id, claim, n, key, rel)
+            opened += 1
+
     done: dict[int, dict[str, Any]] = {}
     put_progress(ctx, place, 0, len(traces))
+    open_more()
     while len(done) < len(traces):
         moved = False
-        for trace in traces:
+        for trace in traces[:opened]:
             n = trace[0]
             if n in done:
                 continue
@@ -206,6 +224,7 @@ def join_traces(
                 done[n] = part
                 moved = True
                 put_progress(ctx, place, len(done), len(traces))
+                open_more()
         if not moved:
             time.sleep(POLL_SECONDS)  # others hold the rest: their parts, or their leases lapsing
     return [done[trace[0]] for trace in traces]

@@ -1,9 +1,11 @@
 """``ingest_job(job_id, ctx)``: claim a completed job, turn its raw files into processed ones, finish it.
 
     claim     InProgress (completed) -> Processing, by compare-and-set: a duplicate or late task
-              finds nothing to claim and does nothing. A Processing job whose claim is older than
-              ``ctx.stale_after`` (its worker died) is reclaimed (Processing -> Processing), or
-              Failed once it has been tried ``ctx.max_attempts`` times.
+              finds nothing to claim and does nothing; a job whose owner has their share of
+              ingests running waits (``waiting``) and is sent again when one of them ends. A
+              Processing job whose claim is older than ``ctx.stale_after`` (its worker died) is
+              reclaimed (Processing -> Processing), or Failed once it has been tried
+              ``ctx.max_attempts`` times.
     read      every object under ``raw/`` is inflated to a private temporary directory (capped
               as it streams) and parsed under the worker's memory budget (``limits``): a file
               over a limit, truncated gzip, bad or too deep JSON or a trace the analysis engine
@@ -34,15 +36,17 @@ import logging
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.errors import StorageFull, Unavailable
 from profilerhub_core.jobstorage import JobPlace, place_of
 from profilerhub_core.outage import report
+from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
-from profilerhub_worker.ingest.claim import Heartbeat, claim, finish, heartbeat
+from profilerhub_worker.ingest.claim import Heartbeat, UserAtLimit, claim, finish, heartbeat, next_of_user
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.fanout import fan_out_here, join_traces
 from profilerhub_worker.ingest.read import build_summary
@@ -54,15 +58,35 @@ log = logging.getLogger("profilerhub_worker.ingest")
 
 
 def ingest_job(job_id: str, ctx: IngestContext, claim_stamp: str | None = None) -> str:
-    """Ingest one job; returns what happened: ``Ready``, ``Failed``, ``skipped`` or ``lost``.
+    """Ingest one job; returns what happened: ``Ready``, ``Failed``, ``skipped``, ``waiting`` or ``lost``.
 
     Raises ``IngestInterrupted`` when storage or the database fails part-way (retry it).
     """
-    stamp = claim(ctx, job_id, resume=claim_stamp)
+    try:
+        stamp = claim(ctx, job_id, resume=claim_stamp)
+    except UserAtLimit:
+        log.info("job %s waits: its owner has %d jobs being ingested", job_id, ctx.jobs_per_user)
+        return "waiting"
     if stamp is None:
         return "skipped"
     with heartbeat(ctx, job_id, stamp) as kept:  # a worker killed from here on is seen within seconds
-        return _ingest_claimed(job_id, ctx, stamp, kept)
+        result = _ingest_claimed(job_id, ctx, stamp, kept)
+    _start_waiting(ctx, job_id)
+    return result
+
+
+def _start_waiting(ctx: IngestContext, job_id: str) -> None:
+    """Send ingest for the owner's jobs that waited for this one's share (``claim.UserAtLimit``)."""
+    if ctx.enqueue is None or not ctx.jobs_per_user:
+        return
+    try:
+        with ctx.sessions() as session:
+            user_id = session.scalar(sa.select(Job.user_id).where(Job.id == job_id))
+        for waiting in next_of_user(ctx, user_id) if user_id else []:
+            ctx.enqueue(INGEST_JOB, waiting)
+    except Exception as exc:  # the reconciler re-sends waiting jobs anyway
+        if not report(exc):
+            log.warning("job %s: the owner's waiting jobs not sent", job_id, exc_info=True)
 
 
 def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Heartbeat) -> str:
