@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def hub(
     ),
 ) -> None:
     """Run the hub's HTTP API. Refuses an un-migrated database (run `profilerhub db upgrade`)."""
+    # No cyclic collections while the process imports and builds the app (a tenth of the start;
+    # profilerhub_hub.main.pause_collection says why); freeze_startup_objects turns them on again.
+    gc.disable()
     require("uvicorn", "server")
     import uvicorn
 
@@ -50,6 +54,7 @@ def hub(
               # The hub serves no WebSocket (its proxy forwards HTTP): uvicorn need not import one.
               "ws": "none"}  # fmt: skip
     if settings.effective_hub_workers > 1:
+        gc.enable()  # this process supervises; each worker process pauses its own (app_from_env)
         engine.dispose()
         factory = "profilerhub_hub.main:app_from_env"
         # uvicorn restarts a worker that misses a 5 s health ping; on a loaded machine a worker still

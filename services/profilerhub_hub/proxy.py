@@ -49,6 +49,7 @@ from profilerhub_hub.browser import (
     cookie_options,
 )
 from profilerhub_hub.deps import caller_from_token, lineage
+from profilerhub_hub.mount import mount_routes
 from profilerhub_hub.permissions import Action, Caller, Target, authorize, impersonator
 from profilerhub_hub.ratelimit import PRESIGNED, TOKEN_FAILURES, RateLimits, client_address
 from profilerhub_hub.services import HubServices
@@ -387,7 +388,7 @@ def proxy_router(proxy: AppProxy, limits: RateLimits) -> APIRouter:
 def install_app_proxy(app: FastAPI, services: HubServices) -> None:
     """Mount the proxy, with its per-process :class:`AppProxy` (``create_app`` calls this)."""
     proxy = AppProxy(services.settings, services.sessions, lambda: services.app_token_key)
-    app.include_router(proxy_router(proxy, services.rate_limits))
+    mount_routes(app, proxy_router(proxy, services.rate_limits))
 
 
 __all__ = [

@@ -65,6 +65,7 @@ from profilerhub_hub.console.oidc import (
     read_flow,
 )
 from profilerhub_hub.deps.auth import caller_of_session
+from profilerhub_hub.mount import mount_routes
 from profilerhub_hub.proxy import app_login_url
 from profilerhub_hub.ratelimit import PRESIGNED, SIGNIN, client_address
 from profilerhub_hub.services import services
@@ -535,8 +536,8 @@ def install_console(app: object) -> None:
     from starlette.staticfiles import StaticFiles
 
     assert isinstance(app, FastAPI)
-    app.include_router(router)
-    app.include_router(invitations.router)
+    mount_routes(app, router)
+    mount_routes(app, invitations.router)
     app.mount("/console/static/base", StaticFiles(directory=SHARED_WEB), name="console-static-base")
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
 

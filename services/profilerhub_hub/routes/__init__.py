@@ -1,5 +1,5 @@
-"""The API's routers; ``create_app`` mounts each under ``/api/v1`` (and the health router itself,
-at the root and under the prefix).
+"""The API's routers, their paths under ``/api/v1`` (``paths.api_router``); ``create_app`` adds
+their routes to the app as built (``profilerhub_hub.mount``), and the health probes' at the root as well.
 
 A feature adds its router module to ``api_routers`` (kept flat: nested routers cost time on
 every request's route matching).
@@ -14,6 +14,7 @@ from profilerhub_hub.routes import (
     apps,
     audit,
     domains,
+    health,
     jobs,
     me,
     signin,
@@ -37,6 +38,7 @@ api_routers: list[APIRouter] = [
         jobs,
         app_owner,
         webhooks,
+        health,
     )
 ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from profilerhub_core.db.models import ApiToken
 from profilerhub_core.records import access_keys, sessions, tokens
@@ -16,10 +16,10 @@ from profilerhub_hub.access_key_schemas import AccessKeyCreate, AccessKeyCreated
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.permissions import Action, check_grantable, impersonator
-from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.routes.paths import OF_USER, api_router
 from profilerhub_hub.schemas import Page
 
-router = APIRouter(prefix="/domains/{domain}/users/{user}/access-keys", tags=["access keys"])
+router = api_router("/domains/{domain}/users/{user}/access-keys", tags=["access keys"])
 
 
 @router.post("", status_code=201, openapi_extra=OF_USER)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field, StrictInt
 
@@ -24,12 +24,12 @@ from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action
 from profilerhub_hub.ratelimit import client_address
-from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.routes.paths import OF_USER, api_router
 from profilerhub_hub.schemas import Page, RequestModel, TokenCreated
 from profilerhub_hub.services import services
 from profilerhub_hub.usecases import accounts, door_of
 
-router = APIRouter(tags=["accounts"])
+router = api_router(tags=["accounts"])
 INVITATIONS = "/domains/{domain}/users/{user}/invitations"
 
 

@@ -36,7 +36,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
@@ -49,11 +49,12 @@ from profilerhub_hub.deps import PageDep, SessionDep
 from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolved_user
 from profilerhub_hub.job_schemas import JobCapture, JobCaptureCreate, JobLog, job_warnings
 from profilerhub_hub.permissions import Action, Caller
+from profilerhub_hub.routes.paths import api_router
 from profilerhub_hub.services import services
 from profilerhub_hub.usecases import jobs as job_cases
 from profilerhub_hub.usecases.door import door_of
 
-router = APIRouter(tags=["apps"])
+router = api_router(tags=["apps"])
 
 
 class JobSort(StrEnum):

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Query
+from fastapi import Query
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import App, AppStatus, AppType, Domain, UserProfile, utcnow
@@ -25,11 +25,11 @@ from profilerhub_hub.app_schemas import (
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action, visible_domain
-from profilerhub_hub.routes.paths import OF_USER, ONE_APP, USER_APPS
+from profilerhub_hub.routes.paths import OF_USER, ONE_APP, USER_APPS, api_router
 from profilerhub_hub.schemas import Page
 from profilerhub_hub.usecases import apps as app_cases
 
-router = APIRouter(tags=["apps"])
+router = api_router(tags=["apps"])
 
 StatusFilter = Annotated[AppStatus | None, Query(description="Only apps in this status.")]
 

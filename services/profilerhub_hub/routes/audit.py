@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from pydantic import AwareDatetime
 
 from profilerhub_core.db.models import AuditEvent
 from profilerhub_core.records.audit import audit_query
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.permissions import Action, visible_domain
+from profilerhub_hub.routes.paths import api_router
 from profilerhub_hub.schemas import AuditEventRead, Page
 
-router = APIRouter(tags=["audit"])
+router = api_router(tags=["audit"])
 
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f]*$"
 Filter = Annotated[str | None, Query(max_length=300, pattern=NO_CONTROL_CHARACTERS)]

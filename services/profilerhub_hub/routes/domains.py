@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from profilerhub_core.db.models import Domain
 from profilerhub_core.records import domains
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action, visible_domain
-from profilerhub_hub.routes.paths import IN_DOMAIN
+from profilerhub_hub.routes.paths import IN_DOMAIN, api_router
 from profilerhub_hub.schemas import DomainCreate, DomainRead, DomainUpdate, Page
 from profilerhub_hub.usecases import domains as domain_cases
 
-router = APIRouter(prefix="/domains", tags=["domains"])
+router = api_router("/domains", tags=["domains"])
 
 
 @router.post("", status_code=201)

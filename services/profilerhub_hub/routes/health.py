@@ -1,4 +1,8 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (its dependencies answer)."""
+"""``/healthz`` (the process answers) and ``/readyz`` (its dependencies answer).
+
+They answer under the API's prefix (``router``: clients that know only the API's base URL; the
+documented copy) and at the root (``root_router``: load balancers, kubelets).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from profilerhub_core.outage import REDIS, observe
+from profilerhub_hub.routes.paths import api_router
 from profilerhub_hub.schemas import Health
 from profilerhub_hub.services import services
 
-router = APIRouter(tags=["health"])
+router = api_router(tags=["health"])
+root_router = APIRouter(tags=["health"], include_in_schema=False)
 
 
-@router.get("/healthz")
 async def healthz() -> Health:
     return Health(status="ok")
 
@@ -51,7 +56,6 @@ def _check_redis(url: str, queue: str) -> tuple[str, str]:
     return "ok", workers
 
 
-@router.get("/readyz", responses={503: {"model": Health}})
 def readyz(request: Request) -> JSONResponse:
     settings = services(request).settings
     checks = {"database": _check_database(request)}
@@ -60,3 +64,8 @@ def readyz(request: Request) -> JSONResponse:
     ready = all(v == "ok" for v in checks.values())
     body = Health(status="ok" if ready else "unavailable", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+
+for _router in (router, root_router):
+    _router.get("/healthz")(healthz)
+    _router.get("/readyz", responses={503: {"model": Health}})(readyz)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
@@ -35,7 +35,7 @@ from profilerhub_hub.job_schemas import (
     UploadGrantCreate,
 )
 from profilerhub_hub.permissions import Action
-from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS
+from profilerhub_hub.routes.paths import API_PREFIX, OF_USER, ONE_JOB, USER_JOBS, api_router
 from profilerhub_hub.rule_schemas import RulesRead, configured_rules, rules_read
 from profilerhub_hub.schemas import Page
 from profilerhub_hub.services import services
@@ -43,7 +43,7 @@ from profilerhub_hub.usecases import jobs as job_cases
 
 log = logging.getLogger("profilerhub.hub")
 
-router = APIRouter(tags=["jobs"])
+router = api_router(tags=["jobs"])
 
 StatusFilter = Annotated[JobStatus | None, Query(description="Only jobs in this status.")]
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from profilerhub_hub.deps import CallerDep
+from profilerhub_hub.routes.paths import api_router
 from profilerhub_hub.schemas import MeRead
 
-router = APIRouter(tags=["me"])
+router = api_router(tags=["me"])
 
 
 @router.get("/me")

@@ -2,7 +2,9 @@
 ``{domain}`` and ``{user}`` path parameters declared for the OpenAPI document.
 
 Routes and ``create_app`` import from here (never from each other), so the job path the body
-limit exempts is the very one the job routes serve.
+limit exempts is the very one the job routes serve. Each route module's router is an
+``api_router``: its routes are built once, as the module declares them, with their full path
+under ``API_PREFIX``, and ``create_app`` adds them to the app as they are (``mount``).
 
 ``deps.allow`` reads them from ``request.path_params`` so routes never repeat them, and FastAPI
 therefore never sees them; without these declarations the document names paths whose parameters
@@ -13,7 +15,10 @@ it does not describe (client generators and schemathesis refuse such operations)
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any
+
+from fastapi import APIRouter
 
 from profilerhub_core.names import NAME_PATTERN
 
@@ -26,6 +31,11 @@ ONE_JOB = USER_JOBS + "/{job_id}"
 JOB_FILES = ONE_JOB + "/files/"
 DOMAIN_WEBHOOKS = "/domains/{domain}/webhooks"
 USER_WEBHOOKS = "/domains/{domain}/users/{user}/webhooks"
+
+
+def api_router(prefix: str = "", *, tags: list[str | Enum]) -> APIRouter:
+    """A route module's router, its paths under ``API_PREFIX`` + ``prefix``."""
+    return APIRouter(prefix=API_PREFIX + prefix, tags=tags)
 
 
 def path_regex(template: str) -> str:
@@ -55,5 +65,6 @@ __all__ = [
     "USER_APPS",
     "USER_JOBS",
     "USER_WEBHOOKS",
+    "api_router",
     "path_regex",
 ]

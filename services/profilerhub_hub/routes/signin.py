@@ -11,16 +11,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.console.links import make_link
 from profilerhub_hub.deps import Resolved, SessionDep, SettingsDep, allow, lineage
 from profilerhub_hub.permissions import Action, impersonator
-from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.routes.paths import OF_USER, api_router
 
-router = APIRouter(tags=["sign-in"])
+router = api_router(tags=["sign-in"])
 
 
 class SignInUrlCreate(BaseModel):

@@ -5,17 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from profilerhub_core.db.models import ApiToken, utcnow
 from profilerhub_core.records import sessions, tokens
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.permissions import Action, check_grantable, impersonator
-from profilerhub_hub.routes.paths import OF_USER
+from profilerhub_hub.routes.paths import OF_USER, api_router
 from profilerhub_hub.schemas import Page, TokenCreate, TokenCreated, TokenRead
 
-router = APIRouter(prefix="/domains/{domain}/users/{user}/tokens", tags=["tokens"])
+router = api_router("/domains/{domain}/users/{user}/tokens", tags=["tokens"])
 
 
 @router.post("", status_code=201, openapi_extra=OF_USER)

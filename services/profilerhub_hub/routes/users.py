@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from profilerhub_core.db.models import UserProfile
 from profilerhub_core.records import users
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, allow
 from profilerhub_hub.deps.door import DoorDep
 from profilerhub_hub.permissions import Action
-from profilerhub_hub.routes.paths import IN_DOMAIN, OF_USER
+from profilerhub_hub.routes.paths import IN_DOMAIN, OF_USER, api_router
 from profilerhub_hub.schemas import Page, UserCreate, UserRead
 from profilerhub_hub.usecases import users as user_cases
 
-router = APIRouter(prefix="/domains/{domain}/users", tags=["users"])
+router = api_router("/domains/{domain}/users", tags=["users"])
 
 
 @router.post("", status_code=201, openapi_extra=IN_DOMAIN)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from profilerhub_core.db.models import Webhook, WebhookDelivery
 from profilerhub_core.errors import InvalidInput
@@ -16,11 +16,11 @@ from profilerhub_core.records import jobs, webhooks
 from profilerhub_hub.audit import commit_audited
 from profilerhub_hub.deps import PageDep, Resolved, SessionDep, SettingsDep, allow
 from profilerhub_hub.permissions import Action
-from profilerhub_hub.routes.paths import DOMAIN_WEBHOOKS, IN_DOMAIN, OF_USER, USER_WEBHOOKS
+from profilerhub_hub.routes.paths import DOMAIN_WEBHOOKS, IN_DOMAIN, OF_USER, USER_WEBHOOKS, api_router
 from profilerhub_hub.schemas import Page
 from profilerhub_hub.webhook_schemas import DeliveryRead, WebhookCreate, WebhookCreated, WebhookRead
 
-router = APIRouter(tags=["webhooks"])
+router = api_router(tags=["webhooks"])
 
 
 def _read(target: Resolved, hook: Webhook) -> WebhookRead:

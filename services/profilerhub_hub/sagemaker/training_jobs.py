@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from profilerhub_analysis.series import JobSeries
     from profilerhub_hub.sagemaker.call import Call
 
+
 @functools.cache
 def profiler_rules() -> frozenset[str]:
     """ProfilerReport and the rules it runs (the analysis engine: imported on first use, not at start)."""
