@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import yaml
 from tests.support.fake_kube import KUBERNETES_VERSION, SlowStartFakeKubeAPI
 from tests.support.helm_render import MissingValue, Renderer, TemplateError, deep_merge, parse, render_chart
 from tests.support.hub import wait_for
+from tests.support.keda_schema import SCHEMAS as KEDA_SCHEMAS
 
 CHART = Path(__file__).resolve().parent.parent / "helm" / "profilerhub"
 REQUIRED = {
@@ -121,6 +123,9 @@ def test_every_rendered_object_validates_against_the_kubernetes_schema(overrides
     rendered = objects(overrides)
     assert len(rendered) >= 15
     for template, obj in rendered:
+        if obj["apiVersion"].startswith("keda.sh/"):  # a custom resource: KEDA's documented spec
+            jsonschema.validate(obj, KEDA_SCHEMAS[obj["kind"]])
+            continue
         try:
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -136,6 +141,8 @@ def test_full_values_render_every_optional_object() -> None:
     assert ("Ingress", "hub") in kinds and ("Deployment", "redis") in kinds
     assert ("PodDisruptionBudget", "hub") in kinds and ("PodDisruptionBudget", "worker") in kinds
     assert ("NetworkPolicy", "app") in kinds and ("Role", "worker") in kinds
+    assert ("ScaledObject", "ingest") in kinds and ("TriggerAuthentication", "ingest") in kinds
+    assert ("PodDisruptionBudget", "ingest") in kinds
 
 
 @pytest.mark.parametrize("overrides", [REQUIRED, FULL], ids=["defaults", "full-values"])
@@ -164,6 +171,79 @@ def test_every_container_is_locked_down_and_has_resources(overrides: dict[str, A
             assert (
                 container["resources"]["requests"]["memory"] and container["resources"]["limits"]["memory"]
             ), name
+
+
+@pytest.mark.parametrize("overrides", [REQUIRED, FULL], ids=["defaults", "full-values"])
+def test_app_and_ingest_workers_consume_the_queues_the_code_routes_their_tasks_to(
+    overrides: dict[str, Any], redis_url: str
+) -> None:
+    """The app worker Deployment consumes the app queue alone, the ingest Deployment the ingest
+    queue alone, and the queue names they get (``worker --queues``) are where the hub's producer
+    puts each kind of task in a real Redis: SPAWN_APP on one, INGEST_JOB on the other."""
+    import redis
+
+    from profilerhub_core.tasks import INGEST_JOB, SPAWN_APP, make_producer, queues_of
+
+    rendered = objects(overrides)
+    args = {
+        component: by_kind(rendered, "Deployment", component)["spec"]["template"]["spec"]["containers"][0][
+            "args"
+        ]
+        for component in ("worker", "ingest")
+    }
+    kinds = {component: a[a.index("--queues") + 1] for component, a in args.items()}
+    assert kinds == {"worker": "apps", "ingest": "ingest"}
+    config = by_kind(rendered, "ConfigMap", "settings")["data"]
+    queue = f"{config['PROFILERHUB_CELERY_QUEUE']}-{uuid.uuid4().hex[:8]}"  # this test's own keys
+    producer = make_producer(redis_url, queue=queue)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        producer.send_task(SPAWN_APP, args=["a"])
+        producer.send_task(INGEST_JOB, args=["j"])
+        for component, task in (("worker", SPAWN_APP), ("ingest", INGEST_JOB)):
+            (name,) = queues_of(queue, [kinds[component]])
+            (message,) = client.lrange(f"{queue}:{name}", 0, -1)
+            assert json.loads(message)["headers"]["task"] == task
+    finally:
+        client.delete(*[f"{queue}:{name}" for name in queues_of(queue)])
+        client.close()
+
+
+def test_keda_scales_the_ingest_deployment_on_the_redis_list_its_tasks_wait_in(redis_url: str) -> None:
+    """The ScaledObject's listName is the very Redis list an ingest task waits in (sent through the
+    hub's producer with the chart's queue), its target the ingest Deployment, whose replicas it owns."""
+    import redis
+
+    from profilerhub_core.tasks import INGEST_TRACE, make_producer
+
+    rendered = objects(FULL)
+    scaled = by_kind(rendered, "ScaledObject", "ingest")
+    deployment = by_kind(rendered, "Deployment", "ingest")
+    assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert "replicas" not in deployment["spec"]  # KEDA's HPA sets it
+    assert by_kind(objects(REQUIRED), "Deployment", "ingest")["spec"]["replicas"] == 2
+    assert not [obj for _, obj in objects(REQUIRED) if obj["apiVersion"].startswith("keda.sh/")]
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["type"] == "redis" and trigger["metadata"]["address"] == "ph-redis:6379"  # the bundled one
+    assert (
+        trigger["authenticationRef"]["name"]
+        == by_kind(rendered, "TriggerAuthentication", "ingest")["metadata"]["name"]
+    )
+    queue = FULL["settings"]["celeryQueue"]
+    client = redis.Redis.from_url(redis_url)
+    before = client.llen(trigger["metadata"]["listName"])
+    make_producer(redis_url, queue=queue).send_task(INGEST_TRACE, args=["j", "c", 0, "k", "r"])
+    try:
+        assert client.llen(trigger["metadata"]["listName"]) == before + 1
+    finally:
+        client.rpop(trigger["metadata"]["listName"])
+        client.close()
+    external = deep_merge(FULL, {"redis": {"enabled": False}, "secrets": {"redisUrl": "redis://r:6379/0"}})
+    (trigger,) = by_kind(objects(external), "ScaledObject", "ingest")["spec"]["triggers"]
+    assert trigger["metadata"]["address"] == "redis.cache.svc:6379"
+    no_address = deep_merge(external, {"ingestWorker": {"autoscaling": {"redisAddress": ""}}})
+    with pytest.raises(TemplateError, match="redisAddress"):
+        objects(no_address)
 
 
 def test_only_the_worker_holds_a_kubernetes_token() -> None:

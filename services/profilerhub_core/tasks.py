@@ -10,7 +10,9 @@ none. A sender commits the row first and enqueues after (``docs/architecture.md`
 re-reads the row and moves it on with a compare-and-set: a duplicate or late task does nothing.
 
 Transport: JSON only (an argument is an id, never a pickled object); every key of a deployment
-lives under ``{queue}:`` in Redis, so several deployments (or test runs) share one server.
+lives under ``{queue}:`` in Redis, so several deployments (or test runs) share one server. Two
+queues: ``queue`` for app lifecycle and webhooks, ``ingest_queue(queue)`` for every job task
+(``profilerhub.jobs.*``); the routes are in ``transport_config``, which sender and worker share.
 """
 
 from __future__ import annotations
@@ -20,8 +22,26 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from celery import Celery
 
-# The default queue (PROFILERHUB_CELERY_QUEUE overrides it); app and job tasks both use it.
+# The default queue (PROFILERHUB_CELERY_QUEUE overrides it): app lifecycle and webhooks. Job tasks
+# (ingest, the job periodic tasks) go to its ingest queue, ``ingest_queue(queue)``, so a flood of
+# ingest never delays a user's CreateApp: a worker consumes one kind or both (``worker --queues``).
 APP_QUEUE = "profilerhub-apps"
+#: What ``profilerhub worker --queues`` takes: the app queue, the ingest queue.
+QUEUE_KINDS = ("apps", "ingest")
+
+
+def ingest_queue(queue: str) -> str:
+    """The ingest queue beside the app queue ``queue`` (its Redis list: ``{queue}:{queue}-ingest``)."""
+    return f"{queue}-ingest"
+
+
+def queues_of(queue: str, kinds: tuple[str, ...] | list[str] = QUEUE_KINDS) -> list[str]:
+    """The queue names a worker of ``kinds`` consumes; ValueError names an unknown kind."""
+    unknown = [kind for kind in kinds if kind not in QUEUE_KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"unknown queue kind {unknown or kinds!r}: use {', '.join(QUEUE_KINDS)} or both")
+    return [queue if kind == "apps" else ingest_queue(queue) for kind in QUEUE_KINDS if kind in kinds]
+
 
 SPAWN_APP = "profilerhub.apps.spawn"
 DELETE_APP = "profilerhub.apps.delete"
@@ -76,7 +96,11 @@ def transport_config(queue: str) -> dict[str, Any]:
         "accept_content": ["json"],
         "task_ignore_result": True,
         "task_default_queue": queue,
-        "task_routes": {"profilerhub.apps.*": {"queue": queue}},
+        "task_routes": {
+            "profilerhub.apps.*": {"queue": queue},
+            "profilerhub.webhooks.*": {"queue": queue},
+            "profilerhub.jobs.*": {"queue": ingest_queue(queue)},
+        },
         "broker_transport_options": {"visibility_timeout": 600, "global_keyprefix": f"{queue}:"},
         "broker_connection_retry_on_startup": True,
         "enable_utc": True,
@@ -102,6 +126,7 @@ __all__ = [
     "INGEST_TRACE",
     "PERIODIC",
     "POLL_APPS",
+    "QUEUE_KINDS",
     "RECONCILE_APPS",
     "RECONCILE_JOBS",
     "SENT_BY_HUB",
@@ -110,7 +135,9 @@ __all__ = [
     "SWEEP_STORAGE",
     "WORKER_HEARTBEAT_SECONDS",
     "WORKER_HEARTBEAT_TTL",
+    "ingest_queue",
     "make_producer",
+    "queues_of",
     "worker_heartbeat_prefix",
     "transport_config",
 ]

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from profilerhub_core.tasks import queues_of
 from tests.e2e.apps_stack import AppStack, build_stack, pid_alive
 from tests.faults.faults import PrivateRedis, assert_error_shape, assert_settled, outage_lines
 from tests.support.hub import auth, wait_for
@@ -254,8 +255,9 @@ def test_an_idle_worker_whose_redis_restarts_resumes_consuming(stack: AppStack, 
         queue = stack.env["PROFILERHUB_CELERY_QUEUE"]
         client = redis_py.Redis.from_url(redis.url)
 
-        def idle() -> bool:  # nothing queued, nothing delivered and unacknowledged
-            return client.llen(f"{queue}:{queue}") == 0 and client.hlen(f"{queue}:unacked") == 0
+        def idle() -> bool:  # nothing queued (app or ingest queue), nothing delivered and unacknowledged
+            waiting = sum(client.llen(f"{queue}:{name}") for name in queues_of(queue))
+            return waiting == 0 and client.hlen(f"{queue}:unacked") == 0
 
         wait_for(idle, "the worker idle with an empty queue", 120, 0.1)
         client.close()

@@ -22,6 +22,7 @@ from profilerhub_core.apptokens import hub_signing_key, issue_app_token, public_
 from profilerhub_core.db.models import AppType
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import apps, domains, jobs, users
+from profilerhub_core.tasks import queues_of
 from profilerhub_worker.ingest import IngestContext
 
 
@@ -167,7 +168,8 @@ def ingest_worker(ctx: IngestContext, redis_url: str, monkeypatch: pytest.Monkey
     runtime_of(app).ingest = ctx
     # start_worker sets the root logger's level for the whole process; later tests need it back.
     monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
-    with start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=10):
+    queues = queues_of(queue)  # the app queue and the ingest queue
+    with start_worker(app, pool="solo", perform_ping_check=False, queues=queues, shutdown_timeout=10):
         yield app
 
 
@@ -189,7 +191,12 @@ def pooled_ingest_worker(
     runtime_of(app).ingest = ctx
     monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
     with start_worker(
-        app, pool="threads", concurrency=slots, perform_ping_check=False, queues=[queue], shutdown_timeout=20
+        app,
+        pool="threads",
+        concurrency=slots,
+        perform_ping_check=False,
+        queues=queues_of(queue),
+        shutdown_timeout=20,
     ):
         yield app
 

@@ -66,13 +66,26 @@ def worker(
     concurrency: int = typer.Option(None, help="Tasks run at once (env PROFILERHUB_WORKER_CONCURRENCY)."),
     home: Path = typer.Option(None, help="Home directory (env PROFILERHUB_HOME)."),
     loglevel: str = typer.Option("warning", help="Celery log level (info logs every task)."),
+    queues: str = typer.Option(
+        "apps,ingest",
+        help="Which queues to consume, comma-separated: apps (app lifecycle, webhooks), ingest (job "
+        "tasks) or both; a cluster runs a worker Deployment for each so ingest never delays apps.",
+    ),
 ) -> None:
-    """Run a Celery worker: spawns, stops, reconciles and culls apps."""
+    """Run a Celery worker: spawns, stops, reconciles and culls apps; ingests jobs."""
     require("celery", "server")
     from profilerhub_core.db.session import make_engine
+    from profilerhub_core.tasks import queues_of
 
     name_this_process("worker")
     settings = _settings(home)
+    try:
+        consumed = queues_of(
+            settings.celery_queue, [kind.strip() for kind in queues.split(",") if kind.strip()]
+        )
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/red] --queues: {exc}")
+        raise typer.Exit(2) from exc
     with database_errors(settings.database_url):
         engine = make_engine(settings)
         require_migrated(engine)
@@ -102,7 +115,7 @@ def worker(
     code: object = 0
     # Threads: app tasks mostly wait (for a process to answer), and each holds its own session.
     try:
-        _run_worker(celery, threads, settings.celery_queue, loglevel, hostname)
+        _run_worker(celery, threads, ",".join(consumed), loglevel, hostname)
     except SystemExit as exc:
         code = exc.code
     finally:
@@ -133,7 +146,7 @@ class _Unrecoverable(logging.Handler):
             self.message = text[:300]
 
 
-def _run_worker(celery: Any, threads: int, queue: str, loglevel: str, hostname: str) -> None:
+def _run_worker(celery: Any, threads: int, queues: str, loglevel: str, hostname: str) -> None:
     celery.worker_main(
         [
             "worker",
@@ -142,7 +155,7 @@ def _run_worker(celery: Any, threads: int, queue: str, loglevel: str, hostname: 
             "--concurrency",
             str(threads),
             "--queues",
-            queue,
+            queues,
             "--loglevel",
             loglevel,
             "--hostname",

@@ -15,6 +15,19 @@ fullnameOverride renames everything consistently. Each template takes the root c
 {{- printf "%s-worker" (include "profilerhub.fullname" .) -}}
 {{- end }}
 
+{{- define "profilerhub.ingest.fullname" -}}
+{{- printf "%s-ingest" (include "profilerhub.fullname" .) -}}
+{{- end }}
+
+{{- /* host:port of the Redis KEDA reads the ingest queue's length from. */}}
+{{- define "profilerhub.ingest.redisAddress" -}}
+{{- if .Values.redis.enabled -}}
+{{- printf "%s:6379" (include "profilerhub.redis.fullname" .) -}}
+{{- else -}}
+{{- required "ingestWorker.autoscaling.redisAddress (host:port) is required unless redis.enabled" .Values.ingestWorker.autoscaling.redisAddress -}}
+{{- end -}}
+{{- end }}
+
 {{- define "profilerhub.beat.fullname" -}}
 {{- printf "%s-beat" (include "profilerhub.fullname" .) -}}
 {{- end }}
