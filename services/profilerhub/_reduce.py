@@ -106,9 +106,13 @@ def _per_tensor(torch: Any, tensors: Sequence[Any]) -> list[Any]:
     if len(small) > 1:
         for i, row in zip(small, _reduce_group(torch, [tensors[i] for i in small]), strict=True):
             out[i] = row
+    large = [t.numel() for i, t in enumerate(tensors) if out[i] is None]
+    # One |x| buffer for the call, sized for its largest tensor: a fresh one per tensor costs
+    # page faults that made a saved step's reductions ~25 % slower (measured in context).
+    scratch = torch.empty(max(large), dtype=torch.float32) if large else None
     for i, t in enumerate(tensors):
         if out[i] is None:
-            out[i] = _reduce_one(torch, t)
+            out[i] = _reduce_one(torch, t, scratch)
     return out
 
 
@@ -171,9 +175,10 @@ def _coarse(torch: Any, fine: Any, zeros: Any) -> Any:
     return coarse
 
 
-def _reduce_one(torch: Any, t: Any) -> Any:
+def _reduce_one(torch: Any, t: Any, scratch: Any = None) -> Any:
     """On the CPU: ``(statistics as floats with the zero count, fine counts)``, or a whole row
-    (the masked path). The reads (``float``, ``bool``) copy nothing: the values are on the host."""
+    (the masked path). The reads (``float``, ``bool``) copy nothing: the values are on the host.
+    ``scratch``: a float32 buffer of at least ``t.numel()`` elements for ``|x|`` (else one is made)."""
     x, x32 = _as_float(torch, t)
     n = x.numel()
     if n == 0:
@@ -181,13 +186,16 @@ def _reduce_one(torch: Any, t: Any) -> Any:
     total = float(x.sum())
     if not math.isfinite(total):  # NaN or Inf in it (or a sum past the float range): masked path
         return _reduce_group(torch, [t])[0]
-    a = x32.abs()  # one |x| for the histogram's bits and L1 (vector_norm(x, 1) is 5x slower)
-    fine = torch.bincount((a.view(torch.int32) >> 19).reshape(-1), minlength=FINE)
-    if x is not x32:
-        a = x.abs()
-    mean = total / n
-    lo, hi = torch.aminmax(x)
+    # One |x| for L1 (vector_norm(x, 1) is 5x slower) and, shifted in place once L1 is read, the
+    # histogram's bits: no allocation when the caller lends a buffer.
+    a32 = torch.abs(x32, out=scratch[:n]) if scratch is not None else x32.abs()
+    a = a32 if x is x32 else x.abs()
     l1 = float(a.sum())
+    bits = a32.view(torch.int32)
+    bits >>= 19
+    fine = torch.bincount(bits, minlength=FINE)
+    mean = total / n
+    lo, hi = torch.amin(x), torch.amax(x)  # on finite values; 2x faster on the CPU than aminmax
     l2 = float(torch.linalg.vector_norm(x))
     # The variance from the sum of squares, unless the mean is large beside the spread (then the
     # subtraction would cancel): two passes only for those tensors (LayerNorm weights, say).

@@ -53,6 +53,8 @@ MODES = ("train", "eval", "predict")
 COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables", "labels")
 EVERY_STEP = ("losses", "labels")  # saved every step by default
 DEFAULT_EVERY = 100
+HOST_LABELS = 4096
+"""Integer labels of at most this many elements on the CPU are counted on the host (``_add_labels``)."""
 FULL_TENSORS_MAX_BYTES = 64 << 20
 
 
@@ -208,7 +210,7 @@ class Watcher:
         self._rows: list[tuple[list[str], list[list[int]], Any]] = []
         self._scalars: list[tuple[str, Any]] = []
         self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
-        self._classes: dict[str, Any] = {}  # label name -> its bincount on the device
+        self._classes: dict[str, Any] = {}  # label name -> its bincount (on the device, or a host list)
         self._label_shapes: dict[str, list[int]] = {}
         self._types: dict[str, str] = {}  # activation name -> its module's class
         self._full_bytes = 0
@@ -428,7 +430,9 @@ class Watcher:
                 if outs:
                     t = outs[0]
                     if t.numel() == 1:
-                        self.add_scalar("losses/loss", t.detach().reshape(()))
+                        # On the CPU read in place at the flush (one element of any shape).
+                        cpu = t.device.type == "cpu"
+                        self.add_scalar("losses/loss", t.detach() if cpu else t.detach().reshape(()))
                     else:
                         self.add([("losses/loss", t)])
 
@@ -440,7 +444,7 @@ class Watcher:
                 and self._saves("labels", step)
                 and self._wanted("labels/loss")
             ):
-                self._add_labels("labels/loss", target.detach())
+                self._add_labels("labels/loss", target)
 
         self._guard("losses", reduce)
         self._guard("labels", labels)
@@ -471,8 +475,20 @@ class Watcher:
         ``bincount`` kept on the device until the flush, whose row is computed from the counts
         on the host (``_reduce.counts_row``). Float targets: their reductions."""
         torch = self.torch
+        target = target.detach()
         if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
             self.add([(name, target.to(torch.float32))])
+            return
+        if target.device.type == "cpu" and target.dim() == 1 and target.numel() <= HOST_LABELS:
+            # A batch of class indices on the host: counted in Python from one read, where a
+            # bincount and its read back are two kernels a step (most of the labels' cost).
+            seen: dict[int, int] = {}
+            for v in target.tolist():
+                if v >= 0:
+                    seen[v] = seen.get(v, 0) + 1
+            with self._lock:
+                self._classes[name] = [seen.get(k, 0) for k in range(max(seen) + 1)] if seen else []
+                self._label_shapes[name] = list(target.shape)
             return
         flat = target.reshape(-1)
         try:  # one kernel for the usual labels; bincount refuses negative ones (ignore_index)
@@ -547,7 +563,10 @@ class Watcher:
             values = _host_floats(torch, [v for _, v in scalars])
             for (name, _), value in zip(scalars, values, strict=True):
                 latest[name] = ([], scalar_row(float(value)))
-        class_of = _host_lists(torch, classes) if classes else {}
+        class_of = {n: c for n, c in (classes or {}).items() if isinstance(c, list)}
+        on_device = {n: c for n, c in (classes or {}).items() if not isinstance(c, list)}
+        if on_device:
+            class_of |= _host_lists(torch, on_device)
         for name, counts in class_of.items():
             latest[name] = (self._label_shapes.get(name, [sum(counts)]), counts_row(counts))
         mode, step = key
@@ -563,7 +582,7 @@ class Watcher:
             "names": list(latest),
             "shapes": [s for s, _ in latest.values()],
             "stats": [_stats(row, dead_of.get(n, math.nan)) for n, (_, row) in latest.items()],
-            "hist": [[int(c) for c in row[10 : 10 + N_BINS]] for _, row in latest.values()],
+            "hist": [list(map(int, row[10 : 10 + N_BINS])) for _, row in latest.values()],
             "types": [self._types.get(n) for n in latest],
         }
         if class_of:

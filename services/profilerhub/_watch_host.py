@@ -44,7 +44,7 @@ def _one_copy(torch: Any, values: list[Any]) -> list[Any]:
         by_device.setdefault(v.device, []).append(i)
     out: list[Any] = [None] * len(values)
     for idx in by_device.values():
-        host = torch.stack([values[i].to(torch.float64) for i in idx]).to("cpu")  # losses in bf16 too
+        host = torch.stack([values[i].to(torch.float64).reshape(()) for i in idx]).to("cpu")  # bf16 too
         for j, i in enumerate(idx):
             out[i] = host[j]
     return out

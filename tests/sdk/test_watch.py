@@ -184,6 +184,10 @@ def test_the_table_and_the_sdk_agree_on_the_statistics(torch: ModuleType) -> Non
     values = [
         rng.normal(size=(33, 7)) * 10.0 ** rng.integers(-12, 8),
         np.array([0.0, -0.0, 1e-40, 0.96875, 2**20]),
+        # Past _reduce.SMALL_ELEMENTS: reduced alone on the CPU, through one shared |x| buffer
+        # (the larger first, so the next reads a slice of a buffer that held other values).
+        np.where(rng.random((90, 70)) < 0.2, 0.0, rng.normal(size=(90, 70))),
+        rng.normal(size=(80, 60)) * 1e-3,
     ]
     from profilerhub_analysis.tensors import reduce_array
 
@@ -299,3 +303,24 @@ def test_imbalanced_labels_trip_class_imbalance_and_balanced_ones_do_not(
         tripped
     )
     assert fine["status"] == "NoIssuesFound" and fine["figures"]["checked"] == 1, fine
+
+
+def test_label_counts_leave_out_ignore_index_on_both_paths(torch: ModuleType, tmp_path: Path) -> None:
+    """A 1-D batch of class indices on the CPU is counted on the host, any other (here 2-D, as a
+    segmentation's) with ``bincount``: the same counts, ``ignore_index``'s -100 left out."""
+    nn = torch.nn
+    gen = torch.Generator().manual_seed(4)
+    model, loss_fn = nn.Linear(6, 4), nn.CrossEntropyLoss(ignore_index=-100)
+    ph.init(job="ignored", output=str(tmp_path))
+    ph.watch(model, loss_fn=loss_fn)
+    targets = [torch.tensor([3, -100, 0, 3, 1, -100]), torch.tensor([[2, -100, 2], [0, 2, -100]])]
+    for i, y in enumerate(targets):
+        with ph.step(i):
+            logits = model(torch.randn(*y.shape, 6, generator=gen))
+            loss_fn(logits if y.dim() == 1 else logits.transpose(1, 2), y)
+    trial = create_trial(ph.finish()["location"])
+    steps, counts = trial.table.class_counts("labels/loss")
+    assert steps.tolist() == [0, 1]
+    for row, y in zip(counts.tolist(), targets, strict=True):
+        want = torch.bincount(y[y >= 0], minlength=len(row)).tolist()
+        assert row == want
