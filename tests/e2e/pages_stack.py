@@ -36,6 +36,7 @@ TRACE_JOBS = {
     "compare-base": [HTA / "trace_compare/base/base.json.gz"],
     "compare-test": [HTA / "trace_compare/test/test.json.gz"],
     "mlp-cpu": [TRACES / "torch-cpu" / "mlp_cpu_10steps.pt.trace.json"],  # memory records, input shapes
+    "event-sync": [HTA / "critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"],  # no TC used
     "modules-cpu": [Path(__file__).parents[1] / "data" / "torch" / "modules_cpu_3steps.pt.trace.json.gz"],
 }
 

@@ -800,6 +800,24 @@ def test_the_profile_views_show_the_kernels_with_launch_figures_and_the_gpu_summ
     expect(app.locator("#tab-operators")).to_have_attribute("aria-selected", "true")
 
 
+def test_a_recommendation_on_the_overview_links_to_its_evidence(app: Any, jobs: PagesJobs) -> None:
+    """This trace's GPU has tensor cores no kernel used: the overview says so, as the rule does, and
+    its link opens the Kernels tab."""
+    from profilerhub_analysis.rules.tb_recommendations import brief, recommend
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    expected = recommend(brief(analyze(TRACE_JOBS["event-sync"][0])))
+    assert [r["rule"] for r in expected] == ["TensorCoresUnused"]
+    open_page(app, f"jobs/{jobs.ids['event-sync']}/views")
+    item = app.locator("#vw-advice li[data-rule='TensorCoresUnused']")
+    expect(item).to_contain_text(expected[0]["message"])
+    shot(app, "views-advice")
+    item.locator("a.evidence").click()
+    expect(app.locator("#tab-kernels")).to_have_attribute("aria-selected", "true")
+    app.wait_for_selector("#vw-kernels table tbody tr")
+    assert "tab=kernels" in app.url
+
+
 def test_the_profile_views_distributed_tab_splits_each_rank_and_lists_its_collectives(
     app: Any, jobs: PagesJobs
 ) -> None:

@@ -93,6 +93,30 @@ function section(id, heading, content, note) {
   );
 }
 
+/** Where each recommendation's figures are: a tab of this page, or the timeline searching for them. */
+const EVIDENCE = {
+  DataLoaderTime: { tab: "overview", target: "#vw-steps", text: "DataLoader time by step" },
+  CommunicationTime: { tab: "distributed", text: "Communication by rank" },
+  TensorCoresUnused: { tab: "kernels", text: "Kernels and their tensor-core use" },
+  DataParallelUsed: { query: "DataParallel", text: "DataParallel's calls in the timeline" },
+  NcclBackendUnused: { tab: "distributed", text: "The collectives" },
+  MemoryNearLimit: { tab: "memory", text: "Memory over time" },
+};
+
+function evidence(rule) {
+  const to = EVIDENCE[rule];
+  if (!to) return null;
+  if (to.query) return el("a", { class: "evidence", href: timelineHref(to.query) }, `${to.text} →`);
+  const link = el("a", { class: "evidence", href: to.target || `?${new URLSearchParams({ trace: String(view.trace), tab: to.tab })}` }, `${to.text} →`);
+  if (to.tab !== view.tab) {
+    link.addEventListener("click", (e) => {
+      e.preventDefault();
+      pickTab(to.tab, true);
+    });
+  }
+  return link;
+}
+
 function overviewTab(v) {
   const o = v.tb_overview;
   if (!o) return [section("vw-overview", "Overview", el("p", { class: "empty" }, "This trace has no step, operator or python event: the step window is undefined."))];
@@ -121,9 +145,9 @@ function overviewTab(v) {
       "vw-advice",
       "Recommendations",
       advice.length
-        ? el("ul", { class: "advice" }, advice.map((r) => el("li", { "data-rule": r.rule }, el("b", {}, r.message), ". ", r.recommendation)))
-        : el("p", { class: "empty" }, "None: the DataLoader, communication, tensor-core and DataParallel checks found nothing."),
-      "TensorBoard's plugin's checks at its thresholds; as rules (DataLoaderTime, CommunicationTime, TensorCoresUnused, DataParallelUsed) a job can run them too.",
+        ? el("ul", { class: "advice" }, advice.map((r) => el("li", { "data-rule": r.rule }, el("b", {}, r.message), ". ", r.recommendation, " ", evidence(r.rule))))
+        : el("p", { class: "empty" }, "None: the DataLoader, communication, tensor-core, DataParallel, NCCL and memory checks found nothing."),
+      "TensorBoard's plugin's checks at its thresholds; as rules (DataLoaderTime, CommunicationTime, TensorCoresUnused, DataParallelUsed, NcclBackendUnused, MemoryNearLimit) a job can run them too; each links to its figures.",
     ),
     panel({
       id: "vw-average",
