@@ -36,7 +36,8 @@ def render_tb(r: dict[str, Any], console: Console, wide: bool = False) -> None:
     overview = r.get("tb_overview")
     if overview:
         avg = overview["average"]
-        t = _table(f"Step time by role (mean of {overview['kept_steps']} steps)", "role", "time", "share")
+        n = overview["kept_steps"]
+        t = _table(f"Step time by role (mean of {n} step{'' if n == 1 else 's'})", "role", "time", "share")
         for key, label in _ROLES:
             t.add_row(label, _us(avg[key]), _pct(avg[key], avg["total_us"]))
         t.add_row("step", _us(avg["total_us"]), "100.0%")
