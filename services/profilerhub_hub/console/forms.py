@@ -1,6 +1,6 @@
 """What the console's server-rendered forms share: reading a posted form, the login-CSRF value a
-sign-in form carries (tied to the ``profilerhub_signin`` cookie), the templates, and the console
-session cookie a sign-in sets.
+sign-in form carries (tied to the ``profilerhub_signin`` cookie), the templates (the sign-in pages
+in one frame: ``form_page``), and the console session cookie a sign-in sets.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ MAX_FORM_BYTES = 16 * 1024
 
 def template(name: str) -> str:
     return (TEMPLATES / f"{name}.html").read_text()
+
+
+def form_page(name: str, title: str) -> str:
+    """The sign-in pages' frame (``form-page.html``: head, top bar) titled ``title`` around the
+    template ``name`` (what the page's ``<main>`` holds); ``str.format`` fills it in as before."""
+    return template("form-page").replace("{title}", title).replace("{main}", template(name).rstrip("\n"))
 
 
 async def read_form(request: Request) -> dict[str, str]:
@@ -67,6 +73,7 @@ __all__ = [
     "MAX_FORM_BYTES",
     "TEMPLATES",
     "error_note",
+    "form_page",
     "keep_signin",
     "page",
     "read_form",

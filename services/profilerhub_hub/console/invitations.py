@@ -21,21 +21,21 @@ from profilerhub_core.settings import Settings
 from profilerhub_hub.browser import check_same_origin, signin_token
 from profilerhub_hub.console.forms import (
     error_note,
+    form_page,
     keep_signin,
     page,
     read_form,
     signed_in,
     signin_form_ok,
     signin_value,
-    template,
 )
 from profilerhub_hub.ratelimit import PRESIGNED, client_address
 from profilerhub_hub.services import services
 from profilerhub_hub.usecases import accounts, door_of
 
 router = APIRouter(include_in_schema=False)
-_INVITATION = template("invitation")
-_REFUSED = template("invitation-refused")
+_INVITATION = form_page("invitation", "Choose your password")
+_REFUSED = form_page("invitation-refused", "Invitation")
 
 
 def _refused(message: str, status: int) -> Response:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import html
 from pathlib import Path
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request
@@ -48,7 +48,17 @@ from profilerhub_hub.browser import (
     signin_token,
 )
 from profilerhub_hub.console import invitations
-from profilerhub_hub.console.forms import error_note, keep_signin, signed_in, signin_form_ok, signin_value
+from profilerhub_hub.console.forms import (
+    error_note,
+    form_page,
+    keep_signin,
+    page,
+    read_form,
+    signed_in,
+    signin_form_ok,
+    signin_value,
+    template,
+)
 from profilerhub_hub.console.links import REDEEM_PATH, SignInLink, read_link
 from profilerhub_hub.console.oidc import (
     CALLBACK_PATH,
@@ -73,32 +83,14 @@ from profilerhub_hub.usecases import accounts, door_of
 from profilerhub_hub.usecases import users as user_cases
 
 STATIC = Path(__file__).parent / "static"
-TEMPLATES = Path(__file__).parent / "templates"
-MAX_FORM_BYTES = 16 * 1024
 # A sign-in landing in an app on its own origin is handed on through a one-time app link this fresh.
 APP_HANDOFF_SECONDS = 60
 
 router = APIRouter(include_in_schema=False)
 
 
-def _template(name: str) -> str:
-    return (TEMPLATES / f"{name}.html").read_text()
-
-
-_SHELL, _SIGNIN, _DOCS = _template("shell"), _template("sign-in"), _template("docs")
-_CONFIRM = _template("confirm-sign-in")
-_PASSWORD_FORM = _template("password-form")
-
-
-def _page(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status)
-
-
-async def _form(request: Request) -> dict[str, str]:
-    body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
-        raise InvalidInput("Form too large")
-    return {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+_SHELL, _DOCS, _PASSWORD_FORM = template("shell"), template("docs"), template("password-form")
+_SIGNIN, _CONFIRM = form_page("sign-in", "Sign in"), form_page("confirm-sign-in", "Switch user?")
 
 
 def _audit(session: Session, actor: str, action: str, target: str, domain: str | None, outcome: str,
@@ -150,7 +142,7 @@ async def console(request: Request) -> Response:
         "impersonated_by": caller.impersonated_by or "",
         "local_accounts": "true" if settings.local_accounts_enabled else "false",
     }
-    return _page(_SHELL.format(**{k: html.escape(v) for k, v in values.items()}))
+    return page(_SHELL.format(**{k: html.escape(v) for k, v in values.items()}))
 
 
 def _signin_page(
@@ -178,7 +170,7 @@ def _signin_page(
         signin=signin, message=error_note(message), oidc=oidc, password=password,
         token_button="" if password or oidc else "primary",
     )  # fmt: skip
-    response = _page(text, status)
+    response = page(text, status)
     keep_signin(response, settings, value)
     return response
 
@@ -186,7 +178,7 @@ def _signin_page(
 @router.get("/api/v1/docs")
 async def api_docs(request: Request) -> HTMLResponse:
     """Swagger UI, served from the vendored copy (works offline, no CDN)."""
-    return _page(_DOCS.format(spec=html.escape(request.app.openapi_url or "/api/v1/openapi.json")))
+    return page(_DOCS.format(spec=html.escape(request.app.openapi_url or "/api/v1/openapi.json")))
 
 
 @router.get("/console/sign-in")
@@ -200,7 +192,7 @@ async def sign_in(request: Request) -> Response:
     settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
     await run_in_threadpool(services(request).rate_limits.hit, SIGNIN, client_address(request))
-    form = await _form(request)
+    form = await read_form(request)
     if not signin_form_ok(request, settings, form):
         return _signin_page(request, "The sign-in form expired; try again.", 403)
     if form.get("method") == "password":
@@ -269,7 +261,7 @@ async def _password_sign_in(request: Request, form: dict[str, str]) -> Response:
 async def sign_out(request: Request) -> Response:
     settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
-    form = await _form(request)
+    form = await read_form(request)
     cookie = request.cookies.get(CONSOLE_COOKIE, "")
 
     def end() -> None:
@@ -424,7 +416,7 @@ async def redeem_confirmed(request: Request) -> Response:
     settings: Settings = services(request).settings
     check_same_origin(request.headers, settings)
     await run_in_threadpool(services(request).rate_limits.hit, PRESIGNED, client_address(request))
-    form = await _form(request)
+    form = await read_form(request)
     if not signin_form_ok(request, settings, form):
         return _signin_page(request, "The page expired; open the sign-in link again.", 403)
     token = form.get("token", "")
@@ -437,7 +429,7 @@ def _confirm_page(request: Request, token: str, current: str, user: str) -> Resp
     settings: Settings = services(request).settings
     value = signin_value(request)
     values = {"current": current, "user": user, "token": token, "signin": signin_token(settings, value)}
-    response = _page(_CONFIRM.format(**{k: html.escape(v) for k, v in values.items()}))
+    response = page(_CONFIRM.format(**{k: html.escape(v) for k, v in values.items()}))
     keep_signin(response, settings, value)
     return response
 
