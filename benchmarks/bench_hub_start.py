@@ -9,7 +9,10 @@ each start's wall time and the CPU time the hub process had used when it first a
 sensitive to the machine's load than the wall time: on a busy machine the start waits for a core),
 the best and the median of each, the import of ``profilerhub_hub.main`` alone in a fresh
 interpreter (wall and CPU), its heaviest imports (``python -X importtime``, self time by
-top-level package, top ``--top``), and the machine's load average before and after.
+top-level package, top ``--top``), what a second app costs in a process that has built one
+(``create_app`` and its first requests, as the test suite builds hundreds, in a fresh
+interpreter: CPU per app, and per request once built), and the machine's load average before
+and after.
 
 Usage:
   .venv/bin/python benchmarks/bench_hub_start.py [--repeat 5] [--top 12]
@@ -78,6 +81,48 @@ def import_seconds() -> tuple[float, float]:
     return float(wall), float(cpu)
 
 
+# In a fresh interpreter: one app built and used (the imports), then ``repeat`` more, each with the
+# first requests a test makes (a probe, the API, the console, the proxy), then one route's CPU.
+IN_PROCESS = """
+import sys, tempfile, time
+from starlette.testclient import TestClient
+from profilerhub_core.db.migrate import upgrade
+from profilerhub_core.db.session import make_engine
+from profilerhub_core.settings import Settings
+from profilerhub_hub.main import create_app
+settings = Settings(home=tempfile.mkdtemp(), redis_url="")
+engine = make_engine(settings)
+upgrade(engine)
+def used_app():
+    with TestClient(create_app(settings, engine=engine)) as client:
+        for path in ("/healthz", "/api/v1/me", "/api/v1/domains", "/console/sign-in", "/apps/x/"):
+            client.get(path)
+        return client
+used_app()
+repeat = int(sys.argv[1])
+started = time.process_time()
+for _ in range(repeat):
+    used_app()
+per_app = (time.process_time() - started) / repeat
+with TestClient(create_app(settings, engine=engine)) as client:
+    client.get("/api/v1/domains")
+    started = time.process_time()
+    for _ in range(20 * repeat):
+        client.get("/api/v1/domains/ml/users/alice/jobs")  # no token: a 401 through the whole stack
+    per_request = (time.process_time() - started) / (20 * repeat)
+print(per_app, per_request)
+"""
+
+
+def in_process(repeat: int) -> tuple[float, float]:
+    """(CPU seconds of one more app built and first used, CPU seconds of one request) in-process."""
+    done = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, str(repeat)], capture_output=True, text=True, check=True
+    )
+    per_app, per_request = done.stdout.split()
+    return float(per_app), float(per_request)
+
+
 def heaviest_imports(top: int) -> list[tuple[float, str]]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import profilerhub_hub.main"],
@@ -132,6 +177,11 @@ def main() -> None:
     print("heaviest imports (self time by top-level package):")
     for seconds, name in heaviest_imports(args.top):
         print(f"  {seconds:6.3f} s  {name}")
+    per_app, per_request = in_process(4 * args.repeat)
+    print(
+        f"in one process: another create_app and its first 5 requests {1000 * per_app:.1f} ms CPU; "
+        f"a request (401) {1000 * per_request:.2f} ms CPU"
+    )
     print(f"load after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
