@@ -61,6 +61,7 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
     kernels, kernels_by_op = views.kernels(forest)
     roles = views.role_ranges(trace, forest)
     curve = memory.memory_curve(trace)
+    attached = memory.attach(trace, forest)
     views_ = {
         "tb_overview": views.overview(roles, steps) if steps is not None else None,
         "tb_gpu_summary": views.gpu_summary(trace, forest, steps),
@@ -68,21 +69,26 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
         "tb_operators_by_shape": ops_by_shape,
         "tb_kernels": kernels,
         "tb_kernels_by_op": kernels_by_op,
-        "tb_memory": memory.memory(trace, forest),  # before memory_events: it names the records' operators
-        "tb_memory_events": memory.memory_events(trace),
+        "tb_memory": memory.memory(trace, forest, attached),
+        "tb_memory_events": memory.memory_events(trace, forest, attached),
         "tb_memory_curve": curve,
         "tb_modules": modules(trace, forest),
         "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
-        "tb_notes": _notes(forest),
+        "tb_notes": _notes(trace, forest),
         "tb_facts": views.facts(trace, forest, curve),
     }
     return views_, operator_calls(forest)
 
 
-def _notes(forest: Forest) -> list[str]:
+def _notes(trace: TbTrace, forest: Forest) -> list[str]:
     """What a reader of these views should know about this trace."""
-    launches = [rt.event for rt in forest.runtimes if rt.event is not None]
-    if launches and all(e.ext is not None and e.ext == e.correlation for e in launches):
+    rt = forest.rt_event
+    if not len(rt):
+        return []
+    ids = trace.ids
+    none = ids.index(None) if None in ids else -1
+    ext, corr = trace.ext[rt], trace.corr[rt]
+    if bool(((ext != none) & (ext == corr)).all()):
         return [OWN_ID_NOTE]
     return []
 

@@ -25,30 +25,42 @@ FIGURES = ("host_self_us", "host_total_us", "device_self_us", "device_total_us",
 def operator_calls(forest: Forest) -> dict[str, Any]:
     """Columns ``ts, name, shape, tc_eligible`` and ``FIGURES`` (one row per call, the plugin's
     order), and the ``names`` and ``shapes`` the two index columns point into."""
-    names: dict[str, int] = {}
-    shapes: dict[bytes, int] = {}
-    rows: list[tuple[Any, ...]] = []
-    for op in forest.nodes:
-        if not op.is_operator:
-            continue
-        assert op.event is not None
-        raw = op.event.args.dims if len(op.event.args.dims) else op.event.args.dims_lower
-        name = names.setdefault(op.name, len(names))
-        shape = shapes.setdefault(bytes(raw), len(shapes))
-        rows.append((op.ts, name, shape, op.tc_eligible, op.host_self_us, op.end - op.ts,
-                     op.device_self_us, op.device_us, op.tc_self_us, op.tc_total_us))  # fmt: skip
-    cols = list(zip(*rows, strict=True)) if rows else [()] * 10
+    trace = forest.trace
+    ops = forest.operators
+    events = forest.event[ops]
+    dims = trace.attrs["dims"][trace.aux[events]] if len(ops) else np.empty(0, np.int32)
+    name_codes, name = np.unique(forest.name[ops], return_inverse=True)
+    name_first = _renumber_by_first(name)
+    shape_codes, shape = np.unique(dims, return_inverse=True)
+    shape_first = _renumber_by_first(shape)
     out: dict[str, Any] = {
-        "ts": np.asarray(cols[0], dtype=np.float64),
-        "name": np.asarray(cols[1], dtype=np.int32),
-        "shape": np.asarray(cols[2], dtype=np.int32),
-        "tc_eligible": np.asarray(cols[3], dtype=bool),
+        "ts": forest.ts[ops].astype(np.float64),
+        "name": name_first[0][name].astype(np.int32),
+        "shape": shape_first[0][shape].astype(np.int32),
+        "tc_eligible": forest.tc_eligible[ops].astype(bool),
+        "host_self_us": forest.host_self[ops],
+        "host_total_us": forest.end[ops] - forest.ts[ops],
+        "device_self_us": forest.device_self[ops],
+        "device_total_us": forest.device_total[ops],
+        "tc_self_us": forest.tc_self[ops],
+        "tc_total_us": forest.tc_total[ops],
     }
-    for key, col in zip(FIGURES, cols[4:], strict=True):
-        out[key] = np.asarray(col, dtype=np.float64)
-    out["names"] = list(names)
-    out["shapes"] = [json.loads(s) if s else [] for s in shapes]
+    out["names"] = [trace.names[c] for c in name_codes[name_first[1]].tolist()]
+    raws = [trace.raws[c] for c in shape_codes[shape_first[1]].tolist()]
+    out["shapes"] = [json.loads(s) if s else [] for s in raws]
     return out
+
+
+def _renumber_by_first(inverse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(new number of each old group, old group of each new number): groups numbered in order of
+    their first row, as a dict filled row by row numbers them."""
+    n = int(inverse.max()) + 1 if len(inverse) else 0
+    first = np.full(n, len(inverse), dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(len(inverse)))
+    old = np.argsort(first, kind="stable")
+    new = np.empty(n, dtype=np.int64)
+    new[old] = np.arange(n)
+    return new, old
 
 
 def pack(calls: dict[str, Any]) -> bytes:

@@ -2,49 +2,116 @@
 
 As its ``MemoryParser`` (``memory_parser.py``): operators self and with callees.
 
-The records are attached to operators by the plugin's walk (``_attach``: the deepest node holding a
-record's ts); ``memory`` must run before ``memory_events``, which names each event's operator.
+The records are attached to operators as the plugin's walk attaches them (``attach``: the deepest
+node of the record's thread holding its ts, found by ``searchsorted`` over the tree's pre-order and
+a climb to the first ancestor that holds it; a record whose node is no operator is dropped).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis.tbviews.parse import MemoryRecord, TbTrace
-from profilerhub_analysis.tbviews.tree import Forest, Node
+from profilerhub_analysis.tbviews.parse import TbTrace
+from profilerhub_analysis.tbviews.tree import Forest
 
 
-def memory(trace: TbTrace, forest: Forest) -> list[dict[str, Any]]:
+def attach(trace: TbTrace, forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """(node of each memory record or -1, the nodes the plugin's walk visits: every ancestor of a
+    record's deepest node, that node included). A record counts only on an operator (``op``)."""
+    mem = trace.memory
+    n_rec = len(mem["ts"])
+    deepest = np.full(n_rec, -1, dtype=np.int64)
+    total = len(forest.ts)
+    rank = np.full(len(trace.tids) + 1, -1, dtype=np.int64)
+    rank[forest.root_tids] = np.arange(len(forest.root_tids))
+    pre = forest.preorder
+    pre_thread = forest.thread[pre]
+    rec_thread = rank[mem["tid"]] if n_rec else np.empty(0, np.int64)
+    for th in np.unique(rec_thread[rec_thread >= 0]).tolist():
+        recs = np.flatnonzero(rec_thread == th)
+        lo, hi = np.searchsorted(pre_thread, th, "left"), np.searchsorted(pre_thread, th, "right")
+        nodes = pre[lo:hi]
+        t = mem["ts"][recs]
+        at = np.searchsorted(forest.ts[nodes], t, "right") - 1
+        cand = np.where(at >= 0, nodes[np.maximum(at, 0)], forest.roots[th])
+        while True:
+            out = ~((forest.ts[cand] <= t) & (t < forest.end[cand]))
+            if not out.any():
+                break
+            cand[out] = forest.parent[cand[out]]
+        deepest[recs] = cand
+    visited = np.zeros(total, dtype=bool)
+    front = np.unique(deepest[deepest >= 0])
+    while len(front):
+        visited[front] = True
+        up = forest.parent[front]
+        up = up[up >= 0]
+        front = np.unique(up[~visited[up]])
+    node = np.where(deepest >= 0, deepest, 0)
+    on_op = (deepest >= 0) & forest.is_operator[node]
+    return np.where(on_op, deepest, -1), visited
+
+
+def memory(trace: TbTrace, forest: Forest, attached: tuple[np.ndarray, np.ndarray] | None = None
+           ) -> list[dict[str, Any]]:  # fmt: skip
     """Per (device, operator): the memory records of its calls, self and with its descendants."""
-    records: dict[Any, list[MemoryRecord]] = defaultdict(list)
-    for r in trace.memory:
-        records[r.tid].append(r)
-    visited: set[int] = set()
-    for tid, recs in records.items():
-        _attach(forest.roots.get(tid), recs, visited)
-    totals: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0] * 6))
-    calls: dict[str, int] = defaultdict(int)
-    for root in forest.roots.values():
-        for top in root.children:
-            for node, own in _memory_totals(top, visited):
-                if node.is_operator:
-                    calls[node.name] += 1
-                    for device, figures in own.items():
-                        acc = totals[device][node.name]
-                        for i, v in enumerate(figures):
-                            acc[i] += v
+    node_of, visited = attached if attached is not None else attach(trace, forest)
+    mem = trace.memory
     fields = ("self_size_increase_bytes", "self_allocation_size_bytes", "self_allocation_count",
               "size_increase_bytes", "allocation_size_bytes", "allocation_count")  # fmt: skip
+    order = forest.order  # children before parents, as the plugin's totals go
+    seen = order[visited[order] & (forest.type[order] != 0)]
+    ops = seen[forest.is_operator[seen]]
+    names = forest.name[ops]
+    calls = np.bincount(names, minlength=len(trace.names))
+    idx = np.full(len(forest.ts), -1, dtype=np.int64)
+    idx[seen] = np.arange(len(seen))
+    by_depth = np.argsort(-forest.depth[seen], kind="stable")
     rows = []
-    for device, by_name in totals.items():
-        for name, figures in by_name.items():
-            if any(figures):
-                row: dict[str, Any] = {"device": device, "name": name, "calls": calls[name]}
+    for device in range(len(trace.mem_devices)):
+        label = trace.mem_devices[device]
+        if label is None:
+            continue
+        mine = (node_of >= 0) & (mem["device"] == device)
+        if not mine.any():
+            continue
+        at = idx[node_of[mine]]
+        nbytes = mem["nbytes"][mine]
+        pos = nbytes > 0
+        own = np.zeros((len(seen), 3))
+        own[:, 0] = np.bincount(at, weights=nbytes, minlength=len(seen))
+        own[:, 1] = np.bincount(at[pos], weights=nbytes[pos], minlength=len(seen))
+        own[:, 2] = np.bincount(at[pos], minlength=len(seen))
+        has = np.zeros(len(seen), dtype=bool)
+        has[at] = True
+        tot = own.copy()
+        d = forest.depth[seen][by_depth]
+        cuts = np.flatnonzero(np.r_[True, d[1:] != d[:-1], True])
+        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            xs = by_depth[a:b]
+            ps = idx[forest.parent[seen[xs]]]
+            keep = ps >= 0
+            np.add.at(tot, ps[keep], tot[xs[keep]])
+            has[ps[keep][has[xs[keep]]]] = True
+        row_ops = np.flatnonzero(forest.is_operator[seen] & has)
+        if not len(row_ops):
+            continue
+        op_names = forest.name[seen[row_ops]]
+        uniq, first, inverse = np.unique(op_names, return_index=True, return_inverse=True)
+        figures = np.column_stack([np.bincount(inverse, weights=col, minlength=len(uniq))
+                                   for col in (*own[row_ops].T, *tot[row_ops].T)])  # fmt: skip
+        for g in np.argsort(first, kind="stable").tolist():
+            values = figures[g].tolist()
+            if any(values):
+                row: dict[str, Any] = {
+                    "device": label,
+                    "name": trace.names[uniq[g]],
+                    "calls": int(calls[uniq[g]]),
+                }
                 row.update(
-                    {f: int(v) if float(v).is_integer() else v for f, v in zip(fields, figures, strict=True)}
+                    {f: int(v) if float(v).is_integer() else v for f, v in zip(fields, values, strict=True)}
                 )
                 rows.append(row)
     return sorted(rows, key=lambda r: (r["device"], -r["size_increase_bytes"]))
@@ -54,43 +121,59 @@ MAX_MEMORY_EVENTS = 20_000
 """Memory events kept per trace (the largest, by size): the table stays readable and the views small."""
 
 
-def memory_events(trace: TbTrace) -> dict[str, Any]:
+def memory_events(trace: TbTrace, forest: Forest, attached: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> dict[str, Any]:  # fmt: skip
     """The plugin's memory events table: each allocation paired with its free (same device and
-    address, in time order), with the operator it happened in (after ``memory``'s walk), its size and
-    lifetime. An allocation never freed has ``free_us`` None; a free of memory allocated before the
-    profile has ``alloc_us`` None. At most ``MAX_MEMORY_EVENTS``, the largest; ``total`` counts all."""
-    open_: dict[tuple[Any, Any], MemoryRecord] = {}
-    rows: list[dict[str, Any]] = []
-    for r in trace.memory:
-        if r.device is None or r.addr is None or not r.nbytes:
-            continue
-        key = (r.device, r.addr)
-        if r.nbytes > 0:
+    address, in time order), with the operator it happened in (the plugin's walk, ``attach``), its
+    size and lifetime. An allocation never freed has ``free_us`` None; a free of memory allocated
+    before the profile has ``alloc_us`` None. At most ``MAX_MEMORY_EVENTS``, the largest; ``total``
+    counts all."""
+    node_of, _ = attached if attached is not None else attach(trace, forest)
+    mem = trace.memory
+    none_device = trace.mem_devices.index(None) if None in trace.mem_devices else -1
+    addr_none = np.fromiter((v is None for v in trace.values), dtype=bool, count=len(trace.values))
+    nbytes = mem["nbytes"]
+    usable = (mem["device"] != none_device) & (nbytes != 0)
+    if len(addr_none):
+        usable &= ~addr_none[mem["addr"]]
+    recs = np.flatnonzero(usable)
+    alloc_of: list[int] = []
+    free_of: list[int] = []
+    open_: dict[tuple[int, int], int] = {}
+    for r, device, addr, size in zip(recs.tolist(), mem["device"][recs].tolist(), mem["addr"][recs].tolist(),
+                                     nbytes[recs].tolist(), strict=True):  # fmt: skip
+        key = (device, addr)
+        if size > 0:
             if key in open_:  # allocated again without a free between: the first stays alive
-                rows.append(_memory_event(open_[key], None))
+                alloc_of.append(open_[key])
+                free_of.append(-1)
             open_[key] = r
         else:
-            rows.append(_memory_event(open_.pop(key, None), r))
-    rows.extend(_memory_event(a, None) for a in open_.values())
-    rows.sort(key=lambda e: -e["size_bytes"])
-    kept = rows[:MAX_MEMORY_EVENTS]
-    kept.sort(key=lambda e: e["alloc_us"] if e["alloc_us"] is not None else e["free_us"])
-    return {"events": kept, "total": len(rows)}
-
-
-def _memory_event(alloc: MemoryRecord | None, free: MemoryRecord | None) -> dict[str, Any]:
-    first = alloc if alloc is not None else free
-    assert first is not None
-    a_us = alloc.ts if alloc is not None else None
-    f_us = free.ts if free is not None else None
-    return {
-        "device": first.device,
-        "operator": alloc.op if alloc is not None else None,
-        "size_bytes": abs(first.nbytes),
-        "alloc_us": a_us,
-        "free_us": f_us,
-        "duration_us": f_us - a_us if a_us is not None and f_us is not None else None,
-    }
+            alloc_of.append(open_.pop(key, -1))
+            free_of.append(r)
+    alloc_of.extend(open_.values())
+    free_of.extend([-1] * len(open_))
+    a, f = np.asarray(alloc_of, dtype=np.int64), np.asarray(free_of, dtype=np.int64)
+    first = np.where(a >= 0, a, f)
+    size = np.abs(nbytes[first]) if len(first) else np.empty(0)
+    keep = np.argsort(-size, kind="stable")[:MAX_MEMORY_EVENTS]
+    when = np.where(a[keep] >= 0, mem["ts"][np.maximum(a[keep], 0)], mem["ts"][np.maximum(f[keep], 0)])
+    keep = keep[np.argsort(when, kind="stable")]
+    rows = []
+    for i in keep.tolist():
+        ai, fi = int(a[i]), int(f[i])
+        a_us = float(mem["ts"][ai]) if ai >= 0 else None
+        f_us = float(mem["ts"][fi]) if fi >= 0 else None
+        node = int(node_of[ai]) if ai >= 0 else -1
+        rows.append({
+            "device": trace.mem_devices[mem["device"][first[i]]],
+            "operator": trace.names[forest.name[node]] if node >= 0 else None,
+            "size_bytes": float(size[i]),
+            "alloc_us": a_us,
+            "free_us": f_us,
+            "duration_us": f_us - a_us if a_us is not None and f_us is not None else None,
+        })  # fmt: skip
+    return {"events": rows, "total": len(first)}
 
 
 CURVE_POINTS = 2000
@@ -100,17 +183,18 @@ CURVE_POINTS = 2000
 def memory_curve(trace: TbTrace) -> list[dict[str, Any]]:
     """Per device, memory allocated and reserved over time (the records' running totals, bytes),
     at most ``CURVE_POINTS`` points (bucket maxima), and the peak of each."""
-    by_device: dict[str, list[MemoryRecord]] = defaultdict(list)
-    for r in trace.memory:
-        if r.device is not None and r.allocated is not None:
-            by_device[r.device].append(r)
+    mem = trace.memory
     out = []
-    for device in sorted(by_device):
-        recs = by_device[device]
-        t = np.array([r.ts for r in recs], dtype=np.float64)
-        alloc = np.array([r.allocated for r in recs], dtype=np.float64)
-        res = np.array([np.nan if r.reserved is None else r.reserved for r in recs], dtype=np.float64)
+    labelled = [(label, code) for code, label in enumerate(trace.mem_devices) if label is not None]
+    for device, code in sorted(labelled):
+        mine = (mem["device"] == code) & ~np.isnan(mem["allocated"])
+        if not mine.any():
+            continue
+        t = mem["ts"][mine]
+        alloc = mem["allocated"][mine]
+        res = mem["reserved"][mine]
         peak = int(np.argmax(alloc))
+        peak_bytes, peak_us, records = float(alloc[peak]), float(t[peak]), len(t)
         if len(t) > CURVE_POINTS:
             bucket = np.minimum(
                 ((t - t[0]) / max(t[-1] - t[0], 1e-9) * CURVE_POINTS).astype(np.int64), CURVE_POINTS - 1
@@ -125,88 +209,12 @@ def memory_curve(trace: TbTrace) -> list[dict[str, Any]]:
                 "t_us": t.tolist(),
                 "allocated_bytes": alloc.tolist(),
                 "reserved_bytes": [None if np.isnan(v) else v for v in res.tolist()],
-                "peak_allocated_bytes": float(recs[peak].allocated or 0),
-                "peak_us": recs[peak].ts,
-                "records": len(recs),
+                "peak_allocated_bytes": peak_bytes,
+                "peak_us": peak_us,
+                "records": records,
             }
         )
     return out
 
 
-def _attach(root: Node | None, recs: list[MemoryRecord], visited: set[int]) -> None:
-    """The plugin's walk (``MemoryParser.update_node``): each record to the deepest node holding its
-    ts ([start, end)); every node walked into is *visited*; a record whose node is no operator is dropped."""
-    current = root
-    stack: list[tuple[Node, int]] = []
-    child = 0
-    if current is not None:
-        visited.add(id(current))
-    i = 0
-    while i < len(recs):
-        rec = recs[i]
-        if current is None:
-            i += 1
-            continue
-        if rec.ts < current.ts:
-            i += 1
-            continue
-        if rec.ts >= current.end:
-            if stack:
-                current, child = stack.pop()
-                child += 1
-            else:
-                current = None
-            continue
-        while child < len(current.children):
-            c = current.children[child]
-            if rec.ts < c.ts:
-                break
-            if rec.ts >= c.end:
-                child += 1
-            else:
-                visited.add(id(c))
-                stack.append((current, child))
-                current, child = c, 0
-        if current.is_operator:
-            current.memory.append(rec)
-            rec.op = current.name
-        i += 1
-
-
-def _memory_totals(top: Node, visited: set[int]) -> list[tuple[Node, dict[str, list[float]]]]:
-    """(node, {device: [3 self figures, 3 totals]}) for every visited node under ``top``."""
-    out: list[tuple[Node, dict[str, list[float]]]] = []
-    figures: dict[int, dict[str, list[float]]] = {}
-    order: list[Node] = []
-    todo = [top]
-    while todo:
-        node = todo.pop()
-        if id(node) not in visited:
-            continue
-        order.append(node)
-        todo.extend(node.children)
-    for node in reversed(order):  # children before parents
-        own: dict[str, list[float]] = defaultdict(lambda: [0.0] * 6)
-        if node.is_operator:
-            for rec in node.memory:
-                if rec.device is None:
-                    continue
-                f = own[rec.device]
-                f[0] += rec.nbytes
-                if rec.nbytes > 0:
-                    f[1] += rec.nbytes
-                    f[2] += 1
-            for f in own.values():
-                f[3], f[4], f[5] = f[0], f[1], f[2]
-        for c in node.children:
-            for device, cf in figures.get(id(c), {}).items():
-                f = own[device]
-                f[3] += cf[3]
-                f[4] += cf[4]
-                f[5] += cf[5]
-        figures[id(node)] = own
-        out.append((node, own))
-    return out
-
-
-__all__ = ["CURVE_POINTS", "MAX_MEMORY_EVENTS", "memory", "memory_curve", "memory_events"]
+__all__ = ["CURVE_POINTS", "MAX_MEMORY_EVENTS", "attach", "memory", "memory_curve", "memory_events"]

@@ -24,13 +24,24 @@ Roots come in the order they first run (the plugin's order comes from a ``set``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from profilerhub_analysis.tbviews.parse import Event, T, TbTrace
-from profilerhub_analysis.tbviews.tree import Forest, Node
+import numpy as np
+
+from profilerhub_analysis.tbviews.parse import T, TbTrace
+from profilerhub_analysis.tbviews.tree import Forest
 
 _PREFIX = "nn.Module: "
-_Key = tuple[str, Any]  # (event name, module id)
+_Key = tuple[int, int]  # (event name, module id), as codes into the trace's names and values
+
+
+class _Py(NamedTuple):
+    """A ``python_function`` event of the Python call topology."""
+
+    module: bool
+    parent: int  # python parent id (a code into the trace's values)
+    key: _Key
+    ts: float
 
 
 def modules(trace: TbTrace, forest: Forest) -> list[dict[str, Any]] | None:
@@ -38,10 +49,10 @@ def modules(trace: TbTrace, forest: Forest) -> list[dict[str, Any]] | None:
     roots = _hierarchy(trace)
     if not roots:
         return None
-    stats = _stats(forest)
+    stats = _stats(trace, forest)
     if not stats:
         return None
-    return [_row(root, stats) for root in roots]
+    return [_row(trace, root, stats) for root in roots]
 
 
 class _Module:
@@ -67,36 +78,48 @@ class _Module:
 
 
 def _hierarchy(trace: TbTrace) -> list[_Module]:
-    modules = [e for e in trace.events if e.type == T.MODULE and e.args.python_id is not None]
-    if not modules:
+    values = trace.values
+    none = values.index(None) if None in values else -1
+    mods = np.flatnonzero(trace.types == T.MODULE)
+    rows = trace.aux[mods]
+    pyid = trace.attrs["pyid"][rows] if len(rows) else np.empty(0, np.int32)
+    keep = pyid != none
+    mods, rows, pyid = mods[keep], rows[keep], pyid[keep]
+    if not len(mods):
         return []
-    by_id: dict[Any, Event] = {e.args.python_id: e for e in trace.python_functions}
-    by_id.update((e.args.python_id, e) for e in modules)
-    has_child: set[Any] = {e.args.python_parent_id for e in by_id.values()}
+    by_id: dict[int, _Py] = {}
+    for pid, parent in zip(trace.python["pyid"].tolist(), trace.python["pyparent"].tolist(), strict=True):
+        by_id[pid] = _Py(False, parent, (-1, -1), 0.0)
+    for pid, parent, name, module, ts in zip(
+        pyid.tolist(), trace.attrs["pyparent"][rows].tolist(), trace.name[mods].tolist(),
+        trace.attrs["module"][rows].tolist(), trace.ts[mods].tolist(), strict=True,
+    ):  # fmt: skip
+        by_id[pid] = _Py(True, parent, (name, module), ts)
+    has_child: set[int] = {e.parent for e in by_id.values()}
     leaves = [pid for pid in by_id if pid not in has_child]
 
-    parent_of: dict[Any, Any] = {}  # module python id -> its module parent's python id (or None)
-    seen: set[tuple[Any, Any]] = set()
+    parent_of: dict[int, int | None] = {}  # module python id -> its module parent's python id (or None)
+    seen: set[tuple[int, int | None]] = set()
     for leaf in leaves:
-        ev: Event | None = by_id[leaf]
-        current: Event | None = None
-        while ev is not None:
-            pid = ev.args.python_id
-            if ev.type == T.MODULE:
+        at: int | None = leaf
+        current: int | None = None
+        while at is not None:
+            ev = by_id[at]
+            if ev.module:
                 if current is not None:
-                    parent_of[current.args.python_id] = pid
-                current = ev
-                parent_of.setdefault(pid, None)
-            mark = (pid, None if current is None else current.args.python_id)
+                    parent_of[current] = at
+                current = at
+                parent_of.setdefault(at, None)
+            mark = (at, current)
             if mark in seen:
                 break
             seen.add(mark)
-            ev = by_id.get(ev.args.python_parent_id)
+            at = ev.parent if ev.parent in by_id else None
 
-    children: dict[Any, list[Any]] = {pid: [] for pid in parent_of}
-    for child, parent in parent_of.items():
-        if parent is not None:
-            children[parent].append(child)
+    children: dict[int, list[int]] = {pid: [] for pid in parent_of}
+    for child, parent_id in parent_of.items():
+        if parent_id is not None:
+            children[parent_id].append(child)
     start = lambda pid: by_id[pid].ts  # noqa: E731
     unique: dict[tuple[Any, ...], _Module] = {}
     for root in sorted((p for p, parent in parent_of.items() if parent is None), key=start):
@@ -105,53 +128,58 @@ def _hierarchy(trace: TbTrace) -> list[_Module]:
     return list(unique.values())
 
 
-def _tree(root: Any, by_id: dict[Any, Event], children: dict[Any, list[Any]], start: Any) -> _Module:
-    def make(pid: Any) -> _Module:
-        ev = by_id[pid]
-        return _Module((ev.name, ev.args.module_id))
-
-    top = make(root)
+def _tree(root: int, by_id: dict[int, _Py], children: dict[int, list[int]], start: Any) -> _Module:
+    top = _Module(by_id[root].key)
     todo = [(root, top)]
     while todo:
         pid, module = todo.pop()
         for child in sorted(children[pid], key=start):
-            made = make(child)
+            made = _Module(by_id[child].key)
             module.children.append(made)
             todo.append((child, made))
     return top
 
 
-def _stats(forest: Forest) -> dict[_Key, dict[str, float]]:
+def _stats(trace: TbTrace, forest: Forest) -> dict[_Key, dict[str, float]]:
+    """Per module (name, id), summed over the module nodes reached from a root through steps and
+    modules only (the plugin's walk), in its pre-order."""
+    pre = forest.preorder
+    reach = np.zeros(len(forest.ts), dtype=bool)
+    reach[forest.roots] = True
+    walkable = np.isin(forest.type, (T.STEP, T.MODULE))
+    by_depth = pre[np.argsort(forest.depth[pre], kind="stable")]
+    d = forest.depth[by_depth]
+    cuts = np.flatnonzero(np.r_[True, d[1:] != d[:-1], True]) if len(d) else np.zeros(1, np.int64)
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        xs = by_depth[a:b]
+        reach[xs] = walkable[xs] & reach[forest.parent[xs]]
+    mods = pre[reach[pre] & (forest.type[pre] == T.MODULE)]
+    if not len(mods):
+        return {}
+    ops = np.bincount(forest.parent[pre[forest.is_operator[pre]]], minlength=len(forest.ts))
+    module_code = trace.attrs["module"][trace.aux[forest.event[mods]]]
     out: dict[_Key, dict[str, float]] = {}
-    for root in forest.roots.values():
-        todo = [c for c in reversed(root.children) if c.type in (T.STEP, T.MODULE)]
-        while todo:
-            node = todo.pop()
-            if node.type == T.MODULE:
-                _add(out, node)
-            todo.extend(c for c in reversed(node.children) if c.type in (T.STEP, T.MODULE))
+    for node, name, module in zip(
+        mods.tolist(), forest.name[mods].tolist(), module_code.tolist(), strict=True
+    ):
+        row = out.get((name, module))
+        if row is None:
+            row = out[(name, module)] = dict.fromkeys(
+                ("calls", "operators", "host_total_us", "host_self_us", "device_total_us", "device_self_us"),
+                0.0,
+            )
+        row["calls"] += 1
+        row["operators"] += float(ops[node])
+        row["host_total_us"] += float(forest.end[node] - forest.ts[node])
+        row["host_self_us"] += float(forest.host_self[node])
+        row["device_total_us"] += float(forest.device_total[node])
+        row["device_self_us"] += float(forest.device_self[node])
     return out
 
 
-def _add(out: dict[_Key, dict[str, float]], node: Node) -> None:
-    assert node.event is not None
-    key = (node.name, node.event.args.module_id)
-    row = out.get(key)
-    if row is None:
-        row = out[key] = dict.fromkeys(
-            ("calls", "operators", "host_total_us", "host_self_us", "device_total_us", "device_self_us"), 0.0
-        )
-    row["calls"] += 1
-    row["operators"] += sum(1 for c in node.children if c.is_operator)
-    row["host_total_us"] += node.end - node.ts
-    row["host_self_us"] += node.host_self_us
-    row["device_total_us"] += node.device_us
-    row["device_self_us"] += node.device_self_us
-
-
-def _row(root: _Module, stats: dict[_Key, dict[str, float]]) -> dict[str, Any]:
+def _row(trace: TbTrace, root: _Module, stats: dict[_Key, dict[str, float]]) -> dict[str, Any]:
     def make(module: _Module) -> dict[str, Any]:
-        name, module_id = module.key
+        name, module_id = trace.names[module.key[0]], trace.values[module.key[1]]
         figures = stats.get(module.key) or {}
         calls = int(figures.get("calls", 0))
         device, host = figures.get("device_total_us", 0.0), figures.get("host_total_us", 0.0)

@@ -1,12 +1,21 @@
-"""Read a Kineto trace the way PyTorch's TensorBoard profiler plugin reads it.
+"""Read a Kineto trace the way PyTorch's TensorBoard profiler plugin reads it, into columns.
 
 The plugin's views rest on details the columnar ``EventStore`` does not keep: the exact category
 (``python`` is not ``python_function``), the order of ``traceEvents`` (ties in ``ts`` keep it), the
 ``External id`` that ties a launch to its operator, ``Input Dims``, launch geometry and the
 per-record bytes of ``[memory]`` events. So these views decode the document once more, with
-structs that take only those fields (``msgspec.Raw`` keeps shapes and grids undecoded until a row
-needs them), and type each event as the plugin does (``docs/analysis.md``, "TensorBoard views";
-the contract: ``../shared/oracle/README.md``, "How the plugin reads a trace").
+structs that take only those fields (``msgspec.Raw`` keeps shapes and grids undecoded), and type
+each event as the plugin does (``docs/analysis.md``, "TensorBoard views"; the contract:
+``../shared/oracle/README.md``, "How the plugin reads a trace").
+
+What comes out is columns, not objects: each slice's structs are turned into numbers and dropped
+(the document's memory goes with them; a kept ``Raw`` would hold its whole slice), so a trace costs
+about 60 bytes per event. Every value the plugin compares or groups by (names, threads, External
+ids and correlations, shapes, grids, module ids, addresses) becomes a dense ``int32`` code into a
+``Codes`` table, in order of first sight, with Python's dict equality (``1 == 1.0``), so a group-by
+is a ``bincount`` and a join an array lookup. Columns only some events use live in side tables
+indexed by ``aux``: ``kernel`` for kernels (device, geometry, occupancy), ``attrs`` for host ranges
+(shape, module and Python ids, step number).
 
 A field of an unexpected type costs that field, not the document: the strict decode falls back to
 a generic one and each event is converted on its own.
@@ -18,7 +27,6 @@ import enum
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -50,7 +58,6 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     addr: Any = msgspec.field(name="Addr", default=None)
     device_type: Any = msgspec.field(name="Device Type", default=None)
     device_id: Any = msgspec.field(name="Device Id", default=None)
-    call_stack: Any = msgspec.field(name="Call stack", default=None)
     input_type: Any = msgspec.field(name="Input type", default=None)
     total_allocated: Any = msgspec.field(name="Total Allocated", default=None)
     total_reserved: Any = msgspec.field(name="Total Reserved", default=None)
@@ -60,8 +67,7 @@ _NO_ARGS = _Args()
 
 
 class Event(msgspec.Struct, gc=False):
-    """One event as decoded; ``_typed`` fills the last four fields of those the plugin uses
-    (``ts``/``end`` in µs as written, int or float)."""
+    """One event as decoded (kept only while its slice is turned into columns)."""
 
     ph: Any = None
     cat: Any = None
@@ -71,12 +77,6 @@ class Event(msgspec.Struct, gc=False):
     ts: Any = None
     dur: Any = None
     args: _Args = _NO_ARGS
-    # Not in the JSON (keys no trace writes): what the plugin makes of the event.
-    type: int = msgspec.field(default=0, name="~ph~type")
-    end: Any = msgspec.field(default=0.0, name="~ph~end")
-    ext: Any = msgspec.field(default=None, name="~ph~ext")
-    step: int = msgspec.field(default=-1, name="~ph~step")
-    correlation: Any = msgspec.field(default=None, name="~ph~correlation")
 
 
 class _Doc(msgspec.Struct):
@@ -104,6 +104,8 @@ class T(enum.IntEnum):
 
 
 GPU_TYPES = (T.KERNEL, T.MEMCPY, T.MEMSET)
+HOST_TYPES = (T.OPERATOR, T.STEP, T.PYTHON, T.MODULE, T.ANNOTATION)
+"""Events with a row in ``attrs`` (shape, ids, step)."""
 
 _CATEGORY: dict[str, T] = {
     "cpu_op": T.OPERATOR,
@@ -137,42 +139,92 @@ def is_dataloader(name: str) -> bool:
     )
 
 
-@dataclass(slots=True, eq=False)
-class MemoryRecord:
-    ts: float
-    tid: Any
-    device: str | None
-    nbytes: float
-    allocated: float | None = None
-    reserved: float | None = None
-    addr: Any = None
-    op: str | None = None
-    """The operator the plugin's walk attached this record to (``views._attach``), if any."""
+class Codes:
+    """Values to dense codes in order of first sight, with dict equality (``1 == 1.0 == True``);
+    a value that cannot be hashed (a list where a number belongs) gets a code of its own per ``repr``."""
+
+    __slots__ = ("index", "values")
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.values: list[Any] = []
+
+    def code(self, value: Any) -> int:
+        try:
+            got = self.index.get(value)
+        except TypeError:
+            key = ("~unhashable", repr(value))
+            got = self.index.get(key)
+            if got is None:
+                got = self.index[key] = len(self.values)
+                self.values.append(value)
+            return got
+        if got is None:
+            got = self.index[value] = len(self.values)
+            self.values.append(value)
+        return got
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+# Kinds of a numeric argument (``blocks per SM``, ``est. achieved occupancy %``), since the plugin's
+# tests differ on bools: absent or another type, a bool, an int or float.
+NO_NUMBER, BOOL, NUMBER = 0, 1, 2
+
+_KERNEL_COLS = ("device", "grid", "block", "regs", "smem", "bps", "bps_kind", "occ", "occ_kind")
+_ATTR_COLS = ("dims", "module", "pyid", "pyparent", "step", "input_type")
+_MEM_COLS = ("ts", "tid", "device", "nbytes", "allocated", "reserved", "addr")
+_EVENT_COLS = ("types", "ts", "end", "name", "pid", "tid", "ext", "corr", "aux")
+_DTYPES = {"types": np.int8, "ts": np.float64, "end": np.float64, "bps": np.float64, "occ": np.float64,
+           "bps_kind": np.int8, "occ_kind": np.int8, "step": np.int64, "nbytes": np.float64,
+           "allocated": np.float64, "reserved": np.float64}  # fmt: skip
 
 
 @dataclass
 class TbTrace:
-    """The typed events in the plugin's order (stable sort by ``ts``), and the memory records."""
+    """The typed events in the plugin's order (stable sort by ``ts``), as columns.
 
-    events: list[Event] = field(default_factory=list)
-    memory: list[MemoryRecord] = field(default_factory=list)
+    Per event (``_EVENT_COLS``): ``types`` (``T``), ``ts``/``end`` (µs), codes ``name`` (into
+    ``names``), ``pid``/``tid`` (``pids``/``tids``), ``ext``/``corr`` (External id and correlation,
+    both into ``ids``: equal codes are equal ids; ``None`` has a code too), and ``aux``: the row of
+    the event in ``kernel`` (kernels) or ``attrs`` (``HOST_TYPES``), -1 for the others.
+    ``kernel``: ``device``, ``regs``, ``smem`` (into ``values``), ``grid``, ``block`` (raw JSON,
+    into ``raws``), ``bps``/``occ`` and their kinds. ``attrs``: ``dims`` (raw JSON of the input
+    shapes, into ``raws``), ``module``/``pyid``/``pyparent`` (into ``values``), ``step`` (the N of
+    ``ProfilerStep#N``, -1 else), ``input_type`` (into ``input_types``, collectives only, -1 else).
+    ``memory``: the ``[memory]`` records sorted by ts (``tid`` into ``tids``, ``device`` into
+    ``mem_devices``, ``addr`` into ``values``; ``allocated``/``reserved`` NaN where absent).
+    ``python``: ``pyid``/``pyparent`` of the ``python_function`` events that are not modules: no
+    view reads them, the module view's hierarchy walks through them (``modules.py``).
+    """
+
+    types: np.ndarray = field(default_factory=lambda: np.empty(0, np.int8))
+    ts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    end: np.ndarray = field(default_factory=lambda: np.empty(0))
+    name: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    pid: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    tid: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    ext: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    corr: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    aux: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    kernel: dict[str, np.ndarray] = field(default_factory=dict)
+    attrs: dict[str, np.ndarray] = field(default_factory=dict)
+    memory: dict[str, np.ndarray] = field(default_factory=dict)
+    python: dict[str, np.ndarray] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    pids: list[Any] = field(default_factory=list)
+    tids: list[Any] = field(default_factory=list)
+    ids: list[Any] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    raws: list[bytes] = field(default_factory=list)
+    mem_devices: list[str | None] = field(default_factory=list)
+    input_types: list[Any] = field(default_factory=list)
     skipped: int = 0
     device_properties: list[dict[str, Any]] = field(default_factory=list)
-    python_functions: list[Event] = field(default_factory=list)
-    """``python_function`` events that are not modules: no view reads them, the module view's
-    hierarchy walks through them (``modules.py``)."""
 
-    @cached_property
-    def types(self) -> np.ndarray:
-        return np.fromiter((e.type for e in self.events), dtype=np.int8, count=len(self.events))
-
-    @cached_property
-    def ts(self) -> np.ndarray:
-        return np.fromiter((e.ts for e in self.events), dtype=np.float64, count=len(self.events))
-
-    @cached_property
-    def end(self) -> np.ndarray:
-        return np.fromiter((e.end for e in self.events), dtype=np.float64, count=len(self.events))
+    def __len__(self) -> int:
+        return len(self.ts)
 
 
 _NUMBER = (int, float)
@@ -185,8 +237,16 @@ def _number(value: Any) -> Any:
     return None
 
 
-def raw_value(raw: msgspec.Raw) -> Any:
-    """The JSON value a ``Raw`` field held (``None`` when the field was absent)."""
+def _kind(value: Any) -> tuple[float, int]:
+    if type(value) is bool:
+        return float(value), BOOL
+    if type(value) in _NUMBER:
+        return float(value), NUMBER
+    return 0.0, NO_NUMBER
+
+
+def raw_value(raw: bytes) -> Any:
+    """The JSON value a raw field held (``None`` when the field was absent)."""
     return msgspec.json.decode(raw) if len(raw) else None
 
 
@@ -198,48 +258,145 @@ def _device_name(args: _Args) -> str | None:
     return None
 
 
-def _typed(ev: Event, out: TbTrace) -> None:
-    ts = ev.ts
-    if type(ts) not in _NUMBER or type(ev.name) is not str or _number(ts) is None:
-        out.skipped += 1
-        return
-    args = ev.args
-    ph = ev.ph
-    if ph == "i":
-        if ev.name == "[memory]":
-            nbytes = _number(args.nbytes)
-            device = _device_name(args)
-            allocated, reserved = _number(args.total_allocated), _number(args.total_reserved)
-            out.memory.append(MemoryRecord(ts, ev.tid, device, nbytes or 0, allocated, reserved, args.addr))
-        return
-    cat = ev.cat
-    if ph != "X" or type(cat) is not str:
-        return
-    kind = _CATEGORY.get(cat) or _CATEGORY.get(cat.lower())
-    if kind is None:
-        if cat.lower() != "python_function":
-            return
-        if args.module_id is None:
-            if args.python_id is not None:
-                out.python_functions.append(ev)
-            return
-        kind = T.MODULE
-    dur = _number(ev.dur)
-    if dur is None:
-        out.skipped += 1
-        return
-    if (kind == T.OPERATOR or kind == T.ANNOTATION) and ev.name.startswith("ProfilerStep#"):
-        try:
-            ev.step = int(ev.name.split("#")[1])
-        except ValueError:
-            out.skipped += 1
-            return
-        kind = T.STEP
-    ev.type = kind
-    ev.end = ts + dur
-    ev.ext = args.ext_lower if args.ext_lower is not None else args.ext
-    ev.correlation = args.correlation
-    out.events.append(ev)
+class _Builder:
+    """Turns batches of ``Event`` into columns (``add``), then sorts them (``finish``)."""
+
+    def __init__(self) -> None:
+        self.names, self.pids, self.tids, self.ids = Codes(), Codes(), Codes(), Codes()
+        self.values, self.raws, self.mem_devices = Codes(), Codes(), Codes()
+        self.raws.code(b"")  # code 0: absent
+        self.input_types: list[Any] = []
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in (*_EVENT_COLS, *_KERNEL_COLS, *_ATTR_COLS)}
+        self.mem_parts: dict[str, list[np.ndarray]] = {k: [] for k in _MEM_COLS}
+        self.python: tuple[list[int], list[int]] = ([], [])
+        self.n_kernels = self.n_attrs = 0
+        self.skipped = 0
+        self.kind_of: dict[Any, T | None] = {}
+
+    def _kind_of(self, cat: str) -> T | None:
+        got = self.kind_of.get(cat, 0)
+        if got == 0:
+            got = _CATEGORY.get(cat) or _CATEGORY.get(cat.lower())
+            if got is None and cat.lower() == "python_function":
+                got = T.MODULE  # decided per event: a module only with a module id
+            self.kind_of[cat] = got
+        return got  # type: ignore[return-value]
+
+    def add(self, events: list[Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one pass per event, kept flat for speed
+        cols: dict[str, list[Any]] = {k: [] for k in (*_EVENT_COLS, *_KERNEL_COLS, *_ATTR_COLS)}
+        mem: dict[str, list[Any]] = {k: [] for k in _MEM_COLS}
+        e_types, e_ts, e_end, e_name = cols["types"], cols["ts"], cols["end"], cols["name"]
+        e_pid, e_tid, e_ext, e_corr, e_aux = cols["pid"], cols["tid"], cols["ext"], cols["corr"], cols["aux"]
+        name_code, pid_code, tid_code = self.names.code, self.pids.code, self.tids.code
+        id_code, value_code, raw_code = self.ids.code, self.values.code, self.raws.code
+        py_ids, py_parents = self.python
+        for ev in events:
+            ts = ev.ts
+            name = ev.name
+            if type(ts) not in _NUMBER or type(name) is not str or _number(ts) is None:
+                self.skipped += 1
+                continue
+            args = ev.args
+            ph = ev.ph
+            if ph == "i":
+                if name == "[memory]":
+                    mem["ts"].append(ts)
+                    mem["tid"].append(tid_code(ev.tid))
+                    mem["device"].append(self.mem_devices.code(_device_name(args)))
+                    mem["nbytes"].append(_number(args.nbytes) or 0)
+                    allocated, reserved = _number(args.total_allocated), _number(args.total_reserved)
+                    mem["allocated"].append(math.nan if allocated is None else allocated)
+                    mem["reserved"].append(math.nan if reserved is None else reserved)
+                    mem["addr"].append(value_code(args.addr))
+                continue
+            cat = ev.cat
+            if ph != "X" or type(cat) is not str:
+                continue
+            kind = self._kind_of(cat)
+            if kind is None:
+                continue
+            if kind == T.MODULE and args.module_id is None:
+                if args.python_id is not None:
+                    py_ids.append(value_code(args.python_id))
+                    py_parents.append(value_code(args.python_parent_id))
+                continue
+            dur = _number(ev.dur)
+            if dur is None:
+                self.skipped += 1
+                continue
+            step = -1
+            if (kind == T.OPERATOR or kind == T.ANNOTATION) and name.startswith("ProfilerStep#"):
+                try:
+                    step = int(name.split("#")[1])
+                except ValueError:
+                    self.skipped += 1
+                    continue
+                kind = T.STEP
+            e_types.append(kind)
+            e_ts.append(ts)
+            e_end.append(ts + dur)
+            e_name.append(name_code(name))
+            e_pid.append(pid_code(ev.pid))
+            e_tid.append(tid_code(ev.tid))
+            e_ext.append(id_code(args.ext_lower if args.ext_lower is not None else args.ext))
+            e_corr.append(id_code(args.correlation))
+            if kind == T.KERNEL:
+                e_aux.append(self.n_kernels + len(cols["device"]))
+                cols["device"].append(value_code(args.device))
+                cols["grid"].append(raw_code(bytes(args.grid)))
+                cols["block"].append(raw_code(bytes(args.block)))
+                cols["regs"].append(value_code(args.regs))
+                cols["smem"].append(value_code(args.shared_memory))
+                v, k = _kind(args.blocks_per_sm)
+                cols["bps"].append(v)
+                cols["bps_kind"].append(k)
+                v, k = _kind(args.occupancy)
+                cols["occ"].append(v)
+                cols["occ_kind"].append(k)
+            elif kind in HOST_TYPES:
+                e_aux.append(self.n_attrs + len(cols["dims"]))
+                cols["dims"].append(raw_code(bytes(args.dims if len(args.dims) else args.dims_lower)))
+                cols["module"].append(value_code(args.module_id))
+                cols["pyid"].append(value_code(args.python_id))
+                cols["pyparent"].append(value_code(args.python_parent_id))
+                cols["step"].append(step)
+                if name in COLLECTIVES:
+                    cols["input_type"].append(len(self.input_types))
+                    self.input_types.append(args.input_type)
+                else:
+                    cols["input_type"].append(-1)
+            else:
+                e_aux.append(-1)
+        self.n_kernels += len(cols["device"])
+        self.n_attrs += len(cols["dims"])
+        for key, col in cols.items():
+            self.parts[key].append(np.asarray(col, dtype=_DTYPES.get(key, np.int32)))
+        for key, col in mem.items():
+            self.mem_parts[key].append(np.asarray(col, dtype=_DTYPES.get(key, np.int32)))
+
+    def finish(self, props: Any) -> TbTrace:
+        def cat(parts: list[np.ndarray], key: str) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.empty(0, dtype=_DTYPES.get(key, np.int32))
+
+        out = TbTrace(
+            kernel={k: cat(self.parts.pop(k), k) for k in _KERNEL_COLS},
+            attrs={k: cat(self.parts.pop(k), k) for k in _ATTR_COLS},
+            python={"pyid": np.asarray(self.python[0], np.int32),
+                    "pyparent": np.asarray(self.python[1], np.int32)},
+            names=self.names.values, pids=self.pids.values, tids=self.tids.values, ids=self.ids.values,
+            values=self.values.values, raws=self.raws.values, mem_devices=self.mem_devices.values,
+            input_types=self.input_types, skipped=self.skipped,
+        )  # fmt: skip
+        ts = cat(self.parts["ts"], "ts")
+        order = np.argsort(ts, kind="stable")  # ties keep the document's order
+        for k in _EVENT_COLS:
+            setattr(out, k, cat(self.parts.pop(k), k)[order])
+        mem = {k: cat(self.mem_parts.pop(k), k) for k in _MEM_COLS}
+        order = np.argsort(mem["ts"], kind="stable")
+        out.memory = {k: v[order] for k, v in mem.items()}
+        if isinstance(props, list):
+            out.device_properties = [p for p in props if isinstance(p, dict)]
+        return out
 
 
 TB_DIALECT = Dialect(False, msgspec.json.Decoder(_Doc), msgspec.json.Decoder(list[Event]), Event)
@@ -250,7 +407,7 @@ def parse_chunks(chunks: Iterable[bytes]) -> TbTrace:
     """``parse`` of a document arriving in pieces (``reader.file_chunks``), read as a stream
     (``profilerhub_analysis.stream``): the document is never in memory whole, nor its events'
     list; the same trace comes out."""
-    out = TbTrace()
+    builder = _Builder()
 
     def lenient(raw: list[msgspec.Raw]) -> list[Any]:  # as parse's fallback: each event alone
         events = []
@@ -258,25 +415,18 @@ def parse_chunks(chunks: Iterable[bytes]) -> TbTrace:
             try:
                 events.append(msgspec.convert(msgspec.json.decode(r), Event))
             except msgspec.ValidationError:
-                out.skipped += 1
+                builder.skipped += 1
         return events
 
     decoded = decode_stream(chunks, "trace", dialect=TB_DIALECT, lenient=lenient)
     for batch in decoded.batches():
-        events: list[Any] = batch  # TB_DIALECT's: Event
-        for ev in events:
-            _typed(ev, out)
-    props = decoded.doc.deviceProperties
-    if isinstance(props, list):
-        out.device_properties = [p for p in props if isinstance(p, dict)]
-    out.events.sort(key=lambda e: e.ts)  # stable: ties keep the document's order
-    out.memory.sort(key=lambda r: r.ts)
-    return out
+        builder.add(batch)
+    return builder.finish(decoded.doc.deviceProperties)
 
 
 def parse(data: bytes | bytearray) -> TbTrace:
     """Decode a (decompressed) Kineto document into the plugin's typed events."""
-    out = TbTrace()
+    builder = _Builder()
     try:
         doc = msgspec.json.decode(data, type=_Doc)
         events = doc.traceEvents
@@ -289,21 +439,22 @@ def parse(data: bytes | bytearray) -> TbTrace:
             try:
                 events.append(msgspec.convert(raw, Event))
             except msgspec.ValidationError:
-                out.skipped += 1
-    if isinstance(props, list):
-        out.device_properties = [p for p in props if isinstance(p, dict)]
-    for ev in events:
-        _typed(ev, out)
-    out.events.sort(key=lambda e: e.ts)  # stable: ties keep the document's order
-    out.memory.sort(key=lambda r: r.ts)
-    return out
+                builder.skipped += 1
+    for i in range(0, len(events), 1 << 16):
+        builder.add(events[i : i + (1 << 16)])
+    del events
+    return builder.finish(props)
 
 
 __all__ = [
+    "BOOL",
     "COLLECTIVES",
     "GPU_TYPES",
+    "HOST_TYPES",
+    "NUMBER",
+    "NO_NUMBER",
+    "Codes",
     "Event",
-    "MemoryRecord",
     "T",
     "TbTrace",
     "is_dataloader",

@@ -38,62 +38,68 @@ def find_steps(trace: TbTrace, forest: Forest) -> Steps | None:
     """The kept steps, or ``None`` where the window is undefined (no step, op or python event: T13)."""
     t = trace.types
     steps = np.flatnonzero(t == T.STEP)
-    names = [str(trace.events[i].step) for i in steps]
+    names = [str(s) for s in trace.attrs["step"][trace.aux[steps]].tolist()]
     ranges = list(zip(trace.ts[steps].tolist(), trace.end[steps].tolist(), strict=True))
     if not ranges:
         cpu = (t == T.OPERATOR) | (t == T.PYTHON)
         if not cpu.any():
             return None
-        # the events' own numbers (int µs stay int), as the plugin's min/max keeps them
-        starts = [trace.events[i].ts for i in np.flatnonzero(cpu)]
-        ends = [trace.events[i].end for i in np.flatnonzero(cpu)]
-        names, ranges = ["0"], [(min(starts), max(ends))]
+        names, ranges = ["0"], [(float(trace.ts[cpu].min()), float(trace.end[cpu].max()))]
     host_steps = len(ranges)
-    ranges, names = _on_device(forest, ranges, names)
+    ranges, names = _on_device(trace, forest, ranges, names)
     return Steps(names, ranges, host_steps)
 
 
-def _on_device(
-    forest: Forest, steps: list[tuple[float, float]], names: list[str]
-) -> tuple[list[tuple[float, float]], list[str]]:
-    runtimes = sorted(forest.runtimes, key=lambda r: r.event.ts if r.event else 0.0)
+def _step_of_runtimes(
+    rt_ts: list[float], rt_end: list[float], steps: list[tuple[float, float]]
+) -> np.ndarray:
+    """The step each runtime (in ts order) gives its GPU ops, -1 for none: the plugin's walk of
+    the runtimes against the steps (a runtime wholly inside the step's host range counts)."""
+    out = np.full(len(rt_ts), -1, dtype=np.int64)
     n = len(steps)
-    dev: list[tuple[float, float]] = [(_BIG, -_BIG)] * n
-    matched = [0] * n
-    in_step: set[int] = set()
     i_step = i_rt = 0
-    lo, hi = _BIG, -_BIG
-    while i_step < n and i_rt < len(runtimes):
+    while i_step < n and i_rt < len(rt_ts):
         start, end = steps[i_step]
-        ev = runtimes[i_rt].event
-        assert ev is not None
-        if ev.ts < start:
+        ts = rt_ts[i_rt]
+        if ts < start:
             i_rt += 1
-        elif ev.end <= end:
-            for g in runtimes[i_rt].gpu_ops:
-                lo, hi = min(g.ts, lo), max(g.end, hi)
-                in_step.add(id(g))
-                matched[i_step] += 1
+        elif rt_end[i_rt] <= end:
+            out[i_rt] = i_step
             i_rt += 1
-        elif ev.ts < end:
+        elif ts < end:
             i_rt += 1
         else:
-            dev[i_step] = (lo, hi)
             i_step += 1
-            lo, hi = _BIG, -_BIG
-    while i_step < n:
-        dev[i_step] = (lo, hi)
-        lo, hi = _BIG, -_BIG
-        i_step += 1
-    if not in_step:
+    return out
+
+
+def _on_device(
+    trace: TbTrace, forest: Forest, steps: list[tuple[float, float]], names: list[str]
+) -> tuple[list[tuple[float, float]], list[str]]:
+    rt = forest.rt_event  # in event order: sorted by ts, ties in the document's order
+    step_of_rt = _step_of_runtimes(trace.ts[rt].tolist(), trace.end[rt].tolist(), steps)
+    n = len(steps)
+    gpu = forest.gpu_event
+    owner = forest.rt_of_gpu
+    real = (owner >= 0) & (owner < len(rt))
+    step_of_gpu = np.full(len(gpu), -1, dtype=np.int64)
+    step_of_gpu[real] = step_of_rt[owner[real]]
+    in_step = step_of_gpu >= 0
+    if not in_step.any():
         return steps, names
+    g_ts, g_end = trace.ts[gpu], trace.end[gpu]
+    lo = np.full(n, _BIG)
+    hi = np.full(n, -_BIG)
+    np.minimum.at(lo, step_of_gpu[in_step], g_ts[in_step])
+    np.maximum.at(hi, step_of_gpu[in_step], g_end[in_step])
+    matched = np.bincount(step_of_gpu[in_step], minlength=n).tolist()
     prev = steps[0][0]
-    if dev[0][0] != _BIG:
-        for g in forest.gpu_ops:
-            if id(g) not in in_step and g.end < dev[0][0]:
-                prev = max(prev, g.end)
+    if lo[0] != _BIG:
+        before = ~in_step & (g_end < lo[0])
+        if before.any():
+            prev = max(prev, float(g_end[before].max()))
     moved: list[tuple[float, float]] = []
-    for (start, end), (dev_start, dev_end) in zip(steps, dev, strict=True):
+    for (start, end), dev_start, dev_end in zip(steps, lo.tolist(), hi.tolist(), strict=True):
         start = max(prev, start)
         end = max(end, start) if dev_start == _BIG else max(end, dev_end)
         end = max(end, start)

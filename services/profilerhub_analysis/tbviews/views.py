@@ -6,16 +6,15 @@ Every time is in µs as the trace wrote it; percentages are 0-100. The Memory vi
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from profilerhub_analysis.tbviews import ranges as rg
-from profilerhub_analysis.tbviews.parse import COLLECTIVES, T, TbTrace, is_dataloader, raw_value
+from profilerhub_analysis.tbviews.parse import COLLECTIVES, NO_NUMBER, NUMBER, Codes, T, TbTrace, raw_value
 from profilerhub_analysis.tbviews.steps import Steps
-from profilerhub_analysis.tbviews.tensor_cores import TC_KERNEL, TC_OPERATORS
-from profilerhub_analysis.tbviews.tree import Forest, Node
+from profilerhub_analysis.tbviews.tensor_cores import TC_OPERATORS
+from profilerhub_analysis.tbviews.tree import Forest
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 
@@ -23,14 +22,10 @@ ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
 def role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
     """Each role's ranges in ``ROLES`` order (the plugin's ``StepParser._parse_step``), merged:
     what the overview and the distributed view read."""
-    ev = trace.events
     t, ts, end = trace.types, trace.ts, trace.end
-    comm_ext = forest.collective_ext_ids
-    comm_kernel = np.fromiter((e.ext in comm_ext for e in ev), dtype=bool, count=len(ev))
-    names = [e.name for e in ev]
-    flags = {n: (is_dataloader(n), n in COLLECTIVES) for n in set(names)}
-    loader = np.fromiter((flags[n][0] for n in names), dtype=bool, count=len(ev))
-    collective = np.fromiter((flags[n][1] for n in names), dtype=bool, count=len(ev))
+    comm_kernel = np.isin(trace.ext, forest.collective_ext)
+    loader = forest.flags.dataloader[trace.name]
+    collective = forest.flags.collective[trace.name]
     kernel = t == T.KERNEL
     host = (t == T.OPERATOR) | (t == T.ANNOTATION)
     is_loader = host & loader
@@ -80,47 +75,67 @@ def overview(roles: list[rg.Ranges], steps: Steps) -> dict[str, Any]:
     }
 
 
-def _operators_of(forest: Forest) -> list[Node]:
-    return [n for n in forest.nodes if n.is_operator]
+class _Kernels:
+    """Every kernel's figures (in event order): position in ``forest.gpu_event``, duration, device
+    (``None`` unless an int), and the numbers the plugin averages."""
+
+    def __init__(self, trace: TbTrace, forest: Forest) -> None:
+        gpu = forest.gpu_event
+        self.at = np.flatnonzero(trace.types[gpu] == T.KERNEL)
+        ev = gpu[self.at]
+        self.event = ev
+        self.dur = trace.end[ev] - trace.ts[ev]
+        self.name = trace.name[ev]
+        k = trace.aux[ev]
+        cols = trace.kernel
+        self.device_code = cols["device"][k]
+        values = trace.values
+        int_code = np.fromiter((isinstance(v, int) for v in values), dtype=bool, count=len(values))
+        self.has_device = int_code[self.device_code] if len(values) else np.zeros(len(ev), dtype=bool)
+        self.bps, self.bps_kind = cols["bps"][k], cols["bps_kind"][k]
+        self.occ, self.occ_kind = cols["occ"][k], cols["occ_kind"][k]
+        self.grid, self.block = cols["grid"][k], cols["block"][k]
+        self.regs, self.smem = cols["regs"][k], cols["smem"][k]
+        self.tc = forest.flags.tc_kernel[self.name]
+        self.row_of_gpu = np.full(len(gpu), -1, dtype=np.int64)
+        self.row_of_gpu[self.at] = np.arange(len(self.at))
 
 
-def _holders(forest: Forest) -> list[tuple[Node, Any]]:
-    """(node holding a runtime, runtime) for every runtime in the trees, in the plugin's order."""
-    return [(n, rt) for n in forest.nodes for rt in n.runtimes]
+def _operator_kernels(forest: Forest, ks: _Kernels) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel row, holding node) of every kernel that a plugin's operator holds, per holding."""
+    holding, gpu_pos = forest.held_kernels()
+    node = forest.hold_node[holding]
+    return ks.row_of_gpu[gpu_pos], node
 
 
 def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dict[str, Any]]:
-    kernels = [e for e in forest.gpu_ops if e.type == T.KERNEL and isinstance(e.args.device, int)]
-    if not kernels or steps is None:
+    ks = _Kernels(trace, forest)
+    if not ks.has_device.any() or steps is None:
         return []
     w0, w1 = steps.window
     span = w1 - w0
-    by_device: dict[int, list[Any]] = defaultdict(list)
-    for k in kernels:
-        by_device[k.args.device].append(k)
-    tc: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for node, rt in _holders(forest):
-        if node.is_operator:
-            for k in rt.kernels():
-                if isinstance(k.args.device, int):
-                    d = k.end - k.ts
-                    tc[k.args.device][0] += d * TC_KERNEL(k.name)
-                    tc[k.args.device][1] += d
+    rows_k, node = _operator_kernels(forest, ks)
+    of_ops = rows_k[forest.is_operator[node]]
+    of_ops = of_ops[ks.has_device[of_ops]]
+    has_tc = len(of_ops) > 0
+    values = trace.values
     rows = []
-    for device in sorted(by_device):
-        ks = by_device[device]
-        starts = np.fromiter((k.ts for k in ks), dtype=np.float64, count=len(ks))
-        ends = np.fromiter((k.end for k in ks), dtype=np.float64, count=len(ks))
-        busy = rg.within(rg.merge(starts, ends), w0, w1)
-        tc_time, all_time = tc.get(device, (0.0, 0.0))
+    device_values = {values[c] for c in np.unique(ks.device_code[ks.has_device]).tolist()}
+    for device in sorted(device_values):
+        codes = [c for c in np.unique(ks.device_code[ks.has_device]).tolist() if values[c] == device]
+        mine = ks.has_device & np.isin(ks.device_code, codes)
+        busy = rg.within(rg.merge(trace.ts[ks.event[mine]], trace.end[ks.event[mine]]), w0, w1)
+        ops_here = of_ops[np.isin(ks.device_code[of_ops], codes)]
+        tc_time = float(np.sum(ks.dur[ops_here] * ks.tc[ops_here]))
+        all_time = float(np.sum(ks.dur[ops_here]))
         rows.append(
             {
                 "device": device,
                 "gpu_utilization_pct": 100.0 * busy / span if span > 0 else None,
-                "sm_efficiency_pct": _sm_efficiency(ks, w0, w1),
-                "achieved_occupancy_pct": _occupancy(ks, w0, w1),
+                "sm_efficiency_pct": _sm_efficiency(trace, ks, mine, w0, w1),
+                "achieved_occupancy_pct": _occupancy(trace, ks, mine, w0, w1),
                 "tensor_core_kernel_pct": (100.0 * tc_time / all_time if all_time > 0 else 0.0)
-                if tc
+                if has_tc
                 else None,
                 "window_start_us": w0,
                 "window_end_us": w1,
@@ -129,15 +144,16 @@ def gpu_summary(trace: TbTrace, forest: Forest, steps: Steps | None) -> list[dic
     return rows
 
 
-def _sm_efficiency(kernels: list[Any], w0: float, w1: float) -> float | None:
+def _sm_efficiency(trace: TbTrace, ks: _Kernels, mine: np.ndarray, w0: float, w1: float) -> float | None:
     """∫ over W of min(Σ blocks per SM of the running kernels, 1), over |W| (kernels with a
     ``blocks per SM`` > 0; ``None`` when none runs inside W)."""
-    used = [k for k in kernels if type(k.args.blocks_per_sm) in (int, float) and k.args.blocks_per_sm > 0]
-    if not used or w1 <= w0:
+    used = mine & (ks.bps_kind == NUMBER) & (ks.bps > 0)
+    if not used.any() or w1 <= w0:
         return None
-    bps = np.array([k.args.blocks_per_sm for k in used], dtype=np.float64)
-    times = np.concatenate([[k.ts for k in used], [k.end for k in used]])
-    kinds = np.concatenate([np.zeros(len(used)), np.ones(len(used))])  # starts before ends at a tie
+    bps = ks.bps[used]
+    ev = ks.event[used]
+    times = np.concatenate([trace.ts[ev], trace.end[ev]])
+    kinds = np.concatenate([np.zeros(len(ev)), np.ones(len(ev))])  # starts before ends at a tie
     order = np.lexsort((kinds, times))
     delta = np.concatenate([bps, -bps])[order]
     t = times[order]
@@ -149,152 +165,108 @@ def _sm_efficiency(kernels: list[Any], w0: float, w1: float) -> float | None:
     return 100.0 * float(((hi - lo)[inside] * np.minimum(level[inside], 1.0)).sum()) / (w1 - w0)
 
 
-def _occupancy(kernels: list[Any], w0: float, w1: float) -> float | None:
-    num = den = 0.0
-    for k in kernels:
-        occ = k.args.occupancy
-        if isinstance(occ, int | float) and occ >= 0:
-            inside = max(0.0, min(k.end, w1) - max(k.ts, w0))
-            num += occ * inside
-            den += inside
-    return num / den if den > 0 else None
+def _occupancy(trace: TbTrace, ks: _Kernels, mine: np.ndarray, w0: float, w1: float) -> float | None:
+    used = mine & (ks.occ_kind != NO_NUMBER) & (ks.occ >= 0)
+    ev = ks.event[used]
+    inside = np.maximum(0.0, np.minimum(trace.end[ev], w1) - np.maximum(trace.ts[ev], w0))
+    den = float(inside.sum())
+    return float((ks.occ[used] * inside).sum()) / den if den > 0 else None
 
 
-def _op_row(first: Node) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(
-        ("device_self_us", "device_total_us", "host_self_us", "host_total_us"), 0.0
+def _first_order_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group of each row, first row of each group), groups numbered by first appearance; and
+    the group keys' unique index."""
+    _, first, inverse = np.unique(
+        key, return_index=True, return_inverse=True, axis=0 if key.ndim > 1 else None
     )
-    return {"calls": 0, **row, "tc_eligible": first.tc_eligible, "_tc_self": 0.0, "_tc_total": 0.0}
+    inverse = inverse.reshape(-1)
+    rank = np.empty(len(first), dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(len(first))
+    return rank[inverse], first[by_first], by_first
 
 
 def operators(forest: Forest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(by name, by name + input shape), summed over every call."""
-    by_name: dict[Any, dict[str, Any]] = {}
-    by_shape: dict[Any, dict[str, Any]] = {}
-    shapes: dict[bytes, Any] = {}
-    for op in _operators_of(forest):
-        assert op.event is not None
-        raw = op.event.args.dims if len(op.event.args.dims) else op.event.args.dims_lower
-        key = bytes(raw)
-        if key not in shapes:
-            value = raw_value(raw)
-            shapes[key] = [] if value is None else value
-        for table, k in ((by_name, op.name), (by_shape, (op.name, key))):
-            row = table.get(k)
-            if row is None:
-                row = table[k] = _op_row(op)
-            row["calls"] += 1
-            row["device_self_us"] += op.device_self_us
-            row["device_total_us"] += op.device_us
-            row["host_self_us"] += op.host_self_us
-            row["host_total_us"] += op.end - op.ts
-            row["_tc_self"] += op.tc_self_us
-            row["_tc_total"] += op.tc_total_us
-    names = [{"name": n, **_finish(r)} for n, r in by_name.items()]
-    shaped = [{"name": n, "input_shape": shapes[s], **_finish(r)} for (n, s), r in by_shape.items()]
-    order = lambda r: -r["device_self_us"] if r["device_self_us"] else -r["host_self_us"]  # noqa: E731
-    return sorted(names, key=order), sorted(shaped, key=order)
+    from profilerhub_analysis.tbviews.calls import operator_calls, operators_between
+
+    by_name, by_shape, _ = operators_between(operator_calls(forest))
+    return by_name, by_shape
 
 
-def _finish(row: dict[str, Any]) -> dict[str, Any]:
-    tc_self, tc_total = row.pop("_tc_self"), row.pop("_tc_total")
-    row["tc_self_pct"] = 100.0 * tc_self / row["device_self_us"] if row["device_self_us"] > 0 else 0
-    row["tc_total_pct"] = 100.0 * tc_total / row["device_total_us"] if row["device_total_us"] > 0 else 0
-    return row
-
-
-def _column_shown(kernels: list[Any], attr: str, floor: float, strict: bool) -> bool:
+def _column_shown(ks: _Kernels, value: np.ndarray, kind: np.ndarray, strict: bool) -> bool:
     """The plugin shows a mean column only when some kernel with a device has a usable value (T7)."""
-    for k in kernels:
-        v = getattr(k.args, attr)
-        if (
-            isinstance(k.args.device, int)
-            and isinstance(v, int | float)
-            and (v > floor if strict else v >= floor)
-        ):
-            return True
-    return False
+    usable = ks.has_device & (kind != NO_NUMBER)
+    return bool((usable & ((value > 0) if strict else (value >= 0))).any())
 
 
-class _KernelAgg:
-    __slots__ = ("calls", "max_us", "min_us", "occ", "bps", "total_us")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.total_us = self.bps = self.occ = 0.0
-        self.max_us = 0.0
-        self.min_us = float("inf")
-
-    def add(self, k: Any) -> None:
-        d = k.end - k.ts
-        self.calls += 1
-        self.total_us += d
-        self.max_us = max(self.max_us, d)
-        self.min_us = min(self.min_us, d)
-        self.bps += float(_num(k.args.blocks_per_sm)) * d
-        self.occ += float(_num(k.args.occupancy)) * d
-
-    def row(self, show_bps: bool, show_occ: bool) -> dict[str, Any]:
-        t = self.total_us
-        return {
-            "calls": self.calls,
+def _kernel_rows(ks: _Kernels, rows: np.ndarray, group: np.ndarray, n: int, show_bps: bool,
+                 show_occ: bool) -> list[dict[str, Any]]:  # fmt: skip
+    d = ks.dur[rows]
+    calls = np.bincount(group, minlength=n)
+    total = np.bincount(group, weights=d, minlength=n)
+    most = np.full(n, -np.inf)
+    least = np.full(n, np.inf)
+    np.maximum.at(most, group, d)
+    np.minimum.at(least, group, d)
+    bps = np.where(ks.bps_kind[rows] == NUMBER, ks.bps[rows], 0.0)
+    occ = np.where(ks.occ_kind[rows] == NUMBER, ks.occ[rows], 0.0)
+    bps_sum = np.bincount(group, weights=bps * d, minlength=n)
+    occ_sum = np.bincount(group, weights=occ * d, minlength=n)
+    out = []
+    for g in range(n):
+        t = float(total[g])
+        out.append({
+            "calls": int(calls[g]),
             "total_us": t,
-            "mean_us": t / self.calls,
-            "max_us": self.max_us,
-            "min_us": self.min_us,
-            "blocks_per_sm": (self.bps / t if t > 0 else 0.0) if show_bps else None,
-            "occupancy_pct": (self.occ / t if t > 0 else 0.0) if show_occ else None,
-        }
-
-
-def _num(v: Any) -> float:
-    return v if isinstance(v, int | float) and not isinstance(v, bool) else 0
+            "mean_us": t / int(calls[g]),
+            "max_us": max(float(most[g]), 0.0),
+            "min_us": float(least[g]),
+            "blocks_per_sm": (float(bps_sum[g]) / t if t > 0 else 0.0) if show_bps else None,
+            "occupancy_pct": (float(occ_sum[g]) / t if t > 0 else 0.0) if show_occ else None,
+        })  # fmt: skip
+    return out
 
 
 def kernels(forest: Forest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(by kernel name over every kernel, by kernel + launching node over the trees' kernels)."""
-    every = [e for e in forest.gpu_ops if e.type == T.KERNEL]
-    show_bps = _column_shown(every, "blocks_per_sm", 0, strict=True)
-    show_occ = _column_shown(every, "occupancy", 0, strict=False)
-    by_name: dict[str, _KernelAgg] = {}
-    for k in every:
-        by_name.setdefault(k.name, _KernelAgg()).add(k)
-    rows = [
-        {"name": n, **a.row(show_bps, show_occ), "tensor_cores": TC_KERNEL(n)} for n, a in by_name.items()
-    ]
-    by_op: dict[tuple[Any, ...], tuple[_KernelAgg, dict[str, Any]]] = {}
-    for node, rt in _holders(forest):
-        for k in rt.kernels():
-            a = k.args
-            key = (
-                k.name,
-                node.name,
-                bytes(a.grid),
-                bytes(a.block),
-                str(a.regs or "0"),
-                str(a.shared_memory or "0"),
-            )
-            got = by_op.get(key)
-            if got is None:
-                head = {
-                    "name": k.name,
-                    "operator": node.name,
-                    "grid": raw_value(a.grid),
-                    "block": raw_value(a.block),
-                    "registers_per_thread": a.regs if a.regs is not None else 0,
-                    "shared_memory": a.shared_memory if a.shared_memory is not None else 0,
-                }
-                got = by_op[key] = (_KernelAgg(), head)
-            got[0].add(k)
-    op_rows = [
-        {
-            **head,
-            **agg.row(show_bps, show_occ),
-            "tensor_cores": TC_KERNEL(head["name"]),
-            "op_tc_eligible": head["operator"] in TC_OPERATORS,
-        }
-        for agg, head in by_op.values()
-    ]
+    trace = forest.trace
+    ks = _Kernels(trace, forest)
+    names, values, raws = trace.names, trace.values, trace.raws
+    show_bps = _column_shown(ks, ks.bps, ks.bps_kind, strict=True)
+    show_occ = _column_shown(ks, ks.occ, ks.occ_kind, strict=False)
+    every = np.arange(len(ks.at))
+    group, first, _ = _first_order_groups(ks.name)
+    figures = _kernel_rows(ks, every, group, len(first), show_bps, show_occ)
+    rows = [{"name": names[ks.name[f]], **fig, "tensor_cores": bool(ks.tc[f])}
+            for f, fig in zip(first.tolist(), figures, strict=True)]  # fmt: skip
+    k_rows, node = forest_kernels = _operator_kernels(forest, ks)
+    del forest_kernels
+    regs_key = Codes()
+    regs_code = np.fromiter((regs_key.code(str(v or "0")) for v in values), dtype=np.int64, count=len(values))
+    if len(k_rows):
+        key = np.column_stack((ks.name[k_rows], forest.name[node], ks.grid[k_rows], ks.block[k_rows],
+                               regs_code[ks.regs[k_rows]], regs_code[ks.smem[k_rows]]))  # fmt: skip
+        group, first, _ = _first_order_groups(key)
+        figures = _kernel_rows(ks, k_rows, group, len(first), show_bps, show_occ)
+    else:
+        first, figures = np.empty(0, np.int64), []
+    op_rows = []
+    for f, fig in zip(first.tolist(), figures, strict=True):
+        k = k_rows[f]
+        regs, smem = values[ks.regs[k]], values[ks.smem[k]]
+        operator = names[forest.name[node[f]]]
+        op_rows.append({
+            "name": names[ks.name[k]],
+            "operator": operator,
+            "grid": raw_value(raws[ks.grid[k]]),
+            "block": raw_value(raws[ks.block[k]]),
+            "registers_per_thread": regs if regs is not None else 0,
+            "shared_memory": smem if smem is not None else 0,
+            **fig,
+            "tensor_cores": bool(ks.tc[k]),
+            "op_tc_eligible": operator in TC_OPERATORS,
+        })  # fmt: skip
     by_total = lambda r: -r["total_us"]  # noqa: E731
     return sorted(rows, key=by_total), sorted(op_rows, key=by_total)
 
@@ -307,28 +279,26 @@ def facts(trace: TbTrace, forest: Forest, curve: list[dict[str, Any]] | None = N
     over the kernels of operators' launches); ``None`` where the trace has no kernel. Also the
     collective libraries used (``nccl``/``gloo``), every GPU's compute capability, and each GPU's
     peak allocated memory (``curve``: ``memory_curve``) beside its ``totalGlobalMem``."""
-    names = {n.name for n in forest.nodes}
-    kernels = [g for g in forest.gpu_ops if g.type == T.KERNEL]
-    total = sum(k.end - k.ts for k in kernels)
-    used = sum(k.end - k.ts for k in kernels if TC_KERNEL(k.name))
-    eligible = of_operators = 0.0
-    for node, rt in _holders(forest):
-        if node.is_operator:
-            d = sum(k.end - k.ts for k in rt.kernels())
-            of_operators += d
-            eligible += d if node.tc_eligible else 0.0
+    tree_names = {trace.names[c] for c in np.unique(forest.name[forest.order]).tolist()}
+    ks = _Kernels(trace, forest)
+    total = float(ks.dur.sum())
+    used = float(ks.dur[ks.tc].sum())
+    k_rows, node = _operator_kernels(forest, ks)
+    of_ops = forest.is_operator[node]
+    of_operators = float(ks.dur[k_rows[of_ops]].sum())
+    eligible = float(ks.dur[k_rows[of_ops & forest.tc_eligible[node]]].sum())
     props = trace.device_properties
     major = props[0].get("computeMajor") if props else None
     name = props[0].get("name") if props else None
     return {
         "device_name": name if isinstance(name, str) else None,
-        "data_parallel": "DataParallel.forward" in names,
-        "distributed_data_parallel": "DistributedDataParallel.forward" in names,
-        "devices": len({g.pid for g in forest.gpu_ops}),
+        "data_parallel": "DataParallel.forward" in tree_names,
+        "distributed_data_parallel": "DistributedDataParallel.forward" in tree_names,
+        "devices": len(np.unique(trace.pid[forest.gpu_event])),
         "compute_major": major if isinstance(major, int) else None,
         "tc_used_pct": 100.0 * used / total if total > 0 else None,
         "tc_eligible_pct": 100.0 * eligible / of_operators if of_operators > 0 else None,
-        "collective_libs": sorted({n.split(":")[0] for n in names if n in COLLECTIVES}),
+        "collective_libs": sorted({n.split(":")[0] for n in tree_names if n in COLLECTIVES}),
         "compute_capabilities": [
             [p["computeMajor"], p["computeMinor"]] for p in props
             if isinstance(p.get("computeMajor"), int) and isinstance(p.get("computeMinor"), int)
@@ -380,23 +350,26 @@ def distributed(trace: TbTrace, forest: Forest, roles: list[rg.Ranges], steps: S
         )
     keys = ("computation_us", "overlap_us", "communication_us", "other_us")
     average = {k: sum(r[k] for r in rows) / len(rows) for k in keys} if rows else None
-    kernels_of: dict[Any, list[tuple[float, float]]] = defaultdict(list)
-    for g in forest.gpu_ops:
-        if g.type == T.KERNEL and g.ext in forest.collective_ext_ids:
-            kernels_of[g.ext].append((g.ts, g.end))
+    gpu = forest.gpu_event
+    comm = gpu[(trace.types[gpu] == T.KERNEL) & np.isin(trace.ext[gpu], forest.collective_ext)]
+    comm = comm[np.argsort(trace.ext[comm], kind="stable")]
+    comm_ext = trace.ext[comm]
     ops: dict[str, dict[str, Any]] = {}
-    for ev in trace.events:
-        if ev.name not in COLLECTIVES or ev.type not in (T.OPERATOR, T.PYTHON, T.ANNOTATION):
-            continue
-        row = ops.setdefault(ev.name, {"name": ev.name, "calls": 0, "bytes": 0, "_ranges": []})
+    host = np.isin(trace.types, (T.OPERATOR, T.PYTHON, T.ANNOTATION)) & forest.flags.collective[trace.name]
+    for i in np.flatnonzero(host).tolist():
+        name = trace.names[trace.name[i]]
+        row = ops.setdefault(name, {"name": name, "calls": 0, "bytes": 0, "_ranges": []})
         row["calls"] += 1
-        row["bytes"] += _collective_bytes(ev)
-        row["_ranges"] += [(ev.ts, ev.end), *kernels_of.get(ev.ext, [])]
+        row["bytes"] += _collective_bytes(trace, int(trace.aux[i]))
+        e = trace.ext[i]
+        lo, hi = np.searchsorted(comm_ext, e, "left"), np.searchsorted(comm_ext, e, "right")
+        row["_ranges"].append((trace.ts[i : i + 1], trace.end[i : i + 1]))
+        row["_ranges"].append((trace.ts[comm[lo:hi]], trace.end[comm[lo:hi]]))
     collectives = []
     for row in ops.values():
         spans = row.pop("_ranges")
-        starts = np.array([a for a, _ in spans])
-        ends = np.array([b for _, b in spans])
+        starts = np.concatenate([a for a, _ in spans])
+        ends = np.concatenate([b for _, b in spans])
         collectives.append({**row, "total_us": rg.total(rg.merge(starts, ends))})
     return {
         "steps": rows,
@@ -405,9 +378,10 @@ def distributed(trace: TbTrace, forest: Forest, roles: list[rg.Ranges], steps: S
     }
 
 
-def _collective_bytes(ev: Any) -> int:
-    raw = ev.args.dims if len(ev.args.dims) else ev.args.dims_lower
-    shapes, types = raw_value(raw), ev.args.input_type
+def _collective_bytes(trace: TbTrace, row: int) -> int:
+    it = int(trace.attrs["input_type"][row])
+    shapes = raw_value(trace.raws[trace.attrs["dims"][row]])
+    types = trace.input_types[it] if it >= 0 else None
     if not isinstance(shapes, list) or not isinstance(types, list):
         return 0
     total = 0
