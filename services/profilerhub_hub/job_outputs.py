@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 
 def ingest_progress(store: ObjectStore, job: Job) -> dict[str, int] | None:
-    """A Processing job's ingest so far (``{"traces_done", "traces"}``, written by a fanned-out
-    ingest: ``profilerhub_worker.ingest.fanout``); None otherwise, or when storage does not say."""
+    """A Processing job's ingest so far (``{"traces_done", "traces", "bytes_done", "bytes"}``, written
+    by a fanned-out ingest: ``profilerhub_worker.ingest.fanout``); None otherwise, or when storage
+    does not say."""
     if job.status is not JobStatus.Processing:
         return None
     try:
@@ -36,7 +37,8 @@ def ingest_progress(store: ObjectStore, job: Job) -> dict[str, int] | None:
         return None
     if not isinstance(doc, dict):
         return None
-    return {k: int(doc[k]) for k in ("traces_done", "traces") if isinstance(doc.get(k), int)} or None
+    fields = ("traces_done", "traces", "bytes_done", "bytes")
+    return {k: int(doc[k]) for k in fields if isinstance(doc.get(k), int)} or None
 
 
 def _ready(job: Job) -> None:

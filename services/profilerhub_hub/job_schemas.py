@@ -121,8 +121,9 @@ class JobRead(BaseModel):
     upload: UploadInfo | None = Field(None, description="Where files go, while the job takes them.")
     progress: dict[str, int] | None = Field(
         None,
-        description='While Processing, how far ingest is: {"traces_done": 3, "traces": 8} (only when '
-        "one job is read, once a job's traces are being ingested).",
+        description='While Processing, how far ingest is: {"traces_done": 3, "traces": 8, "bytes_done": '
+        '120000000, "bytes": 400000000} (bytes: the traces\' raw files as stored; only when one job is '
+        "read, once a job's traces are being ingested).",
     )
     stop_on: list[str] = Field(default_factory=list, description="Rules the run stops on.")
     stop_request: dict[str, Any] | None = Field(

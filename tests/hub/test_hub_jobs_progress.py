@@ -1,4 +1,4 @@
-"""A Processing job's ingest progress (traces done of its traces) in its description."""
+"""A Processing job's ingest progress (traces and bytes done of its traces) in its description."""
 
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ def test_a_processing_jobs_description_says_how_many_traces_are_ingested(
         assert row is not None
         place = place_of(row)
     jobs_hub.state.services.storage.put(
-        place.processed_key(layout.PROGRESS), b'{"traces_done": 3, "traces": 8}'
+        place.processed_key(layout.PROGRESS),
+        b'{"traces_done": 3, "traces": 8, "bytes_done": 30, "bytes": 80}',
     )
-    assert jobs_client.get(url, headers=auth(token)).json()["progress"] == {"traces_done": 3, "traces": 8}
+    progress = jobs_client.get(url, headers=auth(token)).json()["progress"]
+    assert progress == {"traces_done": 3, "traces": 8, "bytes_done": 30, "bytes": 80}
     listed = jobs_client.get(JOBS, headers=auth(token)).json()["items"]
     assert [j["progress"] for j in listed] == [None]  # the list reads no storage per job

@@ -121,7 +121,8 @@ def test_a_small_users_job_finishes_while_a_huge_job_of_another_user_is_still_in
             assert job_row(ctx, second).status is JobStatus.InProgress  # waiting its owner's turn
             assert sum(held.values()) == 2  # nothing more of Alice's started meanwhile
             progress = json.loads(ctx.store.get(huge_place.processed_key(layout.PROGRESS)))
-            assert progress == {"traces_done": 0, "traces": 8}
+            stored = 8 * (shared_dir / TRACE).stat().st_size
+            assert progress == {"traces_done": 0, "traces": 8, "bytes_done": 0, "bytes": stored}
             gate.set()
             wait_for(lambda: job_row(ctx, huge).status is JobStatus.Ready, "the huge job Ready", 120)
             wait_for(lambda: job_row(ctx, second).status is JobStatus.Ready, "her second job Ready", 60)

@@ -103,7 +103,9 @@ def test_a_trace_whose_worker_died_holding_it_is_parsed_again_alone_by_the_claim
     assert ingest_job(job_id, fanned) == "Ready"
     assert [s[3] for s in sent if s[0] == INGEST_TRACE] == [1, 2, 3]  # trace 0: the claim's own
     assert sorted(parsed.values()) == [1, 1, 1, 1]
-    assert json.loads(ctx.store.get(place.processed_key(layout.PROGRESS))) == {"traces_done": 4, "traces": 4}
+    stored = sum(len(data) for rel, data in _files(shared_dir).items() if rel in TRACES)
+    progress = json.loads(ctx.store.get(place.processed_key(layout.PROGRESS)))
+    assert progress == {"traces_done": 4, "traces": 4, "bytes_done": stored, "bytes": stored}
     assert ingest_job(job_id, fanned) == "skipped"  # Ready once
 
     alone_id, alone_place = make_job(ctx, _files(shared_dir))

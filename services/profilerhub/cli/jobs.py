@@ -23,6 +23,17 @@ from profilerhub.cli.resources import (
     where,
 )
 
+
+def ingested(progress: dict[str, int]) -> str:
+    """``3 of 8 traces (120.0 MB of 400.0 MB)``: a Processing job's ``progress``, in words."""
+    from rich.filesize import decimal
+
+    text = f"{progress.get('traces_done', 0)} of {progress.get('traces', 0)} traces"
+    if "bytes" in progress:
+        text += f" ({decimal(progress.get('bytes_done', 0))} of {decimal(progress['bytes'])})"
+    return text
+
+
 jobs_app = app_group(
     "jobs", "Profiled runs of a user: list, describe and delete them (the SDK and `upload` make them)."
 )
@@ -114,7 +125,7 @@ def describe_job(
             progress = job.get("progress") or {}
             job = {
                 **job,
-                "ingested": f"{progress['traces_done']} of {progress['traces']} traces" if progress else None,
+                "ingested": ingested(progress) if progress else None,
                 "app_url": app_job_url(hub, d, u, job_id) or "start the app: profilerhub apps start",
             }
         emit(job, output, lambda: details(job, JOB_FIELDS, title=f"Job {job['name']}"))

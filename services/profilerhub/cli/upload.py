@@ -39,6 +39,12 @@ def upload(
         envvar="PROFILERHUB_SPILL_DIR",
         help="Where runs spill undelivered files (default ~/.cache/profilerhub/spill).",
     ),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="Then follow the hub's ingest until the job is Ready or Failed (traces and bytes done); "
+        "exit 1 if it failed. Ctrl-C stops waiting, not the ingest.",
+    ),
 ) -> None:
     """Upload a run's traces; run it again after an interruption to resume where it stopped."""
     from rich.console import Console
@@ -151,6 +157,74 @@ def upload(
     info = result["info"]
     if "job_id" in info:
         console.print(f"job id {info['job_id']}: the hub is processing it")
+        if wait:
+            raise typer.Exit(_wait_for_ingest(console, sink, info))
+    elif wait:
+        console.print(
+            "[yellow]note:[/yellow] --wait follows the hub's ingest; an s3:// upload has none to follow"
+        )
+
+
+def _wait_for_ingest(console: Any, sink: Any, info: dict[str, Any], every: float = 1.0) -> int:
+    """Follow the job's ingest on the hub with a progress bar until it is Ready (0) or Failed (1)."""
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..hubclient import HubClient, HubError
+    from .jobs import ingested
+
+    client = HubClient(sink.url, sink.token, transport=getattr(sink, "_transport", None))
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[done]}"))
+    job: dict[str, Any] = {}
+    seen: dict[str, int] = {}  # the last progress the hub gave
+    try:
+        with Progress(*columns, TimeElapsedColumn(), console=console, transient=False) as progress:
+            task = progress.add_task("queued", total=None, done="")
+            while True:
+                try:
+                    job = client.get_job(sink.job)
+                except HubError as exc:  # the hub away a moment: keep following
+                    if exc.fatal:
+                        raise
+                    progress.update(task, description=f"hub: {exc.message[:60]}")
+                    time.sleep(every)
+                    continue
+                status, done = job.get("status"), job.get("progress") or seen
+                if status == "Ready":  # every trace in: the summary's count, the bytes last seen
+                    count = len((job.get("summary") or {}).get("traces") or []) or done.get("traces", 0)
+                    done = {**done, "traces": count, "traces_done": count, "bytes_done": done.get("bytes", 0)}
+                if done:
+                    seen = done
+                    progress.update(
+                        task,
+                        description="ingesting",
+                        total=max(done.get("traces", 0), 1),
+                        completed=done.get("traces_done", 0),
+                        done=ingested(done),
+                    )
+                if status in ("Ready", "Failed"):
+                    progress.update(task, description=str(status).lower())
+                    break
+                if not done:
+                    progress.update(task, description="processing" if status == "Processing" else "queued")
+                time.sleep(every)
+    except KeyboardInterrupt:
+        console.print(f"stopped waiting; the hub goes on: profilerhub jobs describe {info['job_id']}")
+        return 130
+    except HubError as exc:
+        console.print(f"[red]error:[/red] following the ingest: {exc.message}")
+        return 2
+    finally:
+        client.close()
+    if job.get("status") == "Failed":
+        console.print(f"[red]failed:[/red] {job.get('failure_reason') or 'no reason given'}")
+        console.print(
+            f"[yellow]what to do:[/yellow] profilerhub jobs describe {info['job_id']} for the details"
+        )
+        return 1
+    console.print(f"[green]ready:[/green] {sink.where_to_look()}")
+    return 0
 
 
 def _upload_spilled(

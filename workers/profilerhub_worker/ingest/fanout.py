@@ -205,7 +205,9 @@ def join_traces(
             opened += 1
 
     done: dict[int, dict[str, Any]] = {}
-    put_progress(ctx, place, 0, len(traces))
+    total_bytes = sum(trace[3] for trace in traces)
+    sizes = {trace[0]: trace[3] for trace in traces}
+    put_progress(ctx, place, 0, len(traces), 0, total_bytes)
     open_more()
     while len(done) < len(traces):
         moved = False
@@ -223,16 +225,20 @@ def join_traces(
             if part is not None:
                 done[n] = part
                 moved = True
-                put_progress(ctx, place, len(done), len(traces))
+                put_progress(ctx, place, len(done), len(traces), sum(sizes[k] for k in done), total_bytes)
                 open_more()
         if not moved:
             time.sleep(POLL_SECONDS)  # others hold the rest: their parts, or their leases lapsing
     return [done[trace[0]] for trace in traces]
 
 
-def put_progress(ctx: IngestContext, place: JobPlace, done: int, total: int) -> None:
-    """``processed/progress.json``: traces parsed so far of the job's traces."""
-    ctx.store.put(place.processed_key(layout.PROGRESS), orjson.dumps({"traces_done": done, "traces": total}))
+def put_progress(
+    ctx: IngestContext, place: JobPlace, done: int, total: int, bytes_done: int, total_bytes: int
+) -> None:
+    """``processed/progress.json``: traces parsed so far of the job's traces, and their bytes as
+    stored (``bytes_done`` of ``bytes``: the raw files, compressed or not, as uploaded)."""
+    doc = {"traces_done": done, "traces": total, "bytes_done": bytes_done, "bytes": total_bytes}
+    ctx.store.put(place.processed_key(layout.PROGRESS), orjson.dumps(doc))
 
 
 def help_with_trace(ctx: IngestContext, job_id: str, claim: str, n: int, key: str, rel: str) -> str:
