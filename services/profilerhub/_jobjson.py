@@ -6,6 +6,7 @@ their layout (``docs/sdk.md``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -36,6 +37,7 @@ def job_json(run: Run, *, status: str, end_ns: int | None = None) -> bytes:
         "pid": run.pid,
         "rank": int_env("RANK"),
         "world_size": int_env("WORLD_SIZE"),
+        "run_id": run_id(),
         "sdk_version": __version__,
         "python": platform.python_version(),
         "torch_version": getattr(torch, "__version__", None),
@@ -80,6 +82,23 @@ def job_json(run: Run, *, status: str, end_ns: int | None = None) -> bytes:
         "destination": run.sink.info(),
     }
     return json.dumps(doc, indent=1).encode()
+
+
+#: What the launcher gives every rank of one distributed run alike (and another run, mostly, not).
+RUN_ENV = ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE")
+
+
+def run_id() -> str | None:
+    """One distributed run's id, the same on each of its ranks: a digest of the launcher's
+    environment (``RUN_ENV``: torchrun's run id, Slurm's job and step, the rendezvous address and
+    port); None outside a distributed run (no ``WORLD_SIZE`` above 1). Ingest finds a rank job's
+    other ranks by it (``profilerhub_worker.ingest.ranks``); two runs with the same launcher
+    environment (a fixed port, no run id) get the same id and are told apart by time."""
+    world = int_env("WORLD_SIZE")
+    if world is None or world < 2:
+        return None
+    seen = "\n".join(f"{k}={os.environ.get(k, '')}" for k in RUN_ENV)
+    return hashlib.sha256(seen.encode()).hexdigest()[:16]
 
 
 def int_env(name: str) -> int | None:

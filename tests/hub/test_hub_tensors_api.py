@@ -2,10 +2,12 @@
 (from the chunks so far) and once Ready (from ``processed/tensors.npz``); ``create_trial`` over the
 hub reads reductions equal to torch's own statistics; bad queries are 400, unknown tensors 404. A
 two-process gloo run gives one series per rank, read from its local folders and, by name, from its
-ranks' hub jobs merged into one trial, which the rules read on both ranks."""
+ranks' hub jobs merged into one trial, which the rules read on both ranks; the hub's own rules on
+each rank's job, live and at ingest, read both ranks too."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +24,7 @@ from profilerhub_core.db.models import Job
 from profilerhub_core.jobstorage import place_of
 from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from profilerhub_worker.ingest.live_rules import evaluate_live
 from tests.support.hub import auth
 from tests.support.watchtrain import assert_trial_matches, gloo_run, torch_stats, watched_run
 
@@ -111,20 +114,38 @@ def test_tensors_while_running_and_when_ready_equal_torchs_statistics(
     assert jobs_client.get(one, params={"format": "xml"}, headers=auth(token)).status_code == 422
 
 
-def _hub_job(client: Any, hub: Any, token: str, name: str, folder: Path) -> str:
-    """A hub job holding a local run's files, as the run's hub sink would have put them; Ready."""
-    job_id = client.post(JOBS, json={"name": name}, headers=auth(token)).json()["job_id"]
+def _ctx(hub: Any) -> IngestContext:
+    return IngestContext(sessions=hub.state.services.sessions, store=hub.state.services.storage,
+                         max_file_bytes=4 << 20, max_trace_bytes=64 << 20,
+                         stale_after=timedelta(minutes=5))  # fmt: skip
+
+
+def _hub_job(
+    client: Any, hub: Any, token: str, name: str, folder: Path, *,
+    rules: list[Any] | None = None, complete: bool = True, run_id: str | None = None,
+) -> str:  # fmt: skip
+    """A hub job holding a local run's files, as the run's hub sink would have put them; Ready
+    (or, without ``complete``, still running). ``run_id`` replaces its ``job.json``'s."""
+    body: dict[str, Any] = {"name": name} | ({"rules": rules} if rules else {})
+    job_id = client.post(JOBS, json=body, headers=auth(token)).json()["job_id"]
     store = hub.state.services.storage
     with hub.state.services.sessions() as session:
         place = place_of(session.get(Job, job_id))
     for path in folder.rglob("*"):
         if path.is_file():
-            store.put(place.raw_key(path.relative_to(folder).as_posix()), path.read_bytes())
-    assert client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
-    ctx = IngestContext(sessions=hub.state.services.sessions, store=store, max_file_bytes=4 << 20,
-                        max_trace_bytes=64 << 20, stale_after=timedelta(minutes=5))  # fmt: skip
-    assert ingest_job(job_id, ctx) == "Ready"
+            data = path.read_bytes()
+            if path.name == "job.json" and run_id is not None:
+                data = json.dumps(json.loads(data) | {"run_id": run_id}).encode()
+            store.put(place.raw_key(path.relative_to(folder).as_posix()), data)
+    if complete:
+        assert client.post(f"{JOBS}/{job_id}/complete", headers=auth(token)).status_code == 202
+        assert ingest_job(job_id, _ctx(hub)) == "Ready"
     return str(job_id)
+
+
+def _results(hub: Any, job_id: str) -> dict[str, Any]:
+    with hub.state.services.sessions() as session:
+        return {r["rule"]: r for r in session.get(Job, job_id).rule_results["rules"]}
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +193,45 @@ def test_a_gloo_run_gives_one_series_per_rank_and_a_hub_trial_by_name_merges_its
     assert exploding["status"] == "NoIssuesFound" and exploding["figures"]["checked"] == len(
         hub.tensor_names()
     )
+
+
+def test_the_hubs_rules_on_a_rank_job_read_every_rank_and_name_it(
+    jobs_client: Any, jobs_seed: Any, jobs_hub: Any, gloo: tuple[Path, dict[int, Path]]
+) -> None:
+    """Each rank's job of the gloo run: its live scan and its ingest evaluate the rules over both
+    ranks (the other's job found by name, world size and run id), each finding naming its rank;
+    a job of the name from another run (another run id) is left out."""
+    _, runs = gloo
+    docs = [json.loads((runs[r] / "job.json").read_text()) for r in (0, 1)]
+    assert docs[0]["run_id"] and docs[0]["run_id"] == docs[1]["run_id"]  # the launcher's env, alike
+    token = jobs_seed.user_token("d1", "alice")
+    first = r"^weights/module\.0\.weight$"
+    rules = [{"rule": "AllZero", "parameters": {"threshold": 0, "tensor_regex": first}},
+             {"rule": "ClassImbalance", "parameters": {"samples": 10}}]  # fmt: skip
+
+    def ranks_seen(results: dict[str, Any]) -> list[int]:
+        assert results["AllZero"]["status"] == "IssuesFound", results
+        return sorted(f["figures"].get("rank", -1) for f in results["AllZero"]["findings"])
+
+    live = {r: _hub_job(jobs_client, jobs_hub, token, "ddp-rules", runs[r], rules=rules, complete=False)
+            for r in (0, 1)}  # fmt: skip
+    assert evaluate_live(_ctx(jobs_hub), live[0]) == "evaluated"  # rank 1 read from its raw chunks
+    got = _results(jobs_hub, live[0])
+    assert ranks_seen(got) == [0, 1]
+    assert {f["tensors"][0] for f in got["AllZero"]["findings"]} == {"weights/module.0.weight"}
+    messages = sorted(f["message"] for f in got["AllZero"]["findings"])
+    assert [m.split(" (train)")[0] for m in messages] == [
+        f"weights/module.0.weight (rank {r})" for r in (0, 1)
+    ]
+    assert {"labels/loss (rank 0)", "labels/loss (rank 1)"} <= set(got["ClassImbalance"]["figures"])
+
+    # At ingest: the rank finished first sees the other's job still running; the second, both.
+    for r in (1, 0):
+        assert jobs_client.post(f"{JOBS}/{live[r]}/complete", headers=auth(token)).status_code == 202
+        assert ingest_job(live[r], _ctx(jobs_hub)) == "Ready"
+        assert ranks_seen(_results(jobs_hub, live[r])) == [0, 1]
+
+    # A rank whose name's other job is another run's (another run id): its own series only.
+    _hub_job(jobs_client, jobs_hub, token, "ddp-alone", runs[1], rules=rules, complete=False, run_id="other")
+    alone = _hub_job(jobs_client, jobs_hub, token, "ddp-alone", runs[0], rules=rules)
+    assert ranks_seen(_results(jobs_hub, alone)) == [-1]

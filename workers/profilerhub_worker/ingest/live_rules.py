@@ -8,6 +8,7 @@ task takes each ``InProgress`` job not yet completed whose results are older tha
        read; the SDK never rewrites a chunk), appending them to the series cached in
        ``processed/live/series.npz``;
     3. evaluates the job's rules with ``finished=False`` (a rule short of data is InProgress),
+       its tensor rules over every rank of a distributed run (``ranks.with_other_ranks``),
        and stores the results on the row (only while the job is still InProgress) and in
        ``processed/rules.json``. The quantiles of windows that were full at the last scan are
        kept with the cached series (``rules.base.WindowMemo``) and reused while the new samples
@@ -50,6 +51,7 @@ from profilerhub_core.tasks import INGEST_CAPTURES
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_rules
 from profilerhub_worker.ingest.context import IngestContext
+from profilerhub_worker.ingest.ranks import with_other_ranks
 from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.write import put_rules
 
@@ -153,11 +155,12 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
         if kind == layout.RAW_TENSORS and info.size <= ctx.max_file_bytes:
             tensor_chunks[rel] = info.key
             continue
-        if rel == "job.json" and state.get("start_ns") is None:
+        if rel == "job.json" and (state.get("start_ns") is None or "run" not in state):
             try:
                 doc = json.loads(ctx.store.get(info.key))
                 state["start_ns"] = doc.get("start_ns") if isinstance(doc.get("start_ns"), int) else None
-            except (ValueError, NotFound):
+                state["run"] = {k: doc.get(k) for k in ("rank", "world_size", "run_id")}
+            except (ValueError, NotFound, AttributeError):
                 pass
         if (
             kind not in KINDS
@@ -179,6 +182,7 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     windows = WindowMemo(memo if appended else None)
     job_section = {"start_ns": state.get("start_ns")}
     tensors, tensors_fresh = _live_tensors(ctx, place, state, tensor_chunks)
+    tensors = with_other_ranks(ctx, job_id, tensors, state.get("run") or {})  # every rank's series
     results = stamped(
         evaluate_job(
             configs,

@@ -31,6 +31,7 @@ from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.context import BadUpload, IngestContext
 from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR, OverLimit, copy_dir, inflate_to_file
+from profilerhub_worker.ingest.ranks import with_other_ranks
 from profilerhub_worker.ingest.write import put_series
 
 #: ``fan_out(traces, annotations)``: see ``build_summary``.
@@ -203,8 +204,9 @@ def build_summary(
     if tensors is not None:
         ctx.store.put(place.processed_key(layout.TENSORS), tensors.pack())
         summary["tensors"] = {"names": len(tensors.names()), "rows": len(tensors), "ranks": tensors.ranks()}
+    every_rank = with_other_ranks(ctx, place.job_id, tensors, job_doc)  # a distributed run: all ranks
     summary["rules"] = evaluate_job(
-        job.get("rules"), series, traces, job_section, finished=True, tensors=tensors
+        job.get("rules"), series, traces, job_section, finished=True, tensors=every_rank
     )
     return summary
 
@@ -285,6 +287,7 @@ def _job_section(job: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
         "pid",
         "rank",
         "world_size",
+        "run_id",
         "sdk_version",
         "python",
         "torch_version",
