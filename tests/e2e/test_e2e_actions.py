@@ -8,7 +8,6 @@ loop ends cleanly, the job Ready, the stop request on it and in the audit log.""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,42 +19,28 @@ import pytest
 from profilerhub_core.webhooks import SIGNATURE_HEADER, verify
 from tests.e2e.jobs_stack import JobStack, _stop
 from tests.support.hub import auth
+from tests.support.training import cpu_training_script, json_line, run_env
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
 
-STALL_SCRIPT = r"""
-import json, os, time
-import torch
-import profilerhub as ph
-
-ph.init(job="stalled-loader", sample_interval_s=0.1, chunk_interval_s=0.5,
-        rules=["Dataloader"], stop_on=["Dataloader"])
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-stopped, i = None, 0
-give_up = time.monotonic() + float(os.environ["GIVE_UP_S"])  # a safety net, not a bound the test checks
-try:
-    while time.monotonic() < give_up:
-        with ph.step(i):
-            with ph.annotate("dataloader"):
-                if i == 50:
-                    time.sleep(0.4)  # the injected stall: one fetch of 400 ms
-                x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
-            with ph.annotate("forward"):
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-            with ph.annotate("backward"):
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        i += 1
-except ph.StopTraining as stop:
-    stopped = {"rule": stop.rule, "step": i}
-summary = ph.finish()
-print("STOPPED " + json.dumps(stopped), flush=True)
-print("FINISHED " + json.dumps(summary), flush=True)
-"""
+STALL_SCRIPT = cpu_training_script(
+    'job="stalled-loader", sample_interval_s=0.1, chunk_interval_s=0.5, rules=["Dataloader"], '
+    'stop_on=["Dataloader"]',
+    step="""\
+    with ph.annotate("dataloader"):
+        if i == 50:
+            time.sleep(0.4)  # the injected stall: one fetch of 400 ms
+        x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    with ph.annotate("forward"):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+    with ph.annotate("backward"):
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """,
+    hidden=256,
+)
 
 
 @pytest.fixture
@@ -75,12 +60,6 @@ def action_stack(tmp_path: Path, redis_url: str) -> Iterator[JobStack]:
         stack.stop()
 
 
-def _line(output: str, prefix: str) -> object:
-    lines = [line for line in output.splitlines() if line.startswith(prefix)]
-    assert lines, output
-    return json.loads(lines[-1][len(prefix) :])
-
-
 def test_a_live_dataloader_stall_posts_a_signed_webhook_and_stops_the_opted_in_run(
     action_stack: JobStack, tmp_path: Path
 ) -> None:
@@ -96,10 +75,9 @@ def test_a_live_dataloader_stall_posts_a_signed_webhook_and_stops_the_opted_in_r
 
         script = tmp_path / "stall.py"
         script.write_text(STALL_SCRIPT)
-        base = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
         run = subprocess.run(
             [sys.executable, str(script)],
-            env=base | {"PROFILERHUB_URL": stack.url, "PROFILERHUB_TOKEN": token, "GIVE_UP_S": "200"},
+            env=run_env(stack.url, token, GIVE_UP_S="200"),
             capture_output=True,
             text=True,
             timeout=300,
@@ -107,10 +85,10 @@ def test_a_live_dataloader_stall_posts_a_signed_webhook_and_stops_the_opted_in_r
         )
         output = run.stdout + run.stderr
         assert run.returncode == 0, output + stack.output()
-        stopped = _line(output, "STOPPED ")
+        stopped = json_line(output, "STOPPED ")
         assert isinstance(stopped, dict) and stopped["rule"] == "Dataloader", output + stack.output()
         assert stopped["step"] > 50  # after the stall, at a step boundary
-        finish = _line(output, "FINISHED ")
+        finish = json_line(output, "FINISHED ")
         assert isinstance(finish, dict) and finish["completed"] is True, finish
 
         got = receiver.wait_for(2)  # the 500, then Celery's retry

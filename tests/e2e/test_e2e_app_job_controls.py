@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,38 +24,19 @@ from tests.e2e.jobs_stack import JobStack
 from tests.e2e.pages_stack import DOMAIN, USER, BrowserLog, PagesJobs, launch_browser, shot
 from tests.support.hub import auth, wait_for
 from tests.support.jobs import jsonl_gz
+from tests.support.training import cpu_training_script, run_env
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = r"""
-import json, os, time
-import torch
-import profilerhub as ph
-ph.init(job="app-live", sample_interval_s=0.2, chunk_interval_s=0.5, flush_timeout_s=60)
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-i = 0
-give_up = time.monotonic() + float(os.environ["GIVE_UP_S"])  # a safety net, not a bound the test checks
-try:
-    while time.monotonic() < give_up:
-        with ph.step(i):
-            x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        print(f"step {i} loss={loss.item():.4f}", flush=True)
-        if i % 10 == 0:
-            print(f"checkpoint {i}", flush=True)
-        i += 1
-        time.sleep(0.05)
-    print("gave up", flush=True)
-except ph.StopTraining as stop:
-    print(f"stopped by {stop.rule} at step {i}", flush=True)
-summary = ph.finish()
-print("FINISHED " + json.dumps(summary), flush=True)
-"""
+SCRIPT = cpu_training_script(
+    'job="app-live", sample_interval_s=0.2, chunk_interval_s=0.5, flush_timeout_s=60',
+    after_step="""\
+    print(f"step {i} loss={loss.item():.4f}", flush=True)
+    if i % 10 == 0:
+        print(f"checkpoint {i}", flush=True)
+    """,
+    pause_s=0.05,
+)
 
 
 @pytest.fixture
@@ -153,9 +133,7 @@ def test_a_running_jobs_log_follows_new_lines_and_its_capture_and_stop_buttons_s
     jobs.app_id = jobs.start_app(stack)
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PROFILERHUB_", "AWS_"))}
-    env = base | {"PROFILERHUB_URL": stack.url, "PROFILERHUB_TOKEN": jobs.token, "GIVE_UP_S": "240",
-                  "PROFILERHUB_SPILL_DIR": str(stack.spill_dir)}  # fmt: skip
+    env = run_env(stack.url, jobs.token, GIVE_UP_S="240", PROFILERHUB_SPILL_DIR=str(stack.spill_dir))
     child = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, cwd=tmp_path)  # fmt: skip
     http = httpx.Client(base_url=stack.url, headers=auth(jobs.token), timeout=30)

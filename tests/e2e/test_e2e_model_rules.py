@@ -9,7 +9,6 @@ goes on, the user's webhook gets the signed finding, and the run's next ``ph.ste
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from profilerhub_core.webhooks import SIGNATURE_HEADER, verify
 from tests.e2e.jobs_stack import JobStack, _stop
 from tests.e2e.model_training import SCRIPT
 from tests.support.hub import auth
+from tests.support.training import json_line, run_env
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
@@ -52,30 +52,15 @@ def alice(model_stack: JobStack) -> str:
     return model_stack.user_token("ml", "alice")
 
 
-def _line(output: str, prefix: str) -> Any:
-    lines = [line for line in output.splitlines() if line.startswith(prefix)]
-    assert lines, output
-    return json.loads(lines[-1][len(prefix) :])
-
-
 def train(
     stack: JobStack, token: str, folder: Path, scenario: str, rules: list[str], **env: str
 ) -> tuple[dict[str, Any], Any, str]:
     """Run the scenario's script against the hub; (the job's rules by name, STOPPED, output)."""
     script = folder / f"{scenario}.py"
     script.write_text(SCRIPT)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
     run = subprocess.run(
         [sys.executable, str(script)],
-        env=base
-        | {
-            "PROFILERHUB_URL": stack.url,
-            "PROFILERHUB_TOKEN": token,
-            "SCENARIO": scenario,
-            "RULES": json.dumps(rules),
-            "STEPS": "30",
-            **env,
-        },  # fmt: skip
+        env=run_env(stack.url, token, SCENARIO=scenario, RULES=json.dumps(rules), STEPS="30", **env),
         capture_output=True,
         text=True,
         timeout=600,
@@ -83,7 +68,7 @@ def train(
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output + stack.output()
-    finish = _line(output, "FINISHED ")
+    finish = json_line(output, "FINISHED ")
     # Everything reached the hub before ``complete``: a run that spilled its last steps (a slow
     # hub, a queue finish could not drain) would be judged without them.
     assert finish["spilled_files"] == {} and finish["dropped_files"] == {}, finish
@@ -93,7 +78,7 @@ def train(
     answer = httpx.get(f"{stack.url}/api/v1/domains/ml/users/alice/jobs/{job_id}/rules", headers=auth(token))
     results = answer.json()
     assert results["final"], results
-    return {r["rule"]: r for r in results["rules"]}, _line(output, "STOPPED "), output
+    return {r["rule"]: r for r in results["rules"]}, json_line(output, "STOPPED "), output
 
 
 def test_a_healthy_run_ends_no_issues_on_every_tensor_rule_and_three_broken_runs_trip_theirs(

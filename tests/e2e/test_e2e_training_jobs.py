@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,38 +26,19 @@ from botocore.config import Config
 from tests.e2e.jobs_stack import JobStack, _stop
 from tests.support.hub import auth, wait_for
 from tests.support.sagemaker import check_output
+from tests.support.training import clean_env, cpu_training_script, json_line, run_env
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = r"""
-import json, os, time
-import torch
-import profilerhub as ph
-ph.init(job="bert-ft", sample_interval_s=0.1, chunk_interval_s=1.0, flush_timeout_s=60,
-        metric_definitions=[{"Name": "train:acc", "Regex": "acc=([0-9.]+)"}])
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-stopped, i = None, 0
-give_up = time.monotonic() + float(os.environ["GIVE_UP_S"])  # a safety net, not a bound the test checks
-try:
-    while time.monotonic() < give_up:
-        with ph.step(i):
-            x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        ph.log_metric("train:loss", loss.item(), step=i)
-        print(f"step {i} acc={0.5 + i / 100000:.5f} loss={loss.item()!r}", flush=True)
-        i += 1
-        time.sleep(0.01)
-except ph.StopTraining as stop:
-    stopped = {"rule": stop.rule, "step": i}
-summary = ph.finish()
-print("STOPPED " + json.dumps(stopped), flush=True)
-print("FINISHED " + json.dumps(summary), flush=True)
-"""
+SCRIPT = cpu_training_script(
+    'job="bert-ft", sample_interval_s=0.1, chunk_interval_s=1.0, flush_timeout_s=60, '
+    'metric_definitions=[{"Name": "train:acc", "Regex": "acc=([0-9.]+)"}]',
+    after_step="""\
+    ph.log_metric("train:loss", loss.item(), step=i)
+    print(f"step {i} acc={0.5 + i / 100000:.5f} loss={loss.item()!r}", flush=True)
+    """,
+    pause_s=0.01,
+)
 NAMESPACE, GROUP = "/aws/sagemaker/TrainingJobs", "/aws/sagemaker/TrainingJobs"
 CAPTURE_STEPS = 3
 
@@ -148,9 +128,7 @@ def test_a_training_job_watched_captured_stopped_and_read_back_through_boto3_and
     logs = _client(stack, "logs", alice, "logs")
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PROFILERHUB_", "AWS_"))}
-    env = base | {"PROFILERHUB_URL": stack.url, "PROFILERHUB_TOKEN": alice["token"], "GIVE_UP_S": "180",
-                  "PROFILERHUB_SPILL_DIR": str(stack.spill_dir)}  # fmt: skip
+    env = run_env(stack.url, alice["token"], GIVE_UP_S="180", PROFILERHUB_SPILL_DIR=str(stack.spill_dir))
     child = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, cwd=tmp_path)  # fmt: skip
     try:
@@ -186,7 +164,7 @@ def test_a_training_job_watched_captured_stopped_and_read_back_through_boto3_and
     text = out.decode(errors="replace")
     (tmp_path / "train.out").write_text(text)
     assert child.returncode == 0, text
-    stopped = json.loads(next(line[8:] for line in text.splitlines() if line.startswith("STOPPED ")))
+    stopped = json_line(text, "STOPPED ")
     assert stopped["rule"] == "StopTrainingJob", text
     printed = [line for line in text.splitlines() if line.startswith("step ")]
 
@@ -232,7 +210,7 @@ def test_a_training_job_watched_captured_stopped_and_read_back_through_boto3_and
         assert call(client) == []
 
     aws = Path(sys.executable).with_name("aws")
-    cli_env = base | {
+    cli_env = clean_env() | {
         "AWS_ACCESS_KEY_ID": alice["id"], "AWS_SECRET_ACCESS_KEY": alice["secret"],
         "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": str(tmp_path / "none"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
