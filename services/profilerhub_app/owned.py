@@ -31,13 +31,15 @@ from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.errors import NotFound, Unauthorized
 from profilerhub_core.storage import ObjectStore, layout, open_store
 from profilerhub_core.storage.keys import validate_key
-from profilerhub_core.storage.layout import STATUS, SUMMARY, owner_job_prefix, processed_name
+from profilerhub_core.storage.layout import PROGRESS, STATUS, SUMMARY, owner_job_prefix, processed_name
 
 #: The list parameters the app passes on to the hub (``docs/app-api.md``).
 LIST_PARAMS = ("limit", "next_token", "sort", "order", "name_contains", "status")
 DEFAULT_LIMIT = 25
 #: The figures ingest writes on the hub's job row for the list (``summary.job_facts``).
 FACTS = ("steps", "ranks", "gpus", "duration_s")
+#: What a Processing job's ``processed/progress.json`` says (``ingest.fanout.put_progress``).
+PROGRESS_FIELDS = ("traces_done", "traces", "bytes_done", "bytes")
 #: How long the hub's word that a job is the owner's and Ready is reused (a timeline pan asks
 #: several windows a second; each need not ask the hub again).
 READY_SECONDS = 2.0
@@ -175,6 +177,10 @@ def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         written = _json(store, folder + processed_name(STATUS)).get("facts")
         if isinstance(written, dict):
             facts = {k: written.get(k) for k in FACTS}
+    progress = None
+    if status == "Processing" and processed_name(PROGRESS) in keys:  # a fanned-out ingest's count
+        doc = _json(store, folder + processed_name(PROGRESS))
+        progress = {k: doc[k] for k in PROGRESS_FIELDS if isinstance(doc.get(k), int)} or None
     return {
         "job_id": job_id,
         "name": record.get("name"),
@@ -192,6 +198,8 @@ def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
         "raw_files": sum(1 for k in keys if k.startswith("raw/")),
         "bytes": total,
         "has_summary": processed_name(SUMMARY) in keys,
+        # while Processing: traces (and their stored bytes) ingested so far, of the job's
+        "progress": progress,
         # what ingest found for the list (steps, ranks, GPUs, duration); None until Ready
         **facts,
     }

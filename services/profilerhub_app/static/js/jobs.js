@@ -118,8 +118,7 @@ function row(job) {
       statusBadge(job.status),
       job.failure_reason ? el("div", { class: "reason" }, job.failure_reason) : null,
       warnings(job.warnings),
-      // a run still going: how much has arrived so far (grows with each refresh)
-      FINAL.has(job.status) ? null : el("div", { class: "muted progress" }, `${count(job.raw_files)} files · ${bytes(job.bytes)} so far`),
+      FINAL.has(job.status) ? null : progressLine(job),
     ),
     el("td", {}, when(job.created_at)),
     el("td", {}, FINAL.has(job.status) ? when(job.finished_at) : el("span", { class: "muted" }, "running")),
@@ -129,6 +128,23 @@ function row(job) {
     el("td", { class: "num" }, count(job.ranks)),
     el("td", { class: "num" }, bytes(job.bytes)),
   );
+}
+
+/** How far a job that is not final has come: its upload while it runs, then its ingest, trace by
+ * trace (a fanned-out ingest's progress: traces and their stored bytes), growing with each refresh. */
+function progressLine(job) {
+  const p = job.progress;
+  if (job.status === "Processing" && p && p.traces) {
+    return el(
+      "div",
+      { class: "muted progress", dataset: { ingest: `${p.traces_done}/${p.traces}` } },
+      el("progress", { max: p.traces, value: p.traces_done, "aria-label": "traces ingested" }),
+      ` ${count(p.traces_done)} of ${count(p.traces)} traces · ${bytes(p.bytes_done)} of ${bytes(p.bytes)} ingested`,
+    );
+  }
+  if (job.status === "Processing") return el("div", { class: "muted progress" }, "ingesting");
+  if (job.completed_at) return el("div", { class: "muted progress" }, "uploaded; waiting for an ingest worker");
+  return el("div", { class: "muted progress" }, `${count(job.raw_files)} files · ${bytes(job.bytes)} so far`);
 }
 
 /** A Ready job's warnings (files left out) or a Failed job's parts that could still be read. */
