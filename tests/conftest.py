@@ -6,8 +6,10 @@ started is printed at the top and bottom of the run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import testservices  # infra/, on the path through pytest's `pythonpath` setting (pyproject.toml)
@@ -24,6 +26,31 @@ pytest_plugins = [
     "tests.support.sagemaker",
     "tests.support.lint",
 ]
+
+
+# Under pytest-xdist (`make test`), a worker arrives with COLUMNS=80 and LINES=24 set when the run
+# had neither (GNU readline sets them once imported without a terminal), and every command a test
+# starts then wraps its output at 80 columns, as in no serial run: a link or a path broken in two.
+# So each worker gets the run's own values back.
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(xdist, in the controller) Hand each worker the run's terminal-size variables."""
+    given = {name: os.environ[name] for name in TERMINAL_SIZE if name in os.environ}
+    node.workerinput["terminal_size"] = given
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        given = workerinput.get("terminal_size", {})
+        for name in TERMINAL_SIZE:
+            if name in given:
+                os.environ[name] = given[name]
+            else:
+                os.environ.pop(name, None)
 
 
 @pytest.fixture(autouse=True)

@@ -95,7 +95,7 @@ def bootstrap_and_announce(settings: Settings, engine: Engine) -> None:
     elif settings.admin_token is not None:
         console.print("Admin token: the value of PROFILERHUB_ADMIN_TOKEN")
     elif path.exists():
-        console.print(f"Admin token: in {path}")
+        console.print(f"Admin token: in {path}", soft_wrap=True)  # a long path stays whole, to copy
 
 
 __all__ = ["bootstrap_and_announce", "database_errors", "load_settings", "require_migrated"]

@@ -140,18 +140,77 @@ class BrowserLog:
         )
 
 
-def launch_browser() -> Iterator[Any]:
+class SharedChromium:
+    """One headless Chromium for the whole e2e package (one per xdist worker), launched when a test
+    first asks for it and stopped when the package's last test ends (``tests/e2e/conftest.py``):
+    a launch costs ~2.5 s of wall, and fifteen modules launched their own. Tests stay apart through
+    their own browser contexts (cookies, storage, pages), closed when each caller is done."""
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Any = None
+
+    def get(self) -> Any:
+        if self._browser is not None and not self._browser.is_connected():  # crashed: a fresh one
+            self.close()
+        if self._browser is None:
+            self._playwright = _start_playwright()
+            try:
+                self._browser = _launch(self._playwright)
+            except BaseException:
+                self.close()
+                raise
+        return self._browser
+
+    def close(self) -> None:
+        # Playwright's sync API marks its event loop as running between calls, which would refuse
+        # asyncio.run() in the tests after this package: it stops with the package.
+        if self._browser is not None:
+            if self._browser.is_connected():
+                self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            self._playwright.stop()
+            self._playwright = None
+
+
+SHARED: list[SharedChromium] = []  # the package's SharedChromium while tests/e2e runs
+
+
+def _start_playwright() -> Any:
     if not shutil.which(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: run infra/ensure-test-deps.sh (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
+    return sync_playwright().start()
+
+
+def _launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    )
+
+
+def launch_browser() -> Iterator[Any]:
+    """A headless Chromium for one fixture or test (``for browser in launch_browser(): ...``): the
+    e2e package's shared one, whose contexts the caller opened are closed after it; outside the
+    package, one of the caller's own."""
+    if not SHARED:
+        playwright = _start_playwright()
+        try:
+            chromium = _launch(playwright)
+            yield chromium
+            chromium.close()
+        finally:
+            playwright.stop()
+        return
+    chromium = SHARED[0].get()
+    try:
         yield chromium
-        chromium.close()
+    finally:
+        for context in list(chromium.contexts):
+            context.close()
 
 
 def shot_path(name: str) -> Path:

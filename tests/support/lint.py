@@ -5,7 +5,8 @@ A cold mypy run (no ``.mypy_cache``, as on a fresh clone) takes ~25 s of CPU her
 loaded 2-core machine, while the tests before ``tests/test_lint.py`` leave a core idle most of the
 time. So when collection selects ``test_mypy_finds_nothing``, mypy starts at once in the background
 and the test reads its verdict with ``mypy_result()``, waiting only for what is left of the run; a
-session that never selects the test never starts it.
+session that never selects the test never starts it. Under pytest-xdist (``make test`` runs two
+workers) the test starts mypy itself: both cores are busy with tests already.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def mypy_result(timeout: float = 240) -> subprocess.CompletedProcess[str]:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
+        return
+    if hasattr(session.config, "workerinput"):
+        # An xdist worker (`make test`): every worker collects every test, and no core is idle
+        # beside two workers, so the test runs mypy itself on whichever worker it lands.
         return
     if any((item.path.name, item.name) == MYPY_TEST for item in session.items):
         _running.append(_start())
