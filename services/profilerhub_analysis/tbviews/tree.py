@@ -348,6 +348,10 @@ def _is_zero(value: Any) -> bool:
     return type(value) in (int, float, bool) and value == 0
 
 
+_NEST_CHUNK = 1 << 18
+"""Nodes nested per pass of ``_nest``: its Python lists hold one chunk, not the trace."""
+
+
 def _nest(
     order: np.ndarray, ts: np.ndarray, end: np.ndarray, thread: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -357,31 +361,43 @@ def _nest(
     parent = np.full(total, -2, dtype=np.int64)
     parent[n:] = -1
     depth = np.zeros(total, dtype=np.int64)
-    post: list[int] = []
+    post = np.empty(total, dtype=np.int64)
+    done = 0
     ids: list[int] = []
     ends: list[float] = []
     current = -1
-    o = order.tolist()
-    for i, s, e, th in zip(o, ts[order].tolist(), end[order].tolist(), thread[order].tolist(), strict=True):
-        if th != current:
-            post.extend(reversed(ids[1:]))
-            if current >= 0:
-                post.append(n + current)
-            ids, ends, current = [n + th], [np.inf], th
-        while True:
-            if s < ends[-1]:
-                if e <= ends[-1]:
-                    parent[i] = ids[-1]
-                    depth[i] = len(ids)
-                    ids.append(i)
-                    ends.append(e)
-                break
-            post.append(ids.pop())
-            ends.pop()
-    post.extend(reversed(ids[1:]))
-    if current >= 0:
-        post.append(n + current)
-    return parent, depth, np.asarray(post, dtype=np.int64)
+    for c in range(0, len(order), _NEST_CHUNK):
+        part = order[c : c + _NEST_CHUNK]
+        out: list[int] = []
+        parents: list[int] = []
+        depths: list[int] = []
+        rows = zip(part.tolist(), ts[part].tolist(), end[part].tolist(), thread[part].tolist(), strict=True)
+        for i, s, e, th in rows:
+            if th != current:
+                out.extend(reversed(ids[1:]))
+                if current >= 0:
+                    out.append(n + current)
+                ids, ends, current = [n + th], [np.inf], th
+            while True:
+                if s < ends[-1]:
+                    if e <= ends[-1]:
+                        parents.append(ids[-1])
+                        depths.append(len(ids))
+                        ids.append(i)
+                        ends.append(e)
+                    else:
+                        parents.append(-2)
+                        depths.append(0)
+                    break
+                out.append(ids.pop())
+                ends.pop()
+        post[done : done + len(out)] = out
+        done += len(out)
+        parent[part] = parents
+        depth[part] = depths
+    tail = list(reversed(ids[1:])) + ([n + current] if current >= 0 else [])
+    post[done : done + len(tail)] = tail
+    return parent, depth, post[: done + len(tail)]
 
 
 __all__ = ["ROOT", "ROOT_NAME", "Forest", "NameFlags", "NodeView", "build"]
