@@ -21,7 +21,7 @@ of ``docs/app-api.md``), ``event``, ``search``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,14 +235,17 @@ class TraceTimeline:
 
     def to_files(self) -> dict[str, bytes]:
         """``{file name: bytes}``: the index, the detail columns, the launch links, ``lanes.json``."""
-        files = index_files(self.index, prefix=INDEX_PREFIX)
+        return dict(self.iter_files())
+
+    def iter_files(self) -> Iterator[tuple[str, bytes]]:
+        """``to_files()`` one file at a time, so a writer holds one detail column's bytes, not all."""
+        yield from index_files(self.index, prefix=INDEX_PREFIX).items()
         for name, col in self.columns.items():
-            files[f"event.{name}.npy"] = npy_bytes(col)
-        files["launched_by.npy"] = npy_bytes(self.launched_by)
-        files["launched_op.npy"] = npy_bytes(self.launched_op)
-        files[LANES_FILE] = json.dumps(self.lanes).encode()
-        files[OVERVIEW_FILE] = self.window_bytes(0, max(int(self.lanes["t_end"]), 1), OVERVIEW_PX)
-        return files
+            yield f"event.{name}.npy", npy_bytes(col)
+        yield "launched_by.npy", npy_bytes(self.launched_by)
+        yield "launched_op.npy", npy_bytes(self.launched_op)
+        yield LANES_FILE, json.dumps(self.lanes).encode()
+        yield OVERVIEW_FILE, self.window_bytes(0, max(int(self.lanes["t_end"]), 1), OVERVIEW_PX)
 
     @classmethod
     def open(cls, directory: str | Path, details: bool = True) -> TraceTimeline:

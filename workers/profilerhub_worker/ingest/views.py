@@ -68,9 +68,11 @@ def put_trace(
         place.processed_key(f"{folder}/{TRACE_DASHBOARD}"),
         orjson.dumps(panels, option=orjson.OPT_SERIALIZE_NUMPY),
     )
+    del panels
     timeline = TraceTimeline.build(events, source=entry.get("file", ""), annotations=annotations)
-    for name, data in timeline.to_files().items():
+    for name, data in timeline.iter_files():  # one file's bytes at a time
         store.put(place.processed_key(f"{folder}/{TRACE_TIMELINE}/{name}"), data)
+        del data
     del timeline
     store.put(place.processed_key(f"{folder}/{TRACE_TIMELINE}/{TIMELINE_DONE}"), b"")
     entry["dashboard"] = processed_name(f"{folder}/{TRACE_DASHBOARD}")

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""One trace's ingest at growing sizes: peak RSS after each phase, time, and what the worker reserves.
+
+Builds traces of N events by re-timing the real CPU trace (``bench_ingest_scale.write_trace``:
+``../shared/traces/torch-cpu/mlp_cpu_10steps.pt.trace.json`` repeated, gzip level 1, in a
+temporary folder, deleted after) and ingests each in a fresh process exactly as a worker ingests
+one trace (``ingest.read.read_trace``'s body): the streamed reader (``build.load_trace``), the
+summary entry, the dashboard panels and timeline index (``views.put_trace``), then the TensorBoard
+plugin's views (``views.put_tb_views``: ``tbviews`` over the file read again as a stream), into a
+local store. The child reports its peak RSS (``ru_maxrss``) after each phase, so the phase that
+sets the peak is visible; the anchor in the same run is gunzip alone (``file_chunks`` drained),
+what no ingest can beat. With ``--before DIR`` (a checkout of an earlier commit, e.g.
+``git worktree add /tmp/before 15d1bf3``) the same ingest also runs on that code (its ``services``
+and ``workers`` first on ``PYTHONPATH``), up to ``--before-max`` events: before and after, same run.
+
+Prints per size: decompressed MB, the floor's and the ingest's MB/s (wall) and MB per CPU-second,
+peak RSS after each phase, the peak over the decompressed size (the factor the worker's memory
+reservation needs, ``ingest.limits.PARSE_MEMORY_FACTOR``, printed beside it) and the bytes per
+event the peak grows by from one size to the next. Goal (issue 25): peak RSS of one trace's ingest
+under 1 GiB whatever the size; each size is judged against it.
+
+    .venv/bin/python benchmarks/bench_ingest_memory.py [--events 1000000 4000000 10000000] [--tmp DIR]
+        [--before DIR] [--before-max 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ingest_scale import TRACE, write_trace  # noqa: E402
+
+GOAL_BYTES = 1 << 30
+
+CHILD = r"""
+import json, resource, sys, tempfile, time
+from pathlib import Path
+mode, path = sys.argv[1], Path(sys.argv[2])
+from profilerhub_analysis.build import load_trace
+from profilerhub_analysis.reader import file_chunks
+from profilerhub_core.jobstorage import JobPlace
+from profilerhub_core.storage import LocalStore
+from profilerhub_worker.ingest import summary as sm
+from profilerhub_worker.ingest.views import put_tb_views, put_trace
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+out = {"base_mib": rss()}
+t0, c0 = time.perf_counter(), time.process_time()
+if mode == "floor":
+    out["bytes"] = sum(len(c) for c in file_chunks(path, max_bytes=1 << 62))
+else:
+    with tempfile.TemporaryDirectory() as tmp:
+        store, place = LocalStore(Path(tmp)), JobPlace("d", "u", "j")
+        events = load_trace(path, max_bytes=1 << 62)
+        out["events"] = events.meta.events_total
+        out["reader_mib"] = rss()
+        entry = sm.trace_summary("trace", events)
+        put_trace(store, place, "traces/0-trace", events, entry)
+        out["dashboard_mib"] = rss()
+        del events
+        put_tb_views(store, place, "traces/0-trace", entry, path, 1 << 62)
+        out["tb_views_mib"] = rss()
+out.update(wall=time.perf_counter() - t0, cpu=time.process_time() - c0, peak_mib=rss())
+print(json.dumps(out))
+"""
+
+
+def run_child(mode: str, path: Path, code: Path | None = None) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code / "services"), str(code / "workers")])
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True, env=env, check=False
+    )
+    if done.returncode:
+        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _row(got: dict[str, Any], mb: float, floor: dict[str, Any], slope: float | None) -> str:
+    peak = got["peak_mib"]
+    label = f"{got['events']:>10}" if slope is not None else f"{'(before)':>10}"
+    return (
+        f"{label} {mb:>8.0f} {mb / floor['wall']:>10.0f} {mb / got['wall']:>6.0f} "
+        f"{mb / got['cpu']:>8.1f} {got['reader_mib']:>7} {got['dashboard_mib']:>9} "
+        f"{got['tb_views_mib']:>8} {peak:>8} {peak * 2**20 / (mb * 1e6):>6.2f} "
+        f"{'' if slope is None else f'{slope:.0f}':>7} {'ok' if peak * 2**20 < GOAL_BYTES else 'over':>4}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, nargs="+", default=[1_000_000, 4_000_000])
+    parser.add_argument("--tmp", default=None, help="where the generated traces go (deleted after)")
+    parser.add_argument("--before", type=Path, default=None, help="a checkout of earlier code to run too")
+    parser.add_argument("--before-max", type=int, default=1_000_000, help="no --before run above this size")
+    args = parser.parse_args()
+    if not TRACE.exists():
+        print(f"the real trace is not at {TRACE} (the shared checkout next to the repo)", file=sys.stderr)
+        return 2
+    from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR
+
+    print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
+    print(f"source: {TRACE.name} re-timed, gzip level 1; one process per run; goal: peak < "
+          f"{GOAL_BYTES >> 20} MiB; reservation factor today: {PARSE_MEMORY_FACTOR}")  # fmt: skip
+    head = ("events", "JSON MB", "floor MB/s", "MB/s", "MB/cpu-s", "reader", "dashboard", "tb views",
+            "peak MiB", "x size", "B/event", "goal")  # fmt: skip
+    print("{:>10} {:>8} {:>10} {:>6} {:>8} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7} {:>4}".format(*head))
+    last: tuple[int, float] | None = None
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-memory-", dir=args.tmp) as tmp:
+        for events in args.events:
+            path = Path(tmp) / f"trace-{events}.json.gz"
+            t0 = time.perf_counter()
+            size = write_trace(path, events, plain=False)
+            made = time.perf_counter() - t0
+            floor, got = run_child("floor", path), run_child("ingest", path)
+            if "error" in got or "error" in floor:
+                print(f"{events:>10} error: {got.get('error') or floor.get('error')}")
+                continue
+            mb = size / 1e6
+            slope = (got["peak_mib"] - last[1]) * 2**20 / (events - last[0]) if last else float("nan")
+            last = (events, got["peak_mib"])
+            print(_row(got, mb, floor, slope))
+            if args.before is not None and events <= args.before_max:
+                old = run_child("ingest", path, args.before)
+                print(
+                    f"{'':>10} before: error: {old['error']}"
+                    if "error" in old
+                    else _row(old, mb, floor, None)
+                )
+            print(f"{'':>10} (written in {made:.1f} s, {path.stat().st_size / 1e6:.0f} MB on disk; ingest "
+                  f"{got['wall']:.1f} s wall, {got['cpu']:.1f} s CPU)")  # fmt: skip
+            path.unlink()
+    print("reader/dashboard/tb views: peak RSS (MiB) once each phase is done; x size: peak over the "
+          "decompressed bytes; B/event: the peak's growth per event since the size before")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
