@@ -26,10 +26,8 @@ under 1 GiB whatever the size; each size is judged against it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_ingest_scale as scale  # noqa: E402
 from bench_ingest_scale import TRACE, write_trace  # noqa: E402
 
 GOAL_BYTES = 1 << 30
@@ -74,16 +73,8 @@ print(json.dumps(out))
 
 
 def run_child(mode: str, path: Path, code: Path | None = None) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    if code is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(code / "services"), str(code / "workers")])
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True, env=env, check=False
-    )
-    if done.returncode:
-        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    paths = None if code is None else os.pathsep.join([str(code / "services"), str(code / "workers")])
+    return scale.run_child(mode, path, CHILD, paths)
 
 
 def _row(got: dict[str, Any], mb: float, floor: dict[str, Any], slope: float | None) -> str:
@@ -98,15 +89,15 @@ def _row(got: dict[str, Any], mb: float, floor: dict[str, Any], slope: float | N
 
 
 def main() -> int:
+    if not TRACE.exists():
+        print(f"the real trace is not at {TRACE} (the shared checkout next to the repo)", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, nargs="+", default=[1_000_000, 4_000_000])
     parser.add_argument("--tmp", default=None, help="where the generated traces go (deleted after)")
     parser.add_argument("--before", type=Path, default=None, help="a checkout of earlier code to run too")
     parser.add_argument("--before-max", type=int, default=1_000_000, help="no --before run above this size")
     args = parser.parse_args()
-    if not TRACE.exists():
-        print(f"the real trace is not at {TRACE} (the shared checkout next to the repo)", file=sys.stderr)
-        return 2
     from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR
 
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))

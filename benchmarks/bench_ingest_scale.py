@@ -131,10 +131,14 @@ def write_trace(path: Path, events: int, plain: bool) -> int:
     return size
 
 
-def run_child(mode: str, path: Path) -> dict[str, Any]:
+def run_child(mode: str, path: Path, child: str = CHILD, pythonpath: str | None = None) -> dict[str, Any]:
+    """Run ``child`` (``CHILD``: a way of reading ``path``) in a fresh interpreter; its last line's
+    JSON, or ``{"error": ...}``. ``pythonpath`` goes first on the child's path (other code)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-c", child, mode, str(path)], capture_output=True, text=True, env=env, check=False
     )
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
