@@ -7,7 +7,13 @@ training under ``ph.watch`` with every collection every step, one scenario per r
 - ``vanish``: six tanh layers initialised with a standard deviation of 0.01: the first layers'
   gradients are below 1e-7 from step 0;
 - ``nan``: the healthy run whose input holds a NaN from step 20;
-- ``overfit``: a wide MLP memorising 32 randomly labelled samples, evaluated on fresh ones.
+- ``overfit``: a wide MLP memorising 32 randomly labelled samples, evaluated on fresh ones;
+- ``broken``: the MLP broken every way the other rules look for: its first layer's weights drawn
+  with a standard deviation of 200 (a variance past TensorVariance's 1e4) and its bias at -1e4
+  (every ReLU unit after it dead, its outputs all zero), the second layer's bias at 5 (the tanh
+  after it saturated; the layers' output variances far apart), that bias and the last layer
+  frozen, so nothing learns (no gradient passes the dead ReLUs: weights unchanged, updates of zero,
+  a flat validation loss); labels 97 % class 0; a 4 s pause at step 15 (a stall).
 
 With ``STOP_ON`` set the run goes on past ``STEPS`` until the hub asks it to stop (``GIVE_UP_S``
 is a safety net, not a bound the test checks). It prints ``STOPPED`` and ``FINISHED`` lines.
@@ -30,6 +36,8 @@ teacher = torch.randn(16, 4)
 def batch(n, random_labels=False):
     x = torch.randn(n, 16)
     y = torch.randint(0, 4, (n,)) if random_labels else (x @ teacher).argmax(1)
+    if SCENARIO == "broken":
+        y = torch.where(torch.rand(n) < 0.97, 0, torch.randint(1, 4, (n,)))
     return x, y
 
 if SCENARIO == "vanish":
@@ -48,6 +56,12 @@ else:
         nn.init.xavier_normal_(m.weight)
     for m in (model[0], model[2], model[4]):
         nn.init.zeros_(m.bias)
+    if SCENARIO == "broken":
+        nn.init.normal_(model[0].weight, std=200.0)
+        nn.init.constant_(model[0].bias, -1e4)
+        nn.init.constant_(model[2].bias, 5.0)
+        for p in (model[2].bias, model[4].weight, model[4].bias):
+            p.requires_grad_(False)
 lr = 0.1
 if SCENARIO == "overfit":
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -69,6 +83,8 @@ try:
                 x = x.clone(); x[0, 0] = float("nan")
             loss = loss_fn(model(x), y)
             opt.zero_grad(); loss.backward(); opt.step()
+            if SCENARIO == "broken" and i == 15:
+                time.sleep(4)  # the stall StalledTrainingRule is to find (threshold 2 s)
         if i % 3 == 2:
             with ph.mode("eval"), torch.no_grad():
                 for vx, vy in val:

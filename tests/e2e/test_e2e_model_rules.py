@@ -1,7 +1,9 @@
 """End to end, the model rules on real CPU training through the SDK into the running stack
 (hub, worker, beat with live rules every 5 s, webhooks to loopback): a healthy run on which every
 tensor rule ends NoIssuesFound; runs built to trip VanishingGradient, ExplodingTensor (a NaN
-loss from step 20) and Overfit, each IssuesFound at a plausible step; and, live, the vanishing
+loss from step 20), Overfit and Overtraining, and one MLP broken every way the other rules look
+for (``model_training``'s ``broken``), each rule IssuesFound at a plausible step on the layer it
+was built into; and, live, the vanishing
 run opted in with ``stop_on=["VanishingGradient"]``: the worker's scan finds it while the run
 goes on, the user's webhook gets the signed finding, and the run's next ``ph.step`` raises
 ``ph.StopTraining``."""
@@ -29,6 +31,11 @@ from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
 HEALTHY_RULES = list(TENSOR_RULES)  # ClassImbalance too: the labels are the loss targets
+BROKEN = [
+    "LossNotDecreasing", "WeightUpdateRatio", "SaturatedActivation", "DeadRelu",
+    "PoorWeightInitialization", "TensorVariance", "AllZero", "UnchangedTensor", "ClassImbalance",
+]  # fmt: skip
+"""The rules the ``broken`` scenario trips (with StalledTrainingRule, given a 2 s threshold)."""
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +60,7 @@ def alice(model_stack: JobStack) -> str:
 
 
 def train(
-    stack: JobStack, token: str, folder: Path, scenario: str, rules: list[str], **env: str
+    stack: JobStack, token: str, folder: Path, scenario: str, rules: list[Any], **env: str
 ) -> tuple[dict[str, Any], Any, str]:
     """Run the scenario's script against the hub; (the job's rules by name, STOPPED, output)."""
     script = folder / f"{scenario}.py"
@@ -84,11 +91,13 @@ def train(
 def test_a_healthy_run_ends_no_issues_on_every_tensor_rule_and_three_broken_runs_trip_theirs(
     model_stack: JobStack, alice: str, tmp_path: Path
 ) -> None:
-    scenarios = {
+    scenarios: dict[str, list[Any]] = {
         "healthy": HEALTHY_RULES,
         "nan": ["ExplodingTensor", "VanishingGradient"],
-        "overfit": ["Overfit", "Overtraining", "VanishingGradient"],
-    }
+        "overfit": ["Overfit", {"rule": "Overtraining", "parameters": {"patience_validation": 3}},
+                    "VanishingGradient"],
+        "broken": [*BROKEN, {"rule": "StalledTrainingRule", "parameters": {"threshold": 2}}],
+    }  # fmt: skip
     token = alice
     with ThreadPoolExecutor(len(scenarios)) as pool:  # separate jobs: their CPU overlaps the stack's waits
         done = {
@@ -107,6 +116,28 @@ def test_a_healthy_run_ends_no_issues_on_every_tensor_rule_and_three_broken_runs
     assert exploding["status"] == "IssuesFound" and exploding["reason"].startswith("at step 20:"), exploding
     assert any("losses/loss" in f["tensors"] for f in exploding["findings"]), exploding
     assert nan["VanishingGradient"]["status"] == "NoIssuesFound"  # NaN gradients are not small ones
+    over = runs["overfit"][0]["Overtraining"]
+    assert over["status"] == "IssuesFound" and over["findings"][0]["step_start"] < 10, over
+
+    broken = runs["broken"][0]
+    assert {n: r["status"] for n, r in broken.items()} == dict.fromkeys([*BROKEN, "StalledTrainingRule"],
+                                                                        "IssuesFound")  # fmt: skip
+
+    def found(rule: str) -> list[tuple[tuple[str, ...], int | None]]:
+        """``(tensors, first step)`` of each of the rule's findings on the broken run."""
+        return [(tuple(f.get("tensors") or ()), f.get("step_start")) for f in broken[rule]["findings"]]
+
+    assert (("activations/3",), 0) in found("SaturatedActivation")  # the tanh after bias 5
+    assert (("activations/1",), 0) in found("DeadRelu")  # the ReLU after bias -1e4
+    assert (("activations/1",), 0) in found("AllZero")
+    assert {t[0] for t, _ in found("UnchangedTensor")} == {"weights/0.weight", "weights/2.weight"}
+    assert any(t[0] == "weights/0.weight" for t, _ in found("WeightUpdateRatio"))
+    high = [f for f in broken["TensorVariance"]["findings"] if f["figures"].get("too") == "high"]
+    assert [f["tensors"] for f in high] == [["weights/0.weight"]], broken["TensorVariance"]
+    assert "activations/0" in found("PoorWeightInitialization")[0][0]
+    assert found("LossNotDecreasing")[0][0] == ("losses/loss",)
+    assert broken["ClassImbalance"]["findings"][0]["figures"]["largest_class"] == 0
+    assert "no progress for" in broken["StalledTrainingRule"]["reason"], broken["StalledTrainingRule"]
 
 
 def test_vanishing_gradients_found_live_post_a_signed_webhook_and_stop_the_opted_in_run(
