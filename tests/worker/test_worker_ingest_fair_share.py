@@ -79,6 +79,28 @@ def test_a_users_jobs_beyond_their_share_wait_and_start_as_one_ends(ctx: IngestC
     assert ingest_job(second, shared) == "Ready"
 
 
+def test_the_reconciler_does_not_resend_a_job_waiting_for_its_owners_share(ctx: IngestContext) -> None:
+    """A waiting job re-sent each reconcile would only wait again (and lengthen the queue an
+    autoscaler reads); once its owner's ingest is over, the reconciler sends it."""
+    from datetime import timedelta
+
+    from profilerhub_core.db.models import utcnow
+    from profilerhub_worker.ingest import reconcile_jobs
+    from profilerhub_worker.ingest.claim import finish
+
+    shared = dataclasses.replace(ctx, jobs_per_user=1, resend_after=timedelta(0))
+    first, _ = make_job(ctx, sdk_files(steps=2))
+    second, _ = make_job(ctx, sdk_files(steps=2))
+    stamp = claim(shared, first)
+    assert stamp is not None
+    ctx.sent.clear()  # type: ignore[attr-defined]
+    reconcile_jobs(shared, utcnow() + timedelta(seconds=1))
+    assert (INGEST_JOB, second) not in ctx.sent  # type: ignore[attr-defined]
+    assert finish(shared, first, stamp, JobStatus.Failed, failure_reason="ended")
+    reconcile_jobs(shared, utcnow() + timedelta(seconds=1))
+    assert (INGEST_JOB, second) in ctx.sent  # type: ignore[attr-defined]
+
+
 def test_a_small_users_job_finishes_while_a_huge_job_of_another_user_is_still_ingesting(
     ctx: IngestContext,
     leases: redis.Redis,

@@ -25,7 +25,10 @@ log = logging.getLogger("profilerhub_worker.ingest")
 
 def reconcile_jobs(ctx: IngestContext, now: datetime | None = None) -> dict[str, int]:
     """Re-send ingest for completed jobs nobody claimed and for Processing jobs whose claim is
-    stale, then close jobs left uploading by a dead run (``close_idle_jobs``)."""
+    stale, then close jobs left uploading by a dead run (``close_idle_jobs``). A completed job
+    whose owner has their share of ingests running (``ctx.jobs_per_user``) is not re-sent: it
+    would only wait again, and its task would lengthen the queue an autoscaler reads; the end of
+    one of the owner's ingests sends it (``claim.next_of_user``)."""
     now = now or utcnow()
     counts = {"resent": 0}
     if ctx.enqueue is not None:
@@ -35,6 +38,15 @@ def reconcile_jobs(ctx: IngestContext, now: datetime | None = None) -> dict[str,
                 Job.completed_at.is_not(None),
                 Job.completed_at < now - ctx.resend_after,
             )
+            if ctx.jobs_per_user:
+                live = sa.and_(Job.status == JobStatus.Processing, sa.not_(stale_claims(ctx, now)))
+                full = (
+                    sa.select(Job.user_id)
+                    .where(live)
+                    .group_by(Job.user_id)
+                    .having(sa.func.count() >= ctx.jobs_per_user)
+                )
+                waiting = waiting.where(Job.user_id.not_in(full))
             stale = sa.select(Job.id).where(stale_claims(ctx, now))
             ids = list(session.scalars(waiting)) + list(session.scalars(stale))
         for job_id in ids:
