@@ -8,8 +8,6 @@ loop ends cleanly, the job Ready, the stop request on it and in the audit log.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import pytest
 from profilerhub_core.webhooks import SIGNATURE_HEADER, verify
 from tests.e2e.jobs_stack import JobStack, _stop
 from tests.support.hub import auth
-from tests.support.training import cpu_training_script, json_line, run_env
+from tests.support.training import cpu_training_script, json_line, run_env, run_script
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
@@ -73,18 +71,9 @@ def test_a_live_dataloader_stall_posts_a_signed_webhook_and_stops_the_opted_in_r
         assert made.status_code == 201, made.text
         hook = made.json()
 
-        script = tmp_path / "stall.py"
-        script.write_text(STALL_SCRIPT)
-        run = subprocess.run(
-            [sys.executable, str(script)],
-            env=run_env(stack.url, token, GIVE_UP_S="200"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-        )
-        output = run.stdout + run.stderr
-        assert run.returncode == 0, output + stack.output()
+        env = run_env(stack.url, token, GIVE_UP_S="200")
+        status, output = run_script(tmp_path, "stall.py", STALL_SCRIPT, env, timeout=300)
+        assert status == 0, output + stack.output()
         stopped = json_line(output, "STOPPED ")
         assert isinstance(stopped, dict) and stopped["rule"] == "Dataloader", output + stack.output()
         assert stopped["step"] > 50  # after the stall, at a step boundary

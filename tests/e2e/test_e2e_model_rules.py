@@ -11,8 +11,6 @@ goes on, the user's webhook gets the signed finding, and the run's next ``ph.ste
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +24,7 @@ from profilerhub_core.webhooks import SIGNATURE_HEADER, verify
 from tests.e2e.jobs_stack import JobStack, _stop
 from tests.e2e.model_training import SCRIPT
 from tests.support.hub import auth
-from tests.support.training import json_line, run_env
+from tests.support.training import json_line, run_env, run_script
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
@@ -63,18 +61,9 @@ def train(
     stack: JobStack, token: str, folder: Path, scenario: str, rules: list[Any], **env: str
 ) -> tuple[dict[str, Any], Any, str]:
     """Run the scenario's script against the hub; (the job's rules by name, STOPPED, output)."""
-    script = folder / f"{scenario}.py"
-    script.write_text(SCRIPT)
-    run = subprocess.run(
-        [sys.executable, str(script)],
-        env=run_env(stack.url, token, SCENARIO=scenario, RULES=json.dumps(rules), STEPS="30", **env),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=folder,
-    )
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output + stack.output()
+    environ = run_env(stack.url, token, SCENARIO=scenario, RULES=json.dumps(rules), STEPS="30", **env)
+    status, output = run_script(folder, f"{scenario}.py", SCRIPT, environ, timeout=600)
+    assert status == 0, output + stack.output()
     finish = json_line(output, "FINISHED ")
     # Everything reached the hub before ``complete``: a run that spilled its last steps (a slow
     # hub, a queue finish could not drain) would be judged without them.

@@ -8,13 +8,16 @@ checks: ``gave up``); then ``ph.finish()`` and two lines a test reads with ``jso
 A test varies what one step does (``step``), what follows it (``after_step``) and the pause
 between steps. ``run_env(url, token, ...)`` is a run's environment: the test process's own but
 for its ``PROFILERHUB_`` and ``AWS_`` variables (``clean_env``), pointed at the hub with the user's
-token.
+token; ``run_script`` runs one to its end.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 from textwrap import dedent, indent
 from typing import Any
 
@@ -80,6 +83,16 @@ def run_env(url: str, token: str, **more: str) -> dict[str, str]:
     return clean_env() | {"PROFILERHUB_URL": url, "PROFILERHUB_TOKEN": token} | more
 
 
+def run_script(folder: Path, name: str, text: str, env: dict[str, str], timeout: float) -> tuple[int, str]:
+    """Write ``text`` to ``folder/name`` and run it there to its end: (exit status, stdout + stderr)."""
+    script = folder / name
+    script.write_text(text)
+    run = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=timeout, cwd=folder
+    )
+    return run.returncode, run.stdout + run.stderr
+
+
 def json_line(output: str, prefix: str) -> Any:
     """The JSON after ``prefix`` on the last line of ``output`` that starts with it."""
     lines = [line for line in output.splitlines() if line.startswith(prefix)]
@@ -87,4 +100,4 @@ def json_line(output: str, prefix: str) -> Any:
     return json.loads(lines[-1][len(prefix) :])
 
 
-__all__ = ["PLAIN_STEP", "clean_env", "cpu_training_script", "json_line", "run_env"]
+__all__ = ["PLAIN_STEP", "clean_env", "cpu_training_script", "json_line", "run_env", "run_script"]
