@@ -199,15 +199,12 @@ def build_stack(
     """Migrate a SQLite database under ``root`` and start hub (+ worker, beat) on it."""
     import testservices
 
-    from profilerhub_core.db.migrate import upgrade
-    from profilerhub_core.db.session import make_engine
+    from tests.e2e.jobs_stack import migrate_in_process
 
     root.mkdir(parents=True, exist_ok=True)
     home = root / "home"
     database_url = f"sqlite:///{root / 'hub.db'}"
-    engine = make_engine(database_url)
-    upgrade(engine)
-    engine.dispose()
+    migrate_in_process(database_url)
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILERHUB_")}
     child_env.update(
         FAST,
@@ -222,11 +219,13 @@ def build_stack(
     child_env.update(env)
     stack = AppStack(home=home, env=child_env)
     try:
-        stack.start_hub()
+        # worker and beat first, not waited for (tasks wait in Redis until they consume them): on
+        # two cores they import while the hub does, instead of after it
         if worker:
             stack.start_worker()
         if beat:
             stack.beat = stack.start("beat")
+        stack.start_hub()
     except BaseException:
         stack.stop()
         raise
