@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     worker_ingest_memory_bytes: int = Field(
         default=0,
         ge=0,
-        description="Memory one worker's concurrent ingests may hold together (each file reserves 2.5 "
+        description="Memory one worker's concurrent ingests may hold together (each file reserves 1.5 "
         "times its decompressed size while it is parsed); 0 = half the machine's memory.",
     )
     job_presigned_uploads: bool = Field(

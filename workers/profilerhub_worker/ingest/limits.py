@@ -11,7 +11,9 @@ Three limits, all settings (``docs/jobs.md`` lists them with their defaults):
   (``--pool threads``: one process). Before a file is parsed its ingest reserves
   ``PARSE_MEMORY_FACTOR`` times its decompressed size from this budget and waits while others
   hold it; a file that alone needs more than the whole budget fails its job instead of waiting.
-  (The factor comes from docs/analysis.md: a 3.4 GiB trace peaks at 7.2 GB RSS, 2.1 times.)
+  (The factor is measured by ``benchmarks/bench_ingest_memory.py``: one trace's whole ingest,
+  reader, dashboard, timeline and TensorBoard views, peaked at 1.20, 1.07 and 0.99 times the
+  decompressed size at 1, 4 and 10 M events, the worker's interpreter included; 1.5 leaves a margin.)
 
 Temporary copies live in ``profilerhub-ingest-<pid>-*`` directories; ``remove_stale_copies``
 (run when a worker's ingest context is built) deletes those of processes that are gone, so a
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from profilerhub_core.storage import ObjectStore
 
-PARSE_MEMORY_FACTOR = 2.5
+PARSE_MEMORY_FACTOR = 1.5
 # A parse holds the GIL for seconds at a time (msgspec decodes a whole document, or a whole batch,
 # in one call), so the heartbeat thread cannot run meanwhile; a large file's claim is kept live for
 # as long as its parse could take at this rate instead (``claim.Heartbeat.parsing``). Measured on a
