@@ -324,3 +324,33 @@ def test_label_counts_leave_out_ignore_index_on_both_paths(torch: ModuleType, tm
     for row, y in zip(counts.tolist(), targets, strict=True):
         want = torch.bincount(y[y >= 0], minlength=len(row)).tolist()
         assert row == want
+
+
+def test_nothing_the_step_made_outlives_it(torch: ModuleType, tmp_path: Path) -> None:
+    """Every collection every step: once a step ends, the SDK holds none of its activations,
+    losses, labels or gradients (what bounds the device memory ph.watch takes)."""
+    import gc
+    import weakref
+
+    rec = Recorder(torch)
+    ph.init(job="held", output=str(tmp_path))
+    ph.watch(rec.model, rec.opt, rec.loss_fn, collections=ALL, every=1)
+    refs, memory = [], set()
+    for i in range(2):
+        with ph.step(i):
+            x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
+            out = rec.model(x)
+            loss = rec.loss_fn(out, y)
+            loss.backward()
+            rec.opt.step()
+            grads = [p.grad for p in rec.model.parameters() if p.grad is not None]
+            refs += [weakref.ref(t) for t in (out, loss, y, *grads)]
+            memory |= {t.data_ptr() for t in (out, loss, y, *grads)}
+            rec.opt.zero_grad(set_to_none=True)
+        del x, y, out, loss, grads
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []
+    # Nor a view of them (a detached loss, say): no live tensor shares their memory.
+    live = [o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and o.data_ptr() in memory]
+    assert live == []
+    ph.finish()
