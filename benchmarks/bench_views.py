@@ -4,19 +4,25 @@ takes to open for a job of N events.
 For each size (default 1 M; ``--events 1000000,10000000`` for the issue's 10 M) a trace is made by
 repeating a real GPU trace of the shared samples (alexnet: kernels, memcpy, runtimes, 8 GPUs' worth
 of properties), each copy shifted in time and its correlation and External ids renumbered so every
-launch still finds its operator. Its views are computed exactly as ingest computes them
-(``tbviews.views_and_calls`` on the document's bytes: the time and the peak RSS of that are
-printed), written to a local store as ingest writes them (``tb_views.json``, ``tb_calls.npz``, the
-summary), and a real profiler app process serves them (the hub stood in for by a one-job fake, as
-``bench_pages.py`` does). Chromium then opens each tab of ``/jobs/{id}/views``: the time from the
-navigation's start to the tab's table drawn, cold (first open) and warm (again), and the Operators
-view over a time range (the API answer behind a timeline selection).
+launch still finds its operator, written copy by copy to a gzipped file (never in memory whole).
+Its views are computed exactly as ingest computes them (``tbviews.views_and_calls`` over the file
+read as a stream: the time and the peak RSS of that are printed), written to a local store as
+ingest writes them (``tb_views.json``, ``tb_calls.npz``, the summary), and a real profiler app
+process serves them (the hub stood in for by a one-job fake, as ``bench_pages.py`` does). Chromium
+then opens each tab of ``/jobs/{id}/views``: the time from the navigation's start to the tab's
+table drawn, cold (first open) and warm (again), and the Operators view over a time range (the API
+answer behind a timeline selection).
 
-Goal (issue 23): each view opens in < 300 ms for a 10 M-event job. The anchor is the plugin's own
-time to load the same trace: the plugin left PyPI's maintained packages with PyTorch's removal of it
-and is not installed here, so this prints it as not measured rather than guess a figure.
+Goal (issue 23): each view opens in < 300 ms for a 10 M-event job. The anchor, in the same run, is
+the plugin's own time to load the same trace file: ``torch-tb-profiler`` 0.4.3 (its last release)
+in its own virtual environment (``--tb-python``, default ``/work/coord/tbvenv/bin/python``; make it
+with ``python3 -m venv DIR && DIR/bin/pip install torch-tb-profiler``) runs what its ``RunLoader``
+runs per worker file, ``RunProfileData.parse`` then ``RunGenerator.generate_run_profile``, in a
+child limited to ``--tb-memory`` GiB of address space and ``--tb-timeout`` seconds; a load that
+fails or passes either is printed as such.
 
     .venv/bin/python benchmarks/bench_views.py [--events 1000000,10000000] [--repeat 3]
+        [--tb-python PATH] [--tb-memory 8] [--tb-timeout 600]
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import gzip
 import json
 import resource
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,41 +61,74 @@ TABS = {
 }
 
 
-def repeated_trace(events: int) -> bytes:
-    """The sample's events repeated until ``events``, as one Chrome-trace document."""
+_MARK = "@@bench@@"
+
+
+def _template(event: dict[str, Any]) -> list[str]:
+    """The event's JSON cut around its ``ts`` and ids: literal, key, literal, key, ..., literal."""
+    c = dict(event, ts=f"{_MARK}ts")
+    if c.get("args"):
+        args = dict(c["args"])
+        args.pop("Python id", None)
+        for k in _IDS:
+            if args.get(k):
+                args[k] = f"{_MARK}{k}"
+        c["args"] = args
+    text = json.dumps(c, separators=(",", ":"))
+    pieces: list[str] = []
+    for i, part in enumerate(text.split(f'"{_MARK}')):
+        if i == 0:
+            pieces.append(part)
+            continue
+        key, rest = part.split('"', 1)
+        pieces += [key, rest]
+    return pieces
+
+
+_IDS = ("correlation", "External id", "external id")
+
+
+def write_repeated_trace(path: Path, events: int) -> int:
+    """The sample's events repeated until ``events``, as one gzipped Chrome-trace document at
+    ``path``, written copy by copy (never in memory whole); its decompressed bytes."""
     doc = json.loads(gzip.decompress(SAMPLE.read_bytes()))
     base = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     t0 = min(e["ts"] for e in base)
     span = max(e["ts"] + e.get("dur", 0) for e in base) - t0 + 10
-    ids = max(max(int(e.get("args", {}).get(k, 0) or 0) for e in base)
-              for k in ("correlation", "External id", "external id")) + 1  # fmt: skip
-    out = []
-    copies = -(-events // len(base))
-    for i in range(copies):
-        shift, offset = i * span, i * ids
-        for e in base:
-            c = dict(e, ts=e["ts"] + shift)
-            args = c.get("args")
-            if args:
-                args = dict(args)
-                for k in ("correlation", "External id", "external id"):
-                    if args.get(k):
-                        args[k] = args[k] + offset
-                if "Python id" in args:
-                    args.pop("Python id")
-                c["args"] = args
-            out.append(c)
-            if len(out) == events:
-                break
-    doc["traceEvents"] = out
-    return json.dumps(doc, separators=(",", ":")).encode()
+    ids = max(max(int(e.get("args", {}).get(k, 0) or 0) for e in base) for k in _IDS) + 1
+    templates = [(_template(e), e) for e in base]
+    head = json.dumps({k: v for k, v in doc.items() if k != "traceEvents"}, separators=(",", ":"))
+    size, left, copy = 0, events, 0
+    with gzip.open(path, "wt", compresslevel=1) as out:
+        size += out.write(head[:-1] + ',"traceEvents":[')
+        sep = ""
+        while left > 0:
+            shift, offset = copy * span, copy * ids
+            texts = []
+            for pieces, e in templates[:left]:
+                args = e.get("args") or {}
+                values = {
+                    "ts": repr(e["ts"] + shift),
+                    **{k: repr(args[k] + offset) for k in _IDS if args.get(k)},
+                }
+                texts.append("".join(p if i % 2 == 0 else values[p] for i, p in enumerate(pieces)))
+            size += out.write(sep + ",".join(texts))
+            sep = ","
+            left -= len(texts)
+            copy += 1
+        size += out.write("]}")
+    return size
 
 
-def write_job(root: Path, data: bytes) -> tuple[str, str, str, dict[str, float]]:
-    """Compute the views as ingest does and write them; (domain_id, owner_id, job_id, timings)."""
+def write_job(root: Path, trace: Path) -> tuple[str, str, str, dict[str, float]]:
+    """Compute the views as ingest does (the file read as a stream) and write them;
+    (domain_id, owner_id, job_id, timings)."""
+    from profilerhub_analysis.reader import file_chunks
     from profilerhub_analysis.rules.tb_recommendations import brief
+    from profilerhub_analysis.stream import SLICE_BYTES
     from profilerhub_analysis.tbviews import views_and_calls
     from profilerhub_analysis.tbviews.calls import pack
+    from profilerhub_analysis.tbviews.parse import parse_chunks
     from profilerhub_core.storage import layout, open_store
 
     domain_id, owner_id, job_id = (str(uuid.uuid4()) for _ in range(3))
@@ -96,7 +136,7 @@ def write_job(root: Path, data: bytes) -> tuple[str, str, str, dict[str, float]]
     folder = f"jobs/{job_id}/processed/traces/0-bench"
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
-    views, calls = views_and_calls(data)
+    views, calls = views_and_calls(parse_chunks(file_chunks(trace, 1 << 62, size=SLICE_BYTES)))
     timings = {"views_s": time.perf_counter() - t,
                "views_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                "rss_before_mb": rss0 / 1024}  # fmt: skip
@@ -123,18 +163,51 @@ def write_job(root: Path, data: bytes) -> tuple[str, str, str, dict[str, float]]
     return domain_id, owner_id, job_id, timings
 
 
-def measure(events: int, repeat: int) -> dict[str, Any]:
+TB_ANCHOR = r"""
+import json, resource, sys, tempfile, time
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]) << 30,) * 2)
+from torch_tb_profiler.profiler.data import RunProfileData
+from torch_tb_profiler.profiler.run_generator import RunGenerator
+t0 = time.perf_counter()
+with tempfile.TemporaryDirectory() as cache:
+    data = RunProfileData.parse("worker0", None, sys.argv[1], cache)
+    RunGenerator("worker0", None, data).generate_run_profile()
+print(json.dumps({"load_s": time.perf_counter() - t0,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def plugin_load(trace: Path, python: str, memory_gib: int, timeout: float) -> dict[str, Any]:
+    """The plugin's own load of ``trace`` (``TB_ANCHOR`` in ``python``): ``load_s`` and
+    ``peak_mib``, or ``failed`` saying why."""
+    if not Path(python).exists():
+        return {"failed": f"not measured: {python} is missing (python3 -m venv DIR && DIR/bin/pip "
+                          "install torch-tb-profiler)"}  # fmt: skip
+    try:
+        done = subprocess.run([python, "-c", TB_ANCHOR, str(trace), str(memory_gib)], capture_output=True,
+                              text=True, timeout=timeout, cwd=tempfile.gettempdir(), check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"failed": f"did not load within {timeout:.0f} s"}
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return {"failed": f"failed within {memory_gib} GiB: {last[:200]}"}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure(events: int, repeat: int, anchor: tuple[str, int, float]) -> dict[str, Any]:
     import httpx
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="profilerhub-bench-views-"))
     root = tmp / "store"
     t = time.perf_counter()
-    data = repeated_trace(events)
-    out: dict[str, Any] = {"events": events, "trace_mb": len(data) / 1e6, "make_s": time.perf_counter() - t}
-    domain_id, owner_id, job_id, timings = write_job(root, data)
-    del data
+    trace = tmp / "trace.json.gz"
+    size = write_repeated_trace(trace, events)
+    out: dict[str, Any] = {"events": events, "trace_mb": size / 1e6, "make_s": time.perf_counter() - t}
+    domain_id, owner_id, job_id, timings = write_job(root, trace)
     out |= timings
+    out["plugin"] = plugin_load(trace, *anchor)
     app, base, headers = serve_job(root, domain_id, owner_id, job_id)
     try:
         if "range_t0us" in out:
@@ -174,7 +247,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", default="1000000", help="comma-separated sizes (default 1000000)")
     ap.add_argument("--repeat", type=int, default=3, help="warm opens per tab (their median is printed)")
+    ap.add_argument(
+        "--tb-python", default="/work/coord/tbvenv/bin/python", help="python with torch-tb-profiler"
+    )
+    ap.add_argument("--tb-memory", type=int, default=8, help="GiB of address space the plugin's load may use")
+    ap.add_argument("--tb-timeout", type=float, default=600.0, help="seconds the plugin's load may take")
     args = ap.parse_args()
+    anchor = (args.tb_python, args.tb_memory, args.tb_timeout)
     if not SAMPLE.exists():
         print(f"skipped: {SAMPLE} is missing (the shared traces lie beside the checkout)")
         return 0
@@ -182,7 +261,7 @@ def main() -> int:
     print(f"sample: {SAMPLE.name} repeated; machine load {Path('/proc/loadavg').read_text().split()[0]}")
     ok = True
     for n in (int(x) for x in args.events.split(",")):
-        r = measure(n, args.repeat)
+        r = measure(n, args.repeat, anchor)
         size = f"{r['trace_mb']:.0f} MB of JSON, {r['operator_calls']:,.0f} operator calls"
         print(f"\n{n:,} events ({size}):")
         print(
@@ -200,8 +279,12 @@ def main() -> int:
         met = worst < GOAL_MS
         ok &= met
         print(f"  goal: every view < {GOAL_MS} ms: {'met' if met else 'NOT met'} (slowest {worst:.1f} ms)")
-    print("\nanchor: the TensorBoard plugin's own load time: not measured "
-          "(torch-tb-profiler is not installed here; PyTorch removed it)")  # fmt: skip
+        plugin = r["plugin"]
+        if "failed" in plugin:
+            print(f"  anchor: the TensorBoard plugin's own load of the same file: {plugin['failed']}")
+        else:
+            print(f"  anchor: the TensorBoard plugin's own load of the same file: {plugin['load_s']:.1f} s, "
+                  f"peak RSS {plugin['peak_mib']:.0f} MiB (its views then open from memory)")  # fmt: skip
     return 0 if ok else 1
 
 
