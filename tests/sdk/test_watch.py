@@ -350,7 +350,13 @@ def test_nothing_the_step_made_outlives_it(torch: ModuleType, tmp_path: Path) ->
         del x, y, out, loss, grads
     gc.collect()
     assert [r for r in refs if r() is not None] == []
+
     # Nor a view of them (a detached loss, say): no live tensor shares their memory.
-    live = [o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and o.data_ptr() in memory]
-    assert live == []
+    def shares(o: object) -> bool:
+        try:
+            return issubclass(type(o), torch.Tensor) and o.data_ptr() in memory  # type: ignore[attr-defined]
+        except RuntimeError:  # a fake tensor (another test's torch.compile) has no memory
+            return False
+
+    assert [o for o in gc.get_objects() if shares(o)] == []
     ph.finish()
