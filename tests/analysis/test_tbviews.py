@@ -3,9 +3,13 @@ what the oracle's real traces check only in bulk."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from profilerhub_analysis.tbviews import OWN_ID_NOTE, tb_views
 
@@ -144,3 +148,34 @@ def test_memory_events_pair_each_allocation_with_its_free_and_name_the_operator(
         (None, 128, 210, None, None),
     ]
     assert got["total"] == 5
+
+
+def test_the_trees_are_the_same_whatever_the_nesting_loops_chunk(
+    shared_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nesting runs over chunks of nodes (``tree._NEST_CHUNK``), its stack carried from one
+    to the next; a chunk of 7 cuts every tree of a real trace with modules many times over."""
+    from profilerhub_analysis.tbviews import tree, views_and_calls
+
+    data = gzip.decompress(
+        (shared_dir / "traces/torch-cpu/mlp_cpu_10steps_stack.pt.trace.json.gz").read_bytes()
+    )
+    whole = views_and_calls(data)
+    monkeypatch.setattr(tree, "_NEST_CHUNK", 7)
+    cut = views_and_calls(data)
+    assert json.dumps(cut[0], sort_keys=True) == json.dumps(whole[0], sort_keys=True)
+    assert whole[0]["tb_modules"] and whole[0]["tb_operators"]
+    for key, col in whole[1].items():
+        assert (cut[1][key] == col) if isinstance(col, list) else bool((cut[1][key] == col).all()), key
+
+
+def test_an_id_of_an_unhashable_type_is_matched_by_its_value_not_an_error() -> None:
+    """A list where an External id belongs (no JSON number) is coded by its value: the launch still
+    finds its operator, nothing raises."""
+    views = _views(
+        _x("cpu_op", "aten::mm", 0, 10, **{"External id": [1]}),
+        _x("cuda_runtime", "cudaLaunchKernel", 1, 2, **{"External id": [1], "correlation": 7}),
+        _x("kernel", "k", 20, 4, correlation=7, device=0),
+    )
+    assert [(r["name"], r["device_self_us"]) for r in views["tb_operators"]] == [("aten::mm", 4)]
+    assert views["tb_kernels"][0]["calls"] == 1
