@@ -223,7 +223,7 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
     # 2. nodes, threads, runtimes on nodes
     is_node = np.isin(t, (T.OPERATOR, T.PYTHON, T.MODULE, T.STEP))
     is_node |= (t == T.ANNOTATION) & flags.annotation_node[trace.name]
-    node_event = np.flatnonzero(is_node)
+    node_event = np.flatnonzero(is_node).astype(np.int32)
     n = len(node_event)
     tid = trace.tid[node_event]
     uniq, first = np.unique(tid, return_index=True)
@@ -231,7 +231,7 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
     root_tids = uniq[by_first]
     rank_of_tid = np.full(len(trace.tids) + 1, -1, dtype=np.int64)
     rank_of_tid[root_tids] = np.arange(len(root_tids))
-    thread = rank_of_tid[tid]
+    thread = rank_of_tid[tid].astype(np.int32)
     n_threads = len(root_tids)
     total = n + n_threads
     roots = np.arange(n, total)
@@ -248,19 +248,20 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
     name = np.concatenate((trace.name[node_event], np.full(n_threads, root_name, dtype=np.int32)))
     ts = np.concatenate((trace.ts[node_event], np.full(n_threads, -np.inf)))
     end = np.concatenate((trace.end[node_event], np.full(n_threads, np.inf)))
-    nest = np.lexsort((node_event, -end[:n], ts[:n], thread))
+    nest = np.lexsort((node_event, -end[:n], ts[:n], thread)).astype(np.int32)
     parent, depth, post = _nest(nest, ts, end, thread, n)
     kept = parent != -2
     kept[n:] = True
     safe = np.where(kept, parent, 0)
     safe[n:] = 0
-    count = np.bincount(safe[:n][kept[:n]], minlength=total)
+    count = np.bincount(safe[:n][kept[:n]], minlength=total).astype(np.int32)
     absorbed = np.zeros(total, dtype=bool)
     absorbed[:n] = (
         kept[:n] & (safe[:n] < n) & (count[safe[:n]] == 1) & (types[:n] == T.OPERATOR)
         & (types[safe[:n]] == T.OPERATOR) & (name[:n] == name[safe[:n]])
     )  # fmt: skip
-    top = np.arange(total)
+    del count
+    top = np.arange(total, dtype=np.int32)
     top[absorbed] = parent[absorbed]
     while True:
         nxt = top[top]
@@ -270,12 +271,14 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
     has_absorbed_child = np.zeros(total, dtype=bool)
     has_absorbed_child[parent[absorbed]] = True
     in_tree = kept & ~absorbed
-    mparent = np.full(total, -2, dtype=np.int64)
+    del safe
+    mparent = np.full(total, -2, dtype=np.int32)
     ev_in = np.flatnonzero(in_tree[:n])
     mparent[ev_in] = top[parent[ev_in]]
     mparent[n:] = -1
     order = post[in_tree[post]]
-    pos = np.empty(total, dtype=np.int64)
+    del post
+    pos = np.empty(total, dtype=np.int32)
     pos[order] = np.arange(len(order))
 
     # runtimes' holders
@@ -330,12 +333,14 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
         up = ps[eligible[xs] & operator[ps]]
         eligible[up] = True
     pre = nest[in_tree[nest]]
+    del nest, dur, pos
     kids = pre[np.argsort(mparent[pre], kind="stable")]
     child_ptr = np.concatenate(([0], np.cumsum(np.bincount(mparent[pre], minlength=total))))
     return Forest(
         trace=trace, flags=flags, event=np.append(node_event, np.full(n_threads, -1)), type=types,
         name=name, ts=ts, end=end, parent=mparent, depth=depth,
-        thread=np.concatenate((thread, np.arange(n_threads))), order=order, preorder=pre, roots=roots,
+        thread=np.concatenate((thread, np.arange(n_threads, dtype=np.int32))), order=order, preorder=pre,
+        roots=roots,
         root_tids=root_tids, children=kids, child_ptr=child_ptr, rt_event=rt_event,
         gpu_event=gpu_event, rt_of_gpu=rt_of_gpu, hold_node=h_node, hold_rt=h_rt,
         collective_ext=collective_ext, is_operator=operator & flags.operator[name],
@@ -358,10 +363,10 @@ def _nest(
     """(parent, depth, post-order) of the nodes nested per thread in ``order``; parent -2 for a
     node that starts inside the open one but ends after it (dropped), roots are ``n + thread``."""
     total = len(ts)
-    parent = np.full(total, -2, dtype=np.int64)
+    parent = np.full(total, -2, dtype=np.int32)
     parent[n:] = -1
-    depth = np.zeros(total, dtype=np.int64)
-    post = np.empty(total, dtype=np.int64)
+    depth = np.zeros(total, dtype=np.int32)
+    post = np.empty(total, dtype=np.int32)
     done = 0
     ids: list[int] = []
     ends: list[float] = []
