@@ -157,6 +157,20 @@ def _stop_services() -> Iterator[None]:
     testservices.stop_all()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints what the workers used
+        workeroutput["testservices"] = list(testservices.REPORT)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """(xdist, in the controller) Gather what each worker used or started, once per line."""
+    for line in getattr(node, "workeroutput", {}).get("testservices", []):
+        if line not in testservices.REPORT:
+            testservices.REPORT.append(line)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if testservices.REPORT:
         terminalreporter.section("test services")
