@@ -1,6 +1,7 @@
 # ruff: noqa: F811  -- pytest fixtures imported from apps_stack are parameters here
 """The TensorBoard app end to end: a training script (a real process, the SDK uploading to the
-real hub) logs metrics with ``tensorboard=True`` and fills a ``tensorboard_dir``; a real worker
+real hub) logs metrics with ``tensorboard=True``, watches a model with ``ph.watch(...,
+tensorboard=True)`` and fills a ``tensorboard_dir``; a real worker
 then spawns real TensorBoard over its owner's jobs, which lists the run's scalars; the owner
 reaches it through the proxy, in httpx and in Chromium, and nobody else does; and the same over
 S3 (moto's server)."""
@@ -32,11 +33,18 @@ import profilerhub as ph
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
+import torch
+
 ph.init(job="tb-sdk", chunk_interval_s=0.2, flush_timeout_s=30, tensorboard_dir="runs")
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+ph.watch(model, opt, collections=["weights", "gradients"], every=1, tensorboard=True)
 own = EventFileWriter("runs")
 for i in range(4):
     with ph.step(i):
-        time.sleep(0.01)
+        model(torch.randn(16, 4)).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
     ph.log_metric("train:loss", 1.0 / (i + 1), tensorboard=True)
     value = summary_pb2.Summary.Value(tag="own:acc", simple_value=i / 10)
     own.add_event(event_pb2.Event(wall_time=time.time(), step=i, summary=summary_pb2.Summary(value=[value])))
@@ -146,6 +154,28 @@ def test_owner_sees_the_scalars_her_sdk_run_logged(shared_stack: AppStack, board
         (2, 0.3333),
         (3, 0.25),
     ]
+
+
+def test_owner_sees_her_watched_tensors_in_the_histograms_and_distributions_tabs(
+    shared_stack: AppStack, board: dict[str, str]
+) -> None:
+    """``ph.watch(..., tensorboard=True)``: each tensor's |x| histogram per saved step, as the
+    Histograms and Distributions plugins answer it, and its reductions as scalars."""
+    token, app_id, sdk_run = board["token"], board["app_id"], board["sdk_run"]
+    wait_for_scalar(shared_stack, token, app_id, sdk_run)
+    tags = get(shared_stack, token, app_id, "data/plugin/histograms/tags").json()[sdk_run]
+    assert {"weights/0.weight", "gradients/0.weight", "weights/2.weight"} <= set(tags), tags
+    query = f"run={sdk_run}&tag=weights/0.weight"
+    histograms = get(shared_stack, token, app_id, f"data/plugin/histograms/histograms?{query}")
+    assert histograms.status_code == 200, histograms.text
+    steps = [step for _, step, _ in histograms.json()]
+    assert steps == [0, 1, 2, 3]
+    counts = sum(bucket[2] for bucket in histograms.json()[0][2])
+    assert counts == 32  # the 4 x 8 weights, each in one bucket
+    distributions = get(shared_stack, token, app_id, f"data/plugin/distributions/distributions?{query}")
+    assert distributions.status_code == 200 and len(distributions.json()) == 4, distributions.text
+    scalars = get(shared_stack, token, app_id, "data/plugin/scalars/tags").json()[sdk_run]
+    assert "weights/0.weight/l2" in scalars, sorted(scalars)
 
 
 def test_nobody_but_the_owner_reaches_the_tensorboard(shared_stack: AppStack, board: dict[str, str]) -> None:
