@@ -53,6 +53,8 @@ MODES = ("train", "eval", "predict")
 COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "optimizer_variables", "labels")
 EVERY_STEP = ("losses", "labels")  # saved every step by default
 DEFAULT_EVERY = 100
+RELU = re.compile(r"(?i)relu")
+"""Activations whose module class or name match get ``dead_frac`` (four kernels a layer); others NaN."""
 HOST_LABELS = 4096
 """Integer labels of at most this many elements on the CPU are counted on the host (``_add_labels``)."""
 FULL_TENSORS_MAX_BYTES = 64 << 20
@@ -412,10 +414,12 @@ class Watcher:
                 )
                 pairs = [(n, t) for n, t in zip(names, outs, strict=True) if self._wanted(n)]
                 kind = type(module).__name__
+                relu = bool(RELU.search(kind) or RELU.search(name))  # dead units: what DeadRelu reads
                 with self._lock:
                     for n, t in pairs:
                         self._types[n] = kind
-                        self._dead.append((n, _dead_fraction(self.torch, t)))
+                        if relu:
+                            self._dead.append((n, _dead_fraction(self.torch, t)))
                 self.add(pairs)
 
             self._guard("activations", reduce)
@@ -545,15 +549,17 @@ class Watcher:
         classes: dict[str, Any] | None = None,
     ) -> None:
         torch = self.torch
-        latest: dict[str, tuple[list[int], list[float]]] = {}
+        latest: dict[str, tuple[list[int], list[float], list[int]]] = {}  # shape, statistics, hist
         by_device: dict[Any, list[int]] = {}
         for i, (_, _, (device, _)) in enumerate(rows):
             by_device.setdefault(device, []).append(i)
         for idx in by_device.values():  # one fold and one copy to the host per device
-            host = fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64).cpu().tolist()
+            host = fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64).cpu()
+            # The counts as integers by one conversion, not an int() per bin in Python.
+            stats, hists = host[:, :10].tolist(), host[:, 10 : 10 + N_BINS].to(torch.int64).tolist()
             names = [(n, s) for i in idx for n, s in zip(rows[i][0], rows[i][1], strict=True)]
-            for (name, shape), row in zip(names, host, strict=True):
-                latest[name] = (shape, row)
+            for (name, shape), stat, hist in zip(names, stats, hists, strict=True):
+                latest[name] = (shape, stat, hist)
         dead_of: dict[str, float] = {}
         if dead:
             dead_of = {
@@ -562,13 +568,16 @@ class Watcher:
         if scalars:
             values = _host_floats(torch, [v for _, v in scalars])
             for (name, _), value in zip(scalars, values, strict=True):
-                latest[name] = ([], scalar_row(float(value)))
+                row = scalar_row(float(value))
+                latest[name] = ([], row[:10], list(map(int, row[10 : 10 + N_BINS])))
         class_of = {n: c for n, c in (classes or {}).items() if isinstance(c, list)}
         on_device = {n: c for n, c in (classes or {}).items() if not isinstance(c, list)}
         if on_device:
             class_of |= _host_lists(torch, on_device)
         for name, counts in class_of.items():
-            latest[name] = (self._label_shapes.get(name, [sum(counts)]), counts_row(counts))
+            row = counts_row(counts)
+            shape = self._label_shapes.get(name, [sum(counts)])
+            latest[name] = (shape, row[:10], list(map(int, row[10 : 10 + N_BINS])))
         mode, step = key
         run = self.run
         record = {
@@ -580,9 +589,9 @@ class Watcher:
             "rank": run.rank(),
             "ts_ns": now_ns(),
             "names": list(latest),
-            "shapes": [s for s, _ in latest.values()],
-            "stats": [_stats(row, dead_of.get(n, math.nan)) for n, (_, row) in latest.items()],
-            "hist": [list(map(int, row[10 : 10 + N_BINS])) for _, row in latest.values()],
+            "shapes": [s for s, _, _ in latest.values()],
+            "stats": [_stats(stat, dead_of.get(n, math.nan)) for n, (_, stat, _) in latest.items()],
+            "hist": [hist for _, _, hist in latest.values()],
             "types": [self._types.get(n) for n in latest],
         }
         if class_of:

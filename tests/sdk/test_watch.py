@@ -360,3 +360,15 @@ def test_nothing_the_step_made_outlives_it(torch: ModuleType, tmp_path: Path) ->
 
     assert [o for o in gc.get_objects() if shares(o)] == []
     ph.finish()
+
+
+def test_dead_units_are_counted_for_relu_layers_only(torch: ModuleType, tmp_path: Path) -> None:
+    """``dead_frac`` (what DeadRelu reads): the share of a ReLU layer's units active in under 1 % of
+    the batch, as torch counts it; NaN for the other layers' outputs."""
+    rec = _run(torch, tmp_path, collections=["activations"], every=1)
+    trial = create_trial(str(tmp_path / "watched"))
+    for step in range(5):
+        out = rec.seen[("activations/3", "train", step)]  # the ReLU's output, batch x units
+        want = float(((out > 0).sum(dim=0) < 0.01 * out.shape[0]).float().mean())
+        assert trial.tensor("activations/3").reduction_value(step, "dead_frac") == pytest.approx(want)
+        assert math.isnan(trial.tensor("activations/1").reduction_value(step, "dead_frac"))  # the tanh
