@@ -29,8 +29,8 @@ beside the issue's goal (100 MB/s per core).
 ``--workers 1 2`` then ingests a job of ``--ranks`` traces of ``--rank-events`` events each through
 real ingest workers (``profilerhub worker --queues ingest --concurrency 1`` processes, beside a hub
 on SQLite and a Redis: ``bench_apps.Stack``), once per worker count, uploading through the hub's
-API and timing ``complete`` to ``Ready``; it prints the wall time, the workers' CPU time per GB, and
-the speed-up of each count over the first.
+API and timing ``complete`` to ``Ready``; it prints the wall time, the workers' CPU time per GB, the
+speed-up of each count over the first, and each worker's CPU seconds (that every worker took part).
 
 The streamed reader's peak should grow by the store's columns alone (about 70 bytes per event
 kept), the anchor's by about twice the document.
@@ -230,7 +230,11 @@ def run_workers(args: argparse.Namespace, tmp: Path) -> None:
         f"({size / 1e6:.0f} MB of JSON each, {total / 1e9:.2f} GB in all), ingest workers of one task each"
     )
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    print("{:>8} {:>8} {:>10} {:>8} {:>9}".format("workers", "wall s", "cpu s/GB", "MB/s", "speed-up"))
+    print(
+        "{:>8} {:>8} {:>10} {:>8} {:>9}  {}".format(
+            "workers", "wall s", "cpu s/GB", "MB/s", "speed-up", "CPU s of each worker"
+        )
+    )
     redis_url, embedded = os.environ.get("PROFILERHUB_BENCH_REDIS_URL"), None
     if not redis_url:
         from profilerhub_stack.embedded_redis import EmbeddedRedis
@@ -244,13 +248,14 @@ def run_workers(args: argparse.Namespace, tmp: Path) -> None:
             stack.env["PROFILERHUB_JOB_MAX_TRACE_BYTES"] = str(max(size * 2, 1 << 31))
             stack.env["PROFILERHUB_JOB_MAX_INGEST_BYTES"] = str(max(total * 2, 1 << 33))
             try:
-                wall, cpu = ingest_once(stack, wait_until, count, args.ranks, body)
+                wall, cpus = ingest_once(stack, wait_until, count, args.ranks, body)
+                cpu = sum(cpus)
             finally:
                 stack.stop()
             first = first or wall
             print(
                 f"{count:>8} {wall:>8.1f} {cpu / (total / 1e9):>10.0f} {total / 1e6 / wall:>8.1f} "
-                f"{first / wall:>9.2f}"
+                f"{first / wall:>9.2f}  " + " + ".join(f"{c:.1f}" for c in cpus)
             )
     finally:
         if embedded is not None:
@@ -263,10 +268,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def ingest_once(stack: Any, wait_until: Any, count: int, ranks: int, body: bytes) -> tuple[float, float]:
+def ingest_once(
+    stack: Any, wait_until: Any, count: int, ranks: int, body: bytes
+) -> tuple[float, list[float]]:
     """Start the hub and ``count`` ingest workers, ingest a one-trace job untimed (the workers'
     first imports and caches), then upload the job and time complete -> Ready; the wall time and
-    the workers' CPU seconds meanwhile."""
+    each worker's CPU seconds meanwhile (all of them busy: the traces did fan out)."""
     import redis
 
     (stack.root / "home").mkdir(parents=True, exist_ok=True)
@@ -317,11 +324,11 @@ def ingest_once(stack: Any, wait_until: Any, count: int, ranks: int, body: bytes
 
     ingested(uploaded("warm-up", 1))  # untimed: the workers' first imports and caches
     job_id = uploaded("ranks", ranks)
-    cpu0 = sum(_cpu_seconds(w.pid) for w in workers)
+    cpu0 = [_cpu_seconds(w.pid) for w in workers]
     t0 = time.perf_counter()
     ingested(job_id)
     wall = time.perf_counter() - t0
-    return wall, sum(_cpu_seconds(w.pid) for w in workers) - cpu0
+    return wall, [_cpu_seconds(w.pid) - c for w, c in zip(workers, cpu0, strict=True)]
 
 
 if __name__ == "__main__":
