@@ -89,24 +89,49 @@ def operators_between(
     if t1 is not None:
         keep &= ts < t1
     rows = np.flatnonzero(keep)
-    by_name = _table(calls, calls["name"][rows], rows, lambda g: {"name": calls["names"][g]})
+    figures = {k: calls[k][rows] for k in FIGURES}  # taken once for both tables
+    names = calls["name"][rows]
+    by_name = _table(calls, names, len(calls["names"]), rows, figures, lambda g: {"name": calls["names"][g]})
     n_shapes = max(len(calls["shapes"]), 1)
-    pair = calls["name"][rows].astype(np.int64) * n_shapes + calls["shape"][rows]
+    pair = names.astype(np.int64) * n_shapes + calls["shape"][rows]
     shaped = lambda g: {"name": calls["names"][g // n_shapes], "input_shape": calls["shapes"][g % n_shapes]}  # noqa: E731
-    by_shape = _table(calls, pair, rows, shaped)
+    by_shape = _table(calls, pair, len(calls["names"]) * n_shapes, rows, figures, shaped)
     return by_name, by_shape, len(rows)
 
 
-def _table(calls: dict[str, Any], group: np.ndarray, rows: np.ndarray, label: Any) -> list[dict[str, Any]]:
+def _groups(group: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(group, return_index=True, return_inverse=True)`` for codes in ``[0, n_codes)``:
+    by counting where the codes are few enough (a tenth of the sort's time on 2 M calls)."""
+    if n_codes > max(1 << 22, 4 * len(group)):
+        keys, first, inverse = np.unique(group, return_index=True, return_inverse=True)
+        return keys, first, inverse
+    counts = np.bincount(group, minlength=n_codes)
+    keys = np.flatnonzero(counts)
+    renumber = np.full(n_codes, -1, dtype=np.int64)
+    renumber[keys] = np.arange(len(keys))
+    inverse = renumber[group]
+    first = np.full(len(keys), len(group), dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(len(group)))
+    return keys, first, inverse
+
+
+def _table(
+    calls: dict[str, Any],
+    group: np.ndarray,
+    n_codes: int,
+    rows: np.ndarray,
+    figures: dict[str, np.ndarray],
+    label: Any,
+) -> list[dict[str, Any]]:
     """One row per group in order of its first call (``views.operators``' dict order), sorted as
     there: device self time, else host self time, largest first (stable). Sums are numpy's, so
     they may differ from the plugin's call-order sums in the last bit."""
     if not len(rows):
         return []
-    keys, first, inverse = np.unique(group, return_index=True, return_inverse=True)
+    keys, first, inverse = _groups(group, n_codes)
     order = np.argsort(first, kind="stable")  # groups by first appearance
     counts = np.bincount(inverse, minlength=len(keys))
-    sums = {k: np.bincount(inverse, weights=calls[k][rows], minlength=len(keys)).tolist() for k in FIGURES}
+    sums = {k: np.bincount(inverse, weights=figures[k], minlength=len(keys)).tolist() for k in FIGURES}
     out = []
     for g in order.tolist():
         dev_self, dev_total = sums["device_self_us"][g], sums["device_total_us"][g]
