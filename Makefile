@@ -43,14 +43,12 @@ up: install-server  ## run hub, workers and apps on this machine with embedded d
 
 # Two pytest-xdist workers: most tests run in process on one core, so one pytest left the second
 # core idle much of the time. `--dist loadfile` keeps each file on one worker, so a module's shared
-# stack (hub, worker, Chromium) starts once; `--no-loadscope-reorder` hands the files out in the
-# order tests/conftest.py gives them (the long e2e and fault files first) instead of by test count.
-# TEST_WORKERS=0 runs it in one process.
+# stack (hub, worker, Chromium) starts once. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
 test: install  ## start the services the tests need and run the whole suite
 	@bash infra/ensure-test-deps.sh
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install
 	$(BIN)/ruff check services workers tests benchmarks infra

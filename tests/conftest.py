@@ -53,25 +53,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 os.environ.pop(name, None)
 
 
-# Under xdist, the files whose tests run real stacks, browsers and faults for tens of seconds each go
-# first (and mypy's), so the hundreds of short files fill in behind them and no worker is left
-# alone with a long file at the end; the e2e files stay together, so each worker launches its
-# Chromium once. (With `--no-loadscope-reorder`, the Makefile's: xdist hands out files in this order.)
-LONG_FIRST = ("tests/e2e/", "tests/faults/", "tests/test_lint.py")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if getattr(config, "workerinput", None) is None:
-        return
-
-    def long_first(item: pytest.Item) -> int:
-        where = item.path.relative_to(ROOT).as_posix()
-        ranks = (rank for rank, prefix in enumerate(LONG_FIRST) if where.startswith(prefix))
-        return next(ranks, len(LONG_FIRST))
-
-    items.sort(key=long_first)  # stable: collection order within each group
-
-
 @pytest.fixture(autouse=True)
 def _spill_dir_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs spill undelivered files to a folder of the test's own, never the user's cache."""

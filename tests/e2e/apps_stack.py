@@ -219,13 +219,11 @@ def build_stack(
     child_env.update(env)
     stack = AppStack(home=home, env=child_env)
     try:
-        # worker and beat first, not waited for (tasks wait in Redis until they consume them): on
-        # two cores they import while the hub does, instead of after it
+        stack.start_hub()
         if worker:
             stack.start_worker()
         if beat:
             stack.beat = stack.start("beat")
-        stack.start_hub()
     except BaseException:
         stack.stop()
         raise
