@@ -23,12 +23,14 @@ DESCRIBE = "/api/v1/domains/d1/users/{user}/apps/DetailedProfiler/default"
 
 
 def _child(up: Any, word: str) -> psutil.Process:
-    """The one process under ``up`` whose command line has ``word`` (worker, redis-server)."""
+    """The one process under ``up`` whose command line has ``word`` (worker, redis-server, hub):
+    the topmost, as the hub's server processes are forked from it and share its command line."""
     found = [
         p for p in psutil.Process(up.process.pid).children(recursive=True) if word in " ".join(p.cmdline())
     ]
-    assert len(found) == 1, [p.cmdline() for p in found]
-    return found[0]
+    top = [p for p in found if p.ppid() not in {q.pid for q in found}]
+    assert len(top) == 1, [p.cmdline() for p in found]
+    return top[0]
 
 
 def test_up_restarts_a_killed_worker_and_redis_and_leaves_no_app_behind(
@@ -131,6 +133,7 @@ def test_a_hub_killed_with_sigkill_takes_its_server_processes_along_and_comes_ba
     hub = _child(up, " hub")
     servers = hub.children(recursive=True)
     assert len(servers) >= 2, [p.cmdline() for p in servers]
+    assert all(p.cmdline() == hub.cmdline() for p in servers)  # forked from the supervisor, not spawned
     hub.send_signal(signal.SIGKILL)
     killed = time.monotonic()
     up.wait_for_output("hub exited with code -9", 60)
