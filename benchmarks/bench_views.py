@@ -15,8 +15,8 @@ answer behind a timeline selection).
 
 Goal (issue 23): each view opens in < 300 ms for a 10 M-event job. The anchor, in the same run, is
 the plugin's own time to load the same trace file: ``torch-tb-profiler`` 0.4.3 (its last release)
-in its own virtual environment (``--tb-python``, default ``/work/coord/tbvenv/bin/python``; make it
-with ``python3 -m venv DIR && DIR/bin/pip install torch-tb-profiler``) runs what its ``RunLoader``
+in its own virtual environment (``--tb-python``; by default one ``bench_cache`` installs from PyPI
+the first time) runs what its ``RunLoader``
 runs per worker file, ``RunProfileData.parse`` then ``RunGenerator.generate_run_profile``, in a
 child limited to ``--tb-memory`` GiB of address space and ``--tb-timeout`` seconds; a load that
 fails or passes either is printed as such.
@@ -43,7 +43,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_cache  # noqa: E402
 from bench_pages import CHROMIUM, serve_job, stop_job  # noqa: E402
+
+TB_VERSION = "0.4.3"  # torch-tb-profiler's last release: the anchor
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SAMPLE = (
@@ -247,13 +250,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", default="1000000", help="comma-separated sizes (default 1000000)")
     ap.add_argument("--repeat", type=int, default=3, help="warm opens per tab (their median is printed)")
-    ap.add_argument(
-        "--tb-python", default="/work/coord/tbvenv/bin/python", help="python with torch-tb-profiler"
-    )
+    ap.add_argument("--tb-python", help="python with torch-tb-profiler (default: one installed once)")
     ap.add_argument("--tb-memory", type=int, default=8, help="GiB of address space the plugin's load may use")
     ap.add_argument("--tb-timeout", type=float, default=600.0, help="seconds the plugin's load may take")
     args = ap.parse_args()
-    anchor = (args.tb_python, args.tb_memory, args.tb_timeout)
+    python = args.tb_python
+    if python is None:
+        try:
+            name, plugin = f"torch-tb-profiler-{TB_VERSION}", [f"torch-tb-profiler=={TB_VERSION}"]
+            python = str(bench_cache.venv(name, plugin, "tensorboard") / "python")
+        except bench_cache.Unavailable as e:
+            python = f"(not installed: {e})"
+    anchor = (python, args.tb_memory, args.tb_timeout)
     if not SAMPLE.exists():
         print(f"skipped: {SAMPLE} is missing (the shared traces lie beside the checkout)")
         return 0

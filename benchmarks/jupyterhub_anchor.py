@@ -34,14 +34,10 @@ from pathlib import Path
 
 import httpx
 import psutil
+from bench_cache import CACHE, Unavailable, venv
 
 VERSION = "5.2.1"
 CHP_VERSION = "4.6.3"
-CACHE = Path(os.environ.get("PROFILERHUB_BENCH_CACHE", Path.home() / ".cache" / "profilerhub-bench"))
-
-
-class Unavailable(RuntimeError):
-    """JupyterHub could not be installed or started here: the message says why and what to do."""
 
 
 def _free_port() -> int:
@@ -61,18 +57,9 @@ def _wait(check: Callable[[], bool], timeout: float, what: str, interval: float 
 
 def ensure() -> tuple[Path, Path]:
     """JupyterHub's ``bin`` folder and configurable-http-proxy's executable, installed if missing."""
-    venv, chp_dir = CACHE / f"jupyterhub-{VERSION}", CACHE / f"chp-{CHP_VERSION}"
-    hub = venv / "bin" / "jupyterhub"
+    bin_dir = venv(f"jupyterhub-{VERSION}", [f"jupyterhub=={VERSION}", "jupyter_server"], "jupyterhub")
+    chp_dir = CACHE / f"chp-{CHP_VERSION}"
     chp = chp_dir / "node_modules" / ".bin" / "configurable-http-proxy"
-    if not hub.exists():
-        print(f"installing JupyterHub {VERSION} into {venv} (once) ...", file=sys.stderr, flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        wanted = [f"jupyterhub=={VERSION}", "jupyter_server"]
-        done = subprocess.run([*pip, *wanted], capture_output=True, text=True)
-        if done.returncode or not hub.exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            raise Unavailable(f"pip could not install jupyterhub=={VERSION}: {done.stderr.strip()[-300:]}")
     if not chp.exists():
         if shutil.which("npm") is None:
             raise Unavailable("configurable-http-proxy needs npm: install Node.js 18+ and run again")
@@ -83,7 +70,7 @@ def ensure() -> tuple[Path, Path]:
         )
         if done.returncode or not chp.exists():
             raise Unavailable(f"npm could not install configurable-http-proxy: {done.stderr.strip()[-300:]}")
-    return venv / "bin", chp
+    return bin_dir, chp
 
 
 CONFIG = """\
