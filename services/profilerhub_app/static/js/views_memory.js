@@ -10,6 +10,8 @@ import { bytes, count, el, num, us } from "./common.js";
 import { tableView } from "./views_table.js";
 
 const round = (ms) => Math.round(ms * 1000) / 1000;
+/** A numeric column of a row's figure, shown by `format`, sorted by its value. */
+const figure = (key, label, format) => ({ key, label, num: true, get: (r) => format(r[key]), value: (r) => r[key] });
 const at = (v) => (v === null || v === undefined ? "–" : num(v));
 
 /**
@@ -49,7 +51,6 @@ export function memoryTab(v, ctx) {
 }
 
 function operatorColumns({ cut, timelineHref }) {
-  const figure = (key, label, format) => ({ key, label, num: true, get: (r) => format(r[key]), value: (r) => r[key] });
   return [
     { key: "name", label: "operator", get: (r) => cut(r.name, timelineHref(r.name)), value: (r) => r.name },
     figure("calls", "calls", count),
@@ -129,7 +130,6 @@ function rangeByOperator(deviceEvents, events, device, first, [lo, hi], { sectio
     }
   }
   const rows = [...byOp.values()].map((r) => ({ ...r, net_bytes: r.allocated_bytes - r.freed_bytes }));
-  const figure = (key, label, format) => ({ key, label, num: true, get: (r) => format(r[key]), value: (r) => r[key] });
   const columns = [
     { key: "name", label: "operator", get: (r) => r.name, value: (r) => r.name },
     figure("allocations", "allocations", count),
