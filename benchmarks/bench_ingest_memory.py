@@ -26,19 +26,24 @@ under 1 GiB whatever the size; each size is judged against it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_ingest_scale as scale  # noqa: E402
 from bench_ingest_scale import TRACE, write_trace  # noqa: E402
 
 GOAL_BYTES = 1 << 30
+SAMPLE_S = 0.01
 
 CHILD = r"""
 import json, resource, sys, tempfile, time
@@ -51,7 +56,10 @@ from profilerhub_core.storage import LocalStore
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.views import put_tb_views, put_trace
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+def phase(name):  # the parent samples RssAnon and names each sample by the phase running
+    print("phase", name, flush=True)
 out = {"base_mib": rss()}
+phase("reader")
 t0, c0 = time.perf_counter(), time.process_time()
 if mode == "floor":
     out["bytes"] = sum(len(c) for c in file_chunks(path, max_bytes=1 << 62))
@@ -61,10 +69,12 @@ else:
         events = load_trace(path, max_bytes=1 << 62)
         out["events"] = events.meta.events_total
         out["reader_mib"] = rss()
+        phase("dashboard")
         entry = sm.trace_summary("trace", events)
         put_trace(store, place, "traces/0-trace", events, entry)
         out["dashboard_mib"] = rss()
         del events
+        phase("tb_views")
         put_tb_views(store, place, "traces/0-trace", entry, path, 1 << 62)
         out["tb_views_mib"] = rss()
 out.update(wall=time.perf_counter() - t0, cpu=time.process_time() - c0, peak_mib=rss())
@@ -72,20 +82,79 @@ print(json.dumps(out))
 """
 
 
-def run_child(mode: str, path: Path, code: Path | None = None) -> dict[str, Any]:
-    paths = None if code is None else os.pathsep.join([str(code / "services"), str(code / "workers")])
-    return scale.run_child(mode, path, CHILD, paths)
+def _status_kib(pid: int) -> dict[str, int]:
+    """RssAnon and RssFile (KiB) of process ``pid`` from ``/proc/<pid>/status``; {} once it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    fields = (ln.split(":", 1) for ln in lines)
+    return {k: int(v.split()[0]) for k, v in fields if k in ("RssAnon", "RssFile")}
+
+
+def run_child(mode: str, path: Path, code: Path | None = None, cgroup: Path | None = None) -> dict[str, Any]:
+    """Run ``CHILD`` in a fresh interpreter (in ``cgroup`` when given), sampling its anonymous and
+    file-backed RSS every ``SAMPLE_S`` from here; the child's JSON plus ``anon_mib`` (peak RssAnon),
+    ``<phase>_anon_mib`` (its peak while that phase ran) and ``file_mib`` (peak RssFile)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code / "services"), str(code / "workers")])
+    argv = [sys.executable, "-c", CHILD, mode, str(path)]
+    if cgroup is not None:  # join the cgroup first, then become the child: all its memory counts
+        join = f'echo $$ > {shlex.quote(str(cgroup / "cgroup.procs"))} && exec "$@"'
+        argv = ["sh", "-c", join, "sh", *argv]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(child.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    peaks: dict[str, int] = {}
+    while child.poll() is None:
+        now = _status_kib(child.pid)
+        phases = [ln.split()[1] for ln in list(lines) if ln.startswith("phase ")]
+        key = f"{phases[-1] if phases else 'start'}_anon_mib"
+        peaks[key] = max(peaks.get(key, 0), now.get("RssAnon", 0) >> 10)
+        peaks["file_mib"] = max(peaks.get("file_mib", 0), now.get("RssFile", 0) >> 10)
+        time.sleep(SAMPLE_S)
+    reader.join()
+    err = child.stderr.read() if child.stderr else ""  # type: ignore[union-attr]
+    if child.returncode:
+        why = "killed (SIGKILL: the cgroup's limit?)" if child.returncode in (-9, 137) else None
+        return {"error": why or (err.strip().splitlines() or ["?"])[-1]}
+    result: dict[str, Any] = json.loads(lines[-1])
+    peaks["anon_mib"] = max(v for k, v in peaks.items() if k.endswith("_anon_mib"))
+    return result | peaks
 
 
 def _row(got: dict[str, Any], mb: float, floor: dict[str, Any], slope: float | None) -> str:
-    peak = got["peak_mib"]
+    peak, anon = got["peak_mib"], got["anon_mib"]
     label = f"{got['events']:>10}" if slope is not None else f"{'(before)':>10}"
+    phases = "/".join(str(got.get(f"{p}_anon_mib", "-")) for p in ("reader", "dashboard", "tb_views"))
     return (
         f"{label} {mb:>8.0f} {mb / floor['wall']:>10.0f} {mb / got['wall']:>6.0f} "
         f"{mb / got['cpu']:>8.1f} {got['reader_mib']:>7} {got['dashboard_mib']:>9} "
-        f"{got['tb_views_mib']:>8} {peak:>8} {peak * 2**20 / (mb * 1e6):>6.2f} "
-        f"{'' if slope is None else f'{slope:.0f}':>7} {'ok' if peak * 2**20 < GOAL_BYTES else 'over':>4}"
+        f"{got['tb_views_mib']:>8} {peak:>8} {phases:>16} {anon:>8} {got['file_mib']:>8} "
+        f"{anon * 2**20 / (mb * 1e6):>6.2f} "
+        f"{'' if slope is None else f'{slope:.0f}':>7} {'ok' if anon * 2**20 < GOAL_BYTES else 'over':>4}"
     )
+
+
+@contextmanager
+def memory_cgroup(limit_mib: int | None) -> Iterator[Path | None]:
+    """A fresh memory cgroup (v2 ``memory.max``, else v1 ``memory.limit_in_bytes``) limited to
+    ``limit_mib``; None without a limit. Removed after."""
+    if limit_mib is None:
+        yield None
+        return
+    v1 = Path("/sys/fs/cgroup/memory")
+    root = v1 if v1.is_dir() else Path("/sys/fs/cgroup")
+    group = root / f"bench-ingest-memory-{os.getpid()}"
+    group.mkdir()
+    try:
+        limit = str(limit_mib << 20)
+        (group / ("memory.limit_in_bytes" if root == v1 else "memory.max")).write_text(limit)
+        yield group
+    finally:
+        group.rmdir()
 
 
 def main() -> int:
@@ -97,15 +166,22 @@ def main() -> int:
     parser.add_argument("--tmp", default=None, help="where the generated traces go (deleted after)")
     parser.add_argument("--before", type=Path, default=None, help="a checkout of earlier code to run too")
     parser.add_argument("--before-max", type=int, default=1_000_000, help="no --before run above this size")
+    parser.add_argument(
+        "--cgroup-mib", type=int, default=None, help="run each ingest in a memory cgroup of this limit (root)"
+    )
     args = parser.parse_args()
     from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR
 
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
     print(f"source: {TRACE.name} re-timed, gzip level 1; one process per run; goal: peak < "
           f"{GOAL_BYTES >> 20} MiB; reservation factor today: {PARSE_MEMORY_FACTOR}")  # fmt: skip
+    if args.cgroup_mib is not None:
+        print(f"each ingest runs in a memory cgroup limited to {args.cgroup_mib} MiB (page cache included, "
+              "reclaimable): an ingest over it is killed")  # fmt: skip
     head = ("events", "JSON MB", "floor MB/s", "MB/s", "MB/cpu-s", "reader", "dashboard", "tb views",
-            "peak MiB", "x size", "B/event", "goal")  # fmt: skip
-    print("{:>10} {:>8} {:>10} {:>6} {:>8} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7} {:>4}".format(*head))
+            "peak MiB", "anon r/d/tb", "anon MiB", "file MiB", "x size", "B/event", "goal")  # fmt: skip
+    widths = (10, 8, 10, 6, 8, 7, 9, 8, 8, 16, 8, 8, 6, 7, 4)
+    print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)))
     last: tuple[int, float] | None = None
     with tempfile.TemporaryDirectory(prefix="bench-ingest-memory-", dir=args.tmp) as tmp:
         for events in args.events:
@@ -113,16 +189,19 @@ def main() -> int:
             t0 = time.perf_counter()
             size = write_trace(path, events, plain=False)
             made = time.perf_counter() - t0
-            floor, got = run_child("floor", path), run_child("ingest", path)
+            floor = run_child("floor", path)
+            with memory_cgroup(args.cgroup_mib) as group:
+                got = run_child("ingest", path, cgroup=group)
             if "error" in got or "error" in floor:
                 print(f"{events:>10} error: {got.get('error') or floor.get('error')}")
                 continue
             mb = size / 1e6
-            slope = (got["peak_mib"] - last[1]) * 2**20 / (events - last[0]) if last else float("nan")
-            last = (events, got["peak_mib"])
+            slope = (got["anon_mib"] - last[1]) * 2**20 / (events - last[0]) if last else float("nan")
+            last = (events, got["anon_mib"])
             print(_row(got, mb, floor, slope))
             if args.before is not None and events <= args.before_max:
-                old = run_child("ingest", path, args.before)
+                with memory_cgroup(args.cgroup_mib) as group:
+                    old = run_child("ingest", path, args.before, group)
                 print(
                     f"{'':>10} before: error: {old['error']}"
                     if "error" in old
@@ -131,8 +210,10 @@ def main() -> int:
             print(f"{'':>10} (written in {made:.1f} s, {path.stat().st_size / 1e6:.0f} MB on disk; ingest "
                   f"{got['wall']:.1f} s wall, {got['cpu']:.1f} s CPU)")  # fmt: skip
             path.unlink()
-    print("reader/dashboard/tb views: peak RSS (MiB) once each phase is done; x size: peak over the "
-          "decompressed bytes; B/event: the peak's growth per event since the size before")  # fmt: skip
+    print("reader/dashboard/tb views: peak RSS (MiB, ru_maxrss: file-backed pages included) once each phase "
+          "is done; anon r/d/tb: peak RssAnon (sampled every 10 ms) while each phase ran; anon MiB / file "
+          "MiB: peak RssAnon / RssFile; x size: peak anon over the decompressed bytes; B/event: the peak "
+          "anon's growth per event since the size before; goal: peak anon under 1 GiB")  # fmt: skip
     return 0
 
 

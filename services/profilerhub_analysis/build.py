@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from profilerhub_analysis import tf_trace
+from profilerhub_analysis import scratch, tf_trace
 from profilerhub_analysis.events import PHASE_OF, Complete, Counter, Instant, Metadata, TfComplete, TraceEvent
 from profilerhub_analysis.lanes import LANE_GPU, LANE_KIND_NAMES, as_int, build_lanes
 from profilerhub_analysis.reader import Decoded, decode, file_chunks
@@ -75,16 +75,19 @@ def category_kind(cat: str) -> Kind:
     return Kind.OTHER
 
 
-def load_trace(path: str | Path, max_bytes: int | None = None) -> EventStore:
+def load_trace(
+    path: str | Path, max_bytes: int | None = None, scratch_dir: str | Path | None = None
+) -> EventStore:
     """Read one trace file (``.json`` or ``.json.gz``) into an ``EventStore``, as a stream
     (``stream``: the document is never in memory whole; the store is the one ``parse_trace``
-    builds of the same bytes).
+    builds of the same bytes). A large trace's columns are file-backed (``scratch``: nameless
+    files in ``scratch_dir``, None: the system's temporary directory), not anonymous memory.
 
     Raises ``TraceError`` (with a one-line message) for unreadable or oversized input.
     """
     p = Path(path)
     chunks = file_chunks(p, max_bytes, size=SLICE_BYTES)
-    return build_store(decode_stream(chunks, p.name), source=p.name)
+    return build_store(decode_stream(chunks, p.name), source=p.name, scratch_dir=scratch_dir)
 
 
 def parse_trace(data: bytes | bytearray, source: str = "trace") -> EventStore:
@@ -163,14 +166,15 @@ def _number_array(items: list[Any]) -> np.ndarray:
 class _Columns:
     """Columns extracted batch by batch, with interning tables shared across batches."""
 
-    def __init__(self, tensorflow: bool) -> None:
+    def __init__(self, tensorflow: bool, scratch_dir: str | Path | None = None) -> None:
         #: TensorFlow events (``TfComplete``): their own argument columns are extracted too.
         self.tensorflow = tensorflow
         self.tables = {
             key: _Interner() for key in ("type", "cat", "name", "pid", "tid", "stream", *_TF_DETAILS)
         }
         self.phases: dict[str, int] = {}
-        self.parts: dict[str, list[np.ndarray]] = {}
+        #: The event columns' parts (file-backed once large: ``scratch.ColumnParts``).
+        self.parts = scratch.ColumnParts(scratch_dir)
         self.meta_events: list[Metadata] = []
         #: PyTorch's ``[memory]`` instants as columns (ts, device type and id, the two totals),
         #: batch by batch: not their events, which would be held to the end.
@@ -184,7 +188,7 @@ class _Columns:
 
     def _put(self, **columns: np.ndarray) -> None:
         for key, value in columns.items():
-            self.parts.setdefault(key, []).append(value)
+            self.parts.add(key, value)
 
     def _of_type(self, evs: list[TraceEvent], type_ids: np.ndarray, *types: type) -> list[Any]:
         table = self.tables["type"]
@@ -258,8 +262,7 @@ class _Columns:
                 self._put(**{f"{key}_id": self._ids(key, map(attrgetter(key), args), m)})
 
     def column(self, key: str, dtype: Any) -> np.ndarray:
-        parts = self.parts.get(key)
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        return self.parts.column(key, dtype)
 
 
 def _tf_columns(acc: _Columns, tf: tf_trace.Planes) -> dict[str, np.ndarray]:
@@ -293,9 +296,15 @@ def _stream_lut(acc: _Columns) -> np.ndarray:
     return np.array([as_int(v) for v in acc.tables["stream"]] or [-1], dtype=np.int64)
 
 
-def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
-    """Columns, lanes and the launch join for the decoded events of one document."""
-    acc = _Columns(decoded.dialect.tensorflow)
+def build_store(decoded: Decoded, source: str = "trace", scratch_dir: str | Path | None = None) -> EventStore:
+    """Columns, lanes and the launch join for the decoded events of one document.
+
+    Memory: the columns are built part by part and, once large, in nameless files
+    (``scratch``); every full-length step after that (lanes, the sort, the permutation, the launch
+    join) runs in chunks into file-backed arrays, so what stays anonymous is per-event bytes of
+    the sort's permutation and a few int8/bool masks, not the columns.
+    """
+    acc = _Columns(decoded.dialect.tensorflow, scratch_dir)
     for batch in decoded.batches():
         acc.add(batch)
         del batch
@@ -317,13 +326,15 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         skipped = {k: v for k, v in skipped.items() if v}
     # every event valid (the usual case): views, not a copy of every column
     keep: Any = slice(None) if valid.all() else np.flatnonzero(valid)
+    del valid, ts_ok, dur_ok
+
+    def kept(column: np.ndarray) -> np.ndarray:
+        return column if isinstance(keep, slice) else scratch.take(column, keep, scratch_dir)
 
     pids, tids = list(acc.tables["pid"]), list(acc.tables["tid"])
-    code = (gpu * len(pids) + acc.column("pid_id", np.int32)) * max(len(tids), 1) + acc.column(
-        "tid_id", np.int32
-    )
-    uniq, raw_lane = np.unique(code.astype(np.int64), return_inverse=True)
-    raw_lane = raw_lane.reshape(-1)
+    uniq, raw_lane = _raw_lanes(gpu, acc.column("pid_id", np.int32), acc.column("tid_id", np.int32),
+                                len(pids), max(len(tids), 1), scratch_dir)  # fmt: skip
+    del gpu
     raw_keys = []
     for c in uniq.tolist():  # once per lane
         rest, t = divmod(c, max(len(tids), 1))
@@ -333,28 +344,33 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
         raw_keys, raw_lane, keep, acc.meta_events, tf.gpu if tf is not None else None
     )
 
+    raw_lane = kept(raw_lane)
     cols = {
-        "ts_ns": acc.column("ts_ns", np.int64)[keep],
-        "dur_ns": acc.column("dur_ns", np.int64)[keep],
-        "name_id": acc.column("name_id", np.int32)[keep],
+        "ts_ns": kept(acc.column("ts_ns", np.int64)),
+        "dur_ns": kept(acc.column("dur_ns", np.int64)),
+        "name_id": kept(acc.column("name_id", np.int32)),
         "kind": kind[keep],
-        "correlation": acc.column("correlation" if tf is None else "tf_correlation", np.int64)[keep],
-        "bytes": acc.column("bytes", np.int64)[keep],
-        "bandwidth": acc.column("bandwidth", np.float32)[keep],
-        "blocks_per_sm": acc.column("blocks_per_sm", np.float32)[keep],
-        "occupancy": acc.column("occupancy", np.float32)[keep],
-        "stream": _stream_lut(acc)[acc.column("stream_id", np.int32)][keep],
-        "device": device_of_raw[raw_lane[keep]],
+        "correlation": kept(acc.column("correlation" if tf is None else "tf_correlation", np.int64)),
+        "bytes": kept(acc.column("bytes", np.int64)),
+        "bandwidth": kept(acc.column("bandwidth", np.float32)),
+        "blocks_per_sm": kept(acc.column("blocks_per_sm", np.float32)),
+        "occupancy": kept(acc.column("occupancy", np.float32)),
+        "stream": scratch.take(_stream_lut(acc), kept(acc.column("stream_id", np.int32)), scratch_dir),
+        "device": scratch.take(device_of_raw.astype(np.int32), raw_lane, scratch_dir),
     }
-    cols.update({key: column[keep] for key, column in tf_cols.items()})
-    lane_id = lane_of_raw[raw_lane[keep]]
-    del acc.parts
-    order = _lane_time_order(lane_id, cols["ts_ns"])
-    for key in list(cols):  # one column at a time: one column's copy held at once, not all of them
-        cols[key] = cols[key][order]
-    cols["lane_id"] = lane_id[order].astype(np.int32)
-    lane_kind_codes = np.array([LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0])
-    cols["launch"] = launch_join(cols["kind"], cols["correlation"], lane_kind_codes[cols["lane_id"]])
+    cols.update({key: kept(column) for key, column in tf_cols.items()})
+    lane_id = scratch.take(lane_of_raw.astype(np.int32), raw_lane, scratch_dir)
+    del raw_lane, kind, tf_cols
+    acc.parts.close()
+    order = _lane_time_order(lane_id, cols["ts_ns"], scratch_dir)
+    for key in list(cols):  # one column at a time, in chunks: one chunk's copy held at once
+        cols[key] = scratch.take(cols[key], order, scratch_dir)
+    cols["lane_id"] = scratch.take(lane_id, order, scratch_dir)
+    del order, lane_id
+    lane_kind_codes = np.array([LANE_KIND_NAMES.index(k) for k in lanes["kind"].tolist()] or [0], np.int8)
+    cols["launch"] = launch_join(
+        cols["kind"], cols["correlation"], scratch.take(lane_kind_codes, cols["lane_id"]), scratch_dir
+    )
 
     doc = decoded.doc
     dist = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None
@@ -383,26 +399,62 @@ def build_store(decoded: Decoded, source: str = "trace") -> EventStore:
 _TF_DETAILS = ("kernel_details", "memcpy_details", "memset_details")
 
 
-def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray) -> np.ndarray:
-    """Permutation sorting by (lane_id, ts_ns), stable; one int64 sort when the span allows."""
+def _raw_lanes(
+    gpu: np.ndarray, pid_id: np.ndarray, tid_id: np.ndarray, pids: int, tids: int, scratch_dir: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct codes ``(gpu * pids + pid) * tids + tid``, ascending; each event's index into
+    them as int32). Codes are few (threads and streams): when their space is small a presence
+    table and a lookup, chunk by chunk, replace ``np.unique``'s full-length sort."""
+    n = len(gpu)
+    space = 2 * pids * tids
+    if space > scratch.CHUNK * 16:
+        code = (gpu * pids + pid_id.astype(np.int64)) * tids + tid_id
+        uniq, inverse = np.unique(code, return_inverse=True)
+        return uniq, inverse.reshape(-1).astype(np.int32)
+
+    def codes(start: int) -> np.ndarray:
+        stop = start + scratch.CHUNK
+        return (gpu[start:stop] * pids + pid_id[start:stop]) * tids + tid_id[start:stop].astype(np.int64)
+
+    present = np.zeros(space, dtype=bool)
+    for start in range(0, n, scratch.CHUNK):
+        present[codes(start)] = True
+    uniq = np.flatnonzero(present)
+    lookup = np.cumsum(present, dtype=np.int32) - 1
+    raw_lane = scratch.empty(n, np.int32, scratch_dir)
+    for start in range(0, n, scratch.CHUNK):
+        raw_lane[start : start + scratch.CHUNK] = lookup[codes(start)]
+    return uniq, raw_lane
+
+
+def _lane_time_order(lane_id: np.ndarray, ts_ns: np.ndarray, scratch_dir: Any = None) -> np.ndarray:
+    """Permutation sorting by (lane_id, ts_ns), stable; one int64 sort when the span allows (its
+    key built in chunks, file-backed: the sort's own permutation is what stays in memory)."""
     if not len(ts_ns):
         return np.zeros(0, dtype=np.int64)
-    rel = ts_ns - ts_ns.min()
-    span_bits = int(rel.max()).bit_length()
+    t_min, t_max = int(ts_ns.min()), int(ts_ns.max())
+    span_bits = (t_max - t_min).bit_length()
     lane_bits = int(lane_id.max()).bit_length() if len(lane_id) else 0
     if span_bits + lane_bits <= 62:
-        return np.argsort((lane_id.astype(np.int64) << span_bits) | rel, kind="stable")
+        key = scratch.empty(len(ts_ns), np.int64, scratch_dir)
+        for start in range(0, len(ts_ns), scratch.CHUNK):
+            part = slice(start, start + scratch.CHUNK)
+            key[part] = (lane_id[part].astype(np.int64) << span_bits) | (ts_ns[part] - t_min)
+        return np.argsort(key, kind="stable")
     return np.lexsort((ts_ns, lane_id))
 
 
-def launch_join(kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray) -> np.ndarray:
+def launch_join(
+    kind: np.ndarray, correlation: np.ndarray, lane_kind: np.ndarray, scratch_dir: str | Path | None = None
+) -> np.ndarray:
     """For each GPU op, the row of the CPU-side event with the same correlation id, else -1.
 
     CPU side = any event off the GPU lanes that is neither a GPU op nor ``cuda_sync`` (runtime and
     driver launch calls whatever their name: cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch,
     hipExtModuleLaunchKernel, ...). When several CPU events share an id the earliest row wins.
     """
-    out = np.full(len(kind), -1, dtype=np.int64)
+    out = scratch.empty(len(kind), np.int64, scratch_dir)
+    out[:] = -1
     gpu_op = np.isin(kind, np.array(GPU_OP_KINDS, dtype=np.int8))
     gpu_rows = np.flatnonzero(gpu_op & (correlation >= 0))
     cpu_rows = np.flatnonzero(

@@ -1,0 +1,138 @@
+"""Scratch columns: large numpy arrays kept in files instead of anonymous memory.
+
+A trace's event columns grow with the trace (about 100 bytes per event while it is built); kept
+in anonymous memory they set the peak of a large trace's ingest. Here a large array is a
+``numpy.memmap`` over an *unlinked* temporary file (``tempfile.TemporaryFile``): its pages are page
+cache, which the kernel writes back and drops under memory pressure (a cgroup's limit included),
+so what the array holds counts against the disk, not against the process's unreclaimable memory.
+The file has no name from the start, so nothing is left behind however the process ends, and it
+is freed with the last array viewing it.
+
+* ``empty(n, dtype)``: a writable array, file-backed when it is at least ``SPILL_MIN_BYTES``;
+* ``ColumnParts``: columns appended batch by batch (the reader's batches), in memory until they
+  pass ``SPILL_MIN_BYTES`` together, then appended to one file per column; ``column(key)`` gives
+  the whole column (a read-only memmap once spilled);
+* ``take(column, rows)``: ``column[rows]`` gathered ``CHUNK`` rows at a time into ``empty``, so a
+  permutation of a file-backed column never makes a full-length copy in memory.
+
+``directory`` (None: the system's temporary directory) says which disk the files go to.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+
+#: Arrays (and a build's parts together) at least this large go to files.
+SPILL_MIN_BYTES = 4 << 20
+#: Rows a chunked pass handles at once (8 MiB of int64).
+CHUNK = 1 << 20
+
+
+def _file(directory: str | Path | None) -> IO[bytes]:
+    return tempfile.TemporaryFile(prefix="profilerhub-column-", dir=directory)
+
+
+def _mapped(f: IO[bytes], dtype: Any, n: int, mode: Literal["r", "r+"]) -> np.ndarray:
+    if not n:  # mmap refuses an empty file
+        return np.zeros(0, dtype=dtype)
+    out: np.ndarray = np.memmap(f, dtype=dtype, mode=mode, shape=(n,))
+    f.close()  # the mapping holds its own reference to the (nameless) file
+    return out
+
+
+def empty(n: int, dtype: Any, directory: str | Path | None = None) -> np.ndarray:
+    """An uninitialised 1-D array of ``n`` ``dtype`` items: file-backed (writable memmap on a
+    nameless temporary file) from ``SPILL_MIN_BYTES`` up, in memory below."""
+    dt = np.dtype(dtype)
+    if n * dt.itemsize < SPILL_MIN_BYTES:
+        return np.empty(n, dtype=dt)
+    f = _file(directory)
+    f.truncate(n * dt.itemsize)
+    return _mapped(f, dt, n, "r+")
+
+
+def take(column: np.ndarray, rows: np.ndarray, directory: str | Path | None = None) -> np.ndarray:
+    """``column[rows]`` (``rows``: integer positions), built ``CHUNK`` rows at a time into
+    ``empty``: memory held beyond the result is one chunk."""
+    out = empty(len(rows), column.dtype, directory)
+    for start in range(0, len(rows), CHUNK):
+        stop = start + CHUNK
+        np.take(column, rows[start:stop], out=out[start:stop])
+    return out
+
+
+def concatenate(parts: list[np.ndarray], dtype: Any, directory: str | Path | None = None) -> np.ndarray:
+    """``np.concatenate(parts)`` into ``empty`` (file-backed when large)."""
+    out = empty(sum(len(p) for p in parts), dtype, directory)
+    at = 0
+    for part in parts:
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
+
+
+class ColumnParts:
+    """Columns built part by part; in memory while small, then one append-only file per column."""
+
+    def __init__(self, directory: str | Path | None = None, spill_min: int | None = None) -> None:
+        self.directory = directory
+        self.spill_min = SPILL_MIN_BYTES if spill_min is None else spill_min
+        self._parts: dict[str, list[np.ndarray]] = {}
+        self._files: dict[str, tuple[IO[bytes], np.dtype[Any], int]] | None = None
+        self._columns: dict[str, np.ndarray] = {}
+        self._held = 0
+
+    @property
+    def spilled(self) -> bool:
+        """Whether the parts went to files."""
+        return self._files is not None
+
+    def add(self, key: str, part: np.ndarray) -> None:
+        """Append ``part`` to column ``key`` (every part of a column has the column's dtype)."""
+        if self._files is not None:
+            self._append(key, part)
+            return
+        self._parts.setdefault(key, []).append(part)
+        self._held += part.nbytes
+        if self._held >= self.spill_min:
+            self._files = {}
+            for name, parts in self._parts.items():
+                for held in parts:
+                    self._append(name, held)
+            self._parts = {}
+
+    def _append(self, key: str, part: np.ndarray) -> None:
+        assert self._files is not None
+        if key not in self._files:
+            self._files[key] = (_file(self.directory), part.dtype, 0)
+        f, dtype, n = self._files[key]
+        f.write(np.ascontiguousarray(part, dtype=dtype).data)
+        self._files[key] = (f, dtype, n + len(part))
+
+    def column(self, key: str, dtype: Any) -> np.ndarray:
+        """The whole column ``key`` (empty when never added); read-only and file-backed once spilled,
+        when no more parts may be added to it."""
+        if self._files is None:
+            parts = self._parts.get(key)
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        if key not in self._columns:
+            if key not in self._files:
+                return np.zeros(0, dtype=dtype)
+            f, stored, n = self._files.pop(key)
+            f.flush()
+            self._columns[key] = _mapped(f, stored, n, "r")
+        return self._columns[key]
+
+    def close(self) -> None:
+        """Drop every column (what was mapped stays alive in the arrays handed out)."""
+        for f, _, _ in (self._files or {}).values():
+            f.close()
+        self._files = {} if self._files is not None else None
+        self._parts, self._columns = {}, {}
+
+
+__all__ = ["CHUNK", "SPILL_MIN_BYTES", "ColumnParts", "concatenate", "empty", "take"]
