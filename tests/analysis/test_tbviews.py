@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
@@ -179,3 +180,34 @@ def test_an_id_of_an_unhashable_type_is_matched_by_its_value_not_an_error() -> N
     )
     assert [(r["name"], r["device_self_us"]) for r in views["tb_operators"]] == [("aten::mm", 4)]
     assert views["tb_kernels"][0]["calls"] == 1
+
+
+def test_byte_counts_in_the_memory_columns_are_written_as_integers() -> None:
+    def mem(ts: float, nbytes: float, addr: int, allocated: float, reserved: float | None) -> dict[str, Any]:
+        args = {"Device Type": 0, "Device Id": -1, "Bytes": nbytes, "Addr": addr}
+        args["Total Allocated"] = allocated
+        if reserved is not None:
+            args["Total Reserved"] = reserved
+        return {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "s": "t", "ts": ts, "args": args}
+
+    v = _views(
+        _x("cpu_op", "ProfilerStep#1", 0, 1000),
+        _x("cpu_op", "aten::empty", 10, 20),
+        mem(15, 256, 1, 256, 2048),
+        mem(130, -256, 1, 0, None),
+    )
+    stored = json.loads(orjson.dumps(v))  # as ingest writes tb_views.json and the app hands it over
+    (curve,) = stored["tb_memory_curve"]
+    assert curve["allocated_bytes"] == [256, 0] and all(type(x) is int for x in curve["allocated_bytes"])
+    assert curve["reserved_bytes"] == [2048, None] and type(curve["peak_allocated_bytes"]) is int
+    (event,) = stored["tb_memory_events"]["events"]
+    assert type(event["size_bytes"]) is int and event["size_bytes"] == 256
+    assert type(event["alloc_us"]) is float  # a time stays a float: only whole-number columns change
+
+
+def test_a_column_with_a_fraction_keeps_its_floats() -> None:
+    from profilerhub_analysis.tbviews.memory import integral
+
+    assert integral(np.array([1.0, 2.5, np.nan])) == [1.0, 2.5, None]
+    assert [type(x) for x in integral(np.array([3.0, np.nan, 4.0]))] == [int, type(None), int]
+    assert integral(np.array([2.0**60])) == [2.0**60]  # beyond an exact double's integers: left alone

@@ -17,6 +17,19 @@ from profilerhub_analysis.tbviews.parse import TbTrace
 from profilerhub_analysis.tbviews.tree import Forest
 
 
+def integral(values: np.ndarray) -> list[Any]:
+    """``values`` as a JSON column: ints where every value is a whole number (byte counts are read
+    as floats: 131072, not 131072.0), floats otherwise; NaN is None either way."""
+    values = np.asarray(values, dtype=np.float64)
+    present = ~np.isnan(values)
+    kept = values[present]
+    whole = bool(np.all((kept == np.trunc(kept)) & (np.abs(kept) < 2.0**53)))
+    column = np.where(present, values, 0).astype(np.int64).tolist() if whole else values.tolist()
+    if present.all():
+        return column
+    return [v if ok else None for v, ok in zip(column, present.tolist(), strict=True)]
+
+
 def attach(trace: TbTrace, forest: Forest) -> tuple[np.ndarray, np.ndarray]:
     """(node of each memory record or -1, the nodes the plugin's walk visits: every ancestor of a
     record's deepest node, that node included). A record counts only on an operator (``op``)."""
@@ -160,7 +173,8 @@ def memory_events(trace: TbTrace, forest: Forest, attached: tuple[np.ndarray, np
     when = np.where(a[keep] >= 0, mem["ts"][np.maximum(a[keep], 0)], mem["ts"][np.maximum(f[keep], 0)])
     keep = keep[np.argsort(when, kind="stable")]
     rows = []
-    for i in keep.tolist():
+    sizes = integral(size[keep])
+    for i, size_i in zip(keep.tolist(), sizes, strict=True):
         ai, fi = int(a[i]), int(f[i])
         a_us = float(mem["ts"][ai]) if ai >= 0 else None
         f_us = float(mem["ts"][fi]) if fi >= 0 else None
@@ -168,7 +182,7 @@ def memory_events(trace: TbTrace, forest: Forest, attached: tuple[np.ndarray, np
         rows.append({
             "device": trace.mem_devices[mem["device"][first[i]]],
             "operator": trace.names[forest.name[node]] if node >= 0 else None,
-            "size_bytes": float(size[i]),
+            "size_bytes": size_i,
             "alloc_us": a_us,
             "free_us": f_us,
             "duration_us": f_us - a_us if a_us is not None and f_us is not None else None,
@@ -194,7 +208,7 @@ def memory_curve(trace: TbTrace) -> list[dict[str, Any]]:
         alloc = mem["allocated"][mine]
         res = mem["reserved"][mine]
         peak = int(np.argmax(alloc))
-        peak_bytes, peak_us, records = float(alloc[peak]), float(t[peak]), len(t)
+        peak_bytes, peak_us, records = integral(alloc[peak : peak + 1])[0], float(t[peak]), len(t)
         if len(t) > CURVE_POINTS:
             bucket = np.minimum(
                 ((t - t[0]) / max(t[-1] - t[0], 1e-9) * CURVE_POINTS).astype(np.int64), CURVE_POINTS - 1
@@ -207,8 +221,8 @@ def memory_curve(trace: TbTrace) -> list[dict[str, Any]]:
             {
                 "device": device,
                 "t_us": t.tolist(),
-                "allocated_bytes": alloc.tolist(),
-                "reserved_bytes": [None if np.isnan(v) else v for v in res.tolist()],
+                "allocated_bytes": integral(alloc),
+                "reserved_bytes": integral(res),
                 "peak_allocated_bytes": peak_bytes,
                 "peak_us": peak_us,
                 "records": records,
@@ -217,4 +231,12 @@ def memory_curve(trace: TbTrace) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["CURVE_POINTS", "MAX_MEMORY_EVENTS", "attach", "memory", "memory_curve", "memory_events"]
+__all__ = [
+    "CURVE_POINTS",
+    "MAX_MEMORY_EVENTS",
+    "attach",
+    "integral",
+    "memory",
+    "memory_curve",
+    "memory_events",
+]
