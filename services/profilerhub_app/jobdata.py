@@ -43,7 +43,7 @@ from profilerhub_analysis.timeline.bundle import (
 from profilerhub_app.owned import OwnedJob
 from profilerhub_core.errors import NotFound, Unavailable
 from profilerhub_core.storage import ObjectStore
-from profilerhub_core.storage.layout import LIVE_CAPTURES, SUMMARY, TIMELINE_DONE
+from profilerhub_core.storage.layout import LIVE_CAPTURES, RANKS, SUMMARY, TIMELINE_DONE
 
 SUMMARY_CACHE = 16
 #: How long a running job's list of ingested captures is reused before it is read again.
@@ -124,6 +124,21 @@ class JobData:
         return self._summaries.fetch(
             version, lambda: json.loads(job.store.get(job.processed(SUMMARY)))
         )
+
+    def ranks(self, job: OwnedJob) -> dict[str, Any] | None:
+        """A Ready job's ``processed/ranks.json`` (the ranks table and the all-ranks overview,
+        written at the join), or None for a job ingested before it existed or still running."""
+        if not job.ready:
+            return None
+        version = (job.job_id, job.record.get("updated_at"), "ranks")
+
+        def read() -> dict[str, Any] | None:
+            try:
+                return dict(json.loads(job.store.get(job.processed(RANKS))))
+            except NotFound:
+                return None
+
+        return self._summaries.fetch(version, read)
 
     def trace(self, job: OwnedJob, index: int) -> dict[str, Any]:
         traces = self.summary(job).get("traces", [])

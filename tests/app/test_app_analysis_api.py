@@ -96,6 +96,53 @@ def test_two_rank_job_has_a_rank_table_and_a_rank_selector(
     assert second["trace"]["index"] == 1 and len(second["traces"]) == 2
 
 
+def _place(ctx: IngestContext, job_id: str) -> Any:
+    from profilerhub_core.db.models import Job
+    from profilerhub_core.jobstorage import place_of
+
+    with ctx.sessions() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return place_of(job)
+
+
+def test_the_ranks_answer_is_the_join_s_file_with_the_all_ranks_overview(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    from profilerhub_analysis.build import load_trace
+    from profilerhub_analysis.rank_activity import activity
+    from profilerhub_core.storage.layout import RANKS, SUMMARY
+
+    job_id = ingested_job(ctx, shared_dir, *RANK_TRACES)
+    place = _place(ctx, job_id)
+    stored = json.loads(ctx.store.get(place.processed_key(RANKS)))
+    ranks = app_client.get(f"api/jobs/{job_id}/ranks").json()
+    assert ranks == stored  # the app serves what the join wrote
+    overview = ranks["overview"]
+    assert [r["rank"] for r in overview["ranks"]] == [0, 1] and overview["basis"] == "gpu"
+    # each rank's busy time over the grid is its trace's own GPU busy time (resampling keeps it)
+    for row, trace in zip(overview["ranks"], RANK_TRACES, strict=True):
+        act = activity(load_trace(shared_dir / trace))
+        assert act is not None
+        own = sum(act["busy_pct"]) * act["bucket_us"] / 100
+        grid = sum(v for v in row["busy_pct"] if v is not None) * overview["column_us"] / 100
+        assert grid == pytest.approx(own, rel=0.02)
+    # the summary every page reads does not carry the activity buckets
+    summary = json.loads(ctx.store.get(place.processed_key(SUMMARY)))
+    assert all("activity" not in t for t in summary["traces"])
+
+
+def test_a_job_ingested_before_the_ranks_file_still_has_its_rank_table(
+    ctx: IngestContext, app_client: TestClient, shared_dir: Path
+) -> None:
+    from profilerhub_core.storage.layout import RANKS
+
+    job_id = ingested_job(ctx, shared_dir, *RANK_TRACES)
+    ctx.store.delete(_place(ctx, job_id).processed_key(RANKS))
+    ranks = app_client.get(f"api/jobs/{job_id}/ranks").json()
+    assert [r["index"] for r in ranks["ranks"]] == [0, 1] and ranks["overview"] is None
+
+
 def test_compare_two_jobs_gives_the_cli_compare(
     ctx: IngestContext, app_client: TestClient, shared_dir: Path
 ) -> None:

@@ -23,6 +23,8 @@ written by one module of ingest (``profilerhub_worker.ingest``):
     name                           written by            read by
     summary.json      SUMMARY      ingest.write          app (owned, jobdata), hub (job_outputs)
     status.json       STATUS       ingest.write          app (owned: a Ready job's list figures)
+    ranks.json        RANKS        ingest.write (at the  app (routes/analysis: the ranks table
+                                   join)                 and the all-ranks overview)
     rules.json        RULES        ingest.write          app (routes/rules); final at ingest,
                                    (put_rules: ingest    latest live evaluation before
                                    and the live scan)
@@ -75,6 +77,10 @@ SUMMARY = "summary.json"
 STATUS = "status.json"
 """``processed/status.json``: ``{"job_id", "name", "status", "failure_reason", "finished_at"}`` once
 ingest ends, so a reader of storage alone (the profiler app) knows the outcome."""
+RANKS = "ranks.json"
+"""``processed/ranks.json``: the per-rank table, stragglers and all-ranks overview
+(``ranks.rank_table`` + ``rank_activity.overview``), written once at the join so a job of many ranks
+opens its ranks panel without reading every trace's report."""
 RULES = "rules.json"
 """``processed/rules.json``: the latest rule evaluation (live while the run goes on, final at ingest),
 for readers of storage alone (the profiler app)."""
@@ -227,6 +233,7 @@ __all__ = [
     "capture_id",
     "PROCESSED",
     "RAW",
+    "RANKS",
     "RULES",
     "SERIES",
     "STATUS",

@@ -52,7 +52,7 @@ from profilerhub_worker.ingest.fanout import fan_out_here, join_traces
 from profilerhub_worker.ingest.read import build_summary
 from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.views import put_tb_views, put_trace
-from profilerhub_worker.ingest.write import plain, put_rules, put_status, put_summary
+from profilerhub_worker.ingest.write import plain, put_ranks, put_rules, put_status, put_summary
 
 log = logging.getLogger("profilerhub_worker.ingest")
 
@@ -118,6 +118,7 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
                     else None
                 ),
             )
+            put_ranks(ctx.store, place, summary)
             put_summary(ctx.store, place, summary)
             rule_results = stamped(plain(summary["rules"]))
             put_rules(ctx.store, place, rule_results)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from profilerhub_analysis.ops import cpu_ops
+from profilerhub_analysis.rank_activity import activity
 from profilerhub_analysis.report import analyze_store
 from profilerhub_analysis.rules.inputs import trace_dataloader
 from profilerhub_analysis.sdk_records import (
@@ -25,12 +26,14 @@ from profilerhub_analysis.store import EventStore
 
 
 def trace_summary(name: str, store: EventStore) -> dict[str, Any]:
-    """The analysis engine's report of one trace, plus its CPU operators."""
+    """The analysis engine's report of one trace, plus its CPU operators and its activity over
+    time (``rank_activity``: the join moves it into the job's all-ranks overview)."""
     return {
         "file": name,
         "report": analyze_store(store),
         "ops": cpu_ops(store),
         "dataloader": trace_dataloader(store),
+        "activity": activity(store),
     }
 
 

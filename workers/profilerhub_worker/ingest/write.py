@@ -9,11 +9,13 @@ from typing import Any
 
 import orjson
 
+from profilerhub_analysis.rank_activity import overview
+from profilerhub_analysis.ranks import rank_table
 from profilerhub_analysis.series import JobSeries, pack
 from profilerhub_core.db.models import JobStatus, utcnow
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import ObjectStore
-from profilerhub_core.storage.layout import RULES, SERIES, STATUS, SUMMARY
+from profilerhub_core.storage.layout import RANKS, RULES, SERIES, STATUS, SUMMARY
 
 
 def put_status(
@@ -47,6 +49,19 @@ def put_summary(store: ObjectStore, place: JobPlace, summary: dict[str, Any]) ->
     """``processed/summary.json``: the full summary (the row keeps a compact copy)."""
     body = orjson.dumps(summary, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
     store.put(place.processed_key(SUMMARY), body)
+
+
+def put_ranks(store: ObjectStore, place: JobPlace, summary: dict[str, Any]) -> None:
+    """``processed/ranks.json``: the ranks table and stragglers (``ranks.rank_table``) and the
+    all-ranks overview (``rank_activity.overview``) of the summary's traces, computed once here, at
+    the join. Each trace entry's ``activity`` moves into the overview: the summary, which every page
+    of the job reads, does not carry it."""
+    traces = summary.get("traces", [])
+    doc = rank_table([t["report"] for t in traces])
+    doc["overview"] = overview(traces)
+    for entry in traces:
+        entry.pop("activity", None)
+    store.put(place.processed_key(RANKS), orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY))
 
 
 def put_rules(store: ObjectStore, place: JobPlace, results: dict[str, Any]) -> None:
