@@ -248,7 +248,7 @@ def run_workers(args: argparse.Namespace, tmp: Path) -> None:
             stack.env["PROFILERHUB_JOB_MAX_TRACE_BYTES"] = str(max(size * 2, 1 << 31))
             stack.env["PROFILERHUB_JOB_MAX_INGEST_BYTES"] = str(max(total * 2, 1 << 33))
             try:
-                wall, cpus = ingest_once(stack, wait_until, count, args.ranks, body)
+                wall, cpus, _ = ingest_once(stack, wait_until, count, [body] * args.ranks)
                 cpu = sum(cpus)
             finally:
                 stack.stop()
@@ -269,11 +269,13 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def ingest_once(
-    stack: Any, wait_until: Any, count: int, ranks: int, body: bytes
-) -> tuple[float, list[float]]:
+    stack: Any, wait_until: Any, count: int, bodies: list[bytes]
+) -> tuple[float, list[float], str]:
     """Start the hub and ``count`` ingest workers, ingest a one-trace job untimed (the workers'
-    first imports and caches), then upload the job and time complete -> Ready; the wall time and
-    each worker's CPU seconds meanwhile (all of them busy: the traces did fan out)."""
+    first imports and caches), then upload a job of one trace per item of ``bodies`` (gzipped
+    Kineto JSON, ``rank_<n>.pt.trace.json.gz``) and time complete -> Ready; the wall time, each
+    worker's CPU seconds meanwhile (all of them busy: the traces did fan out) and the job's id.
+    The stack is left running (the caller stops it)."""
     import redis
 
     (stack.root / "home").mkdir(parents=True, exist_ok=True)
@@ -300,11 +302,11 @@ def ingest_once(
     user = stack.user("ranks")
     jobs = "/api/v1/domains/bench/users/ranks/jobs"
 
-    def uploaded(name: str, traces: int) -> str:
+    def uploaded(name: str, traces: list[bytes]) -> str:
         job = stack.client.post(jobs, json={"name": name}, headers=user)
         job.raise_for_status()
         job_id = str(job.json()["job_id"])
-        for n in range(traces):
+        for n, body in enumerate(traces):
             put = stack.client.put(
                 f"{jobs}/{job_id}/files/torch/rank_{n}.pt.trace.json.gz", content=body, headers=user
             )
@@ -322,13 +324,13 @@ def ingest_once(
 
         wait_until(ready, 3600, 0.2)
 
-    ingested(uploaded("warm-up", 1))  # untimed: the workers' first imports and caches
-    job_id = uploaded("ranks", ranks)
+    ingested(uploaded("warm-up", bodies[:1]))  # untimed: the workers' first imports and caches
+    job_id = uploaded("ranks", bodies)
     cpu0 = [_cpu_seconds(w.pid) for w in workers]
     t0 = time.perf_counter()
     ingested(job_id)
     wall = time.perf_counter() - t0
-    return wall, [_cpu_seconds(w.pid) - c for w, c in zip(workers, cpu0, strict=True)]
+    return wall, [_cpu_seconds(w.pid) - c for w, c in zip(workers, cpu0, strict=True)], job_id
 
 
 if __name__ == "__main__":

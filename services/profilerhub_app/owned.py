@@ -13,7 +13,8 @@ a deleted user's name starts with nothing.
 
 The list is one page at a time, sorted and filtered by the hub in SQL (``limit``, ``next_token``,
 ``sort``, ``order``, ``name_contains``, ``status`` pass through), so an owner with thousands of
-jobs costs one small query and a storage listing per job on the page, not per job owned. The
+jobs costs one small query and a storage listing per job on the page, not per job owned (and a
+finished job's listing is kept: a job of many ranks holds thousands of objects). The
 figures shown (duration, steps, GPUs, ranks) are the hub's, from the job row it sorts by; only a
 Ready job ingested before the hub kept them has its ``processed/status.json`` read for them.
 """
@@ -24,6 +25,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from profilerhub_app.hub import HubJobs
@@ -78,6 +80,10 @@ class OwnedJobs:
         self._store: ObjectStore | None = None
         self._store_lock = threading.Lock()
         self._ready: dict[str, tuple[float, OwnedJob]] = {}
+        # A finished job's folder by (job id, status, the hub's stamp of the move): ingest wrote
+        # all it writes before the move, so one listing serves every later look (the retention
+        # task's roll-up of its series changes its bytes by little; a new stamp lists again).
+        self._folders: dict[tuple[str, str, str], FolderFacts] = {}
 
     def store(self, domain_id: str, user_id: str) -> ObjectStore:
         """The store rooted at ``{storage_url}/{domain_id}/{user_id}/``; ``Unauthorized`` when the
@@ -134,7 +140,7 @@ class OwnedJobs:
         query.setdefault("limit", str(DEFAULT_LIMIT))
         store, doc = self._page(token, None, query)
         return {
-            "items": [describe(store, item) for item in doc["items"]],
+            "items": [self._describe(store, item) for item in doc["items"]],
             "next_token": doc.get("next_token"),
             "total": doc.get("total", len(doc["items"])),
             "status_counts": doc.get("status_counts", {}),
@@ -143,7 +149,20 @@ class OwnedJobs:
     def described(self, token: str, job_id: str) -> dict[str, Any]:
         """One job as the list shows it."""
         job = self.job(token, job_id)
-        return describe(job.store, job.record)
+        return self._describe(job.store, job.record)
+
+    def _describe(self, store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
+        status, stamp = record.get("status"), record.get("updated_at")
+        if status not in ("Ready", "Failed") or not stamp:
+            return describe(store, record)
+        key = (str(record["job_id"]), str(status), str(stamp))
+        listed = self._folders.get(key)
+        if listed is None:
+            listed = list_folder(store, key[0])
+            if len(self._folders) >= FOLDERS_KEPT:
+                self._folders.clear()
+            self._folders[key] = listed
+        return describe(store, record, listed)
 
     def summary_bytes(self, token: str, job_id: str) -> bytes:
         """The job's ``processed/summary.json`` as stored; ``NotFound`` until the job is Ready."""
@@ -161,15 +180,37 @@ def _json(store: ObjectStore, key: str) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
-    """One job of the list: the hub's record, plus what its folder holds."""
-    job_id = str(record["job_id"])
+#: Folder listings of finished jobs kept (``FolderFacts``), at most.
+FOLDERS_KEPT = 4096
+
+
+@dataclass(frozen=True)
+class FolderFacts:
+    """What one listing of a job's folder says: the names under it, their bytes, the first upload."""
+
+    keys: frozenset[str]
+    total: int
+    first: datetime | None
+
+
+def list_folder(store: ObjectStore, job_id: str) -> FolderFacts:
+    """List job ``job_id``'s folder once (a job of many ranks holds thousands of objects: its
+    traces' timeline files)."""
     folder = owner_job_prefix(job_id)
     keys, total, first = set(), 0, None
     for info in store.list(folder):
         keys.add(info.key.removeprefix(folder))
         total += info.size
         first = info.modified if first is None else min(first, info.modified)
+    return FolderFacts(frozenset(keys), total, first)
+
+
+def describe(store: ObjectStore, record: dict[str, Any], listed: FolderFacts | None = None) -> dict[str, Any]:
+    """One job of the list: the hub's record, plus what its folder holds (``listed``, else listed now)."""
+    job_id = str(record["job_id"])
+    folder = owner_job_prefix(job_id)
+    found = listed if listed is not None else list_folder(store, job_id)
+    keys, total, first = found.keys, found.total, found.first
     status = record.get("status", "InProgress")
     facts = {k: record.get(k) for k in FACTS}  # the hub's row (what it sorts by)
     if status == "Ready" and all(v is None for v in facts.values()):
@@ -205,4 +246,14 @@ def describe(store: ObjectStore, record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["DEFAULT_LIMIT", "LIST_PARAMS", "READY_SECONDS", "OwnedJob", "OwnedJobs", "describe"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "FOLDERS_KEPT",
+    "LIST_PARAMS",
+    "READY_SECONDS",
+    "FolderFacts",
+    "OwnedJob",
+    "OwnedJobs",
+    "describe",
+    "list_folder",
+]

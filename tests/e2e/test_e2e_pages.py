@@ -914,3 +914,76 @@ def test_a_timeline_range_opens_the_operators_called_in_it(app: Any, jobs: Pages
     app.click("#vw-range-clear")
     expect(app.locator("#vw-range")).to_have_count(0)
     assert _shown_total(app, "vw-ops") == len(analyze(TRACE_JOBS["modules-cpu"][0])["tb_operators"])
+
+
+def _rank_trace(rank: int, slow: bool) -> bytes:
+    """A small GPU trace of rank ``rank``: three profiled steps of a 300 µs kernel each (900 µs
+    for the slow rank), its clock 1 ms later per rank (baseTimeNanoseconds), so the overview's
+    rows are shifted one from the next."""
+    from tests.analysis.tracegen import annotation, encode, kernel, runtime
+
+    step, busy = 1000.0, (900.0 if slow else 300.0)
+    events = []
+    for n in range(3):
+        t = n * step
+        events += [
+            annotation(f"ProfilerStep#{n}", t, step - 10),
+            runtime("cudaLaunchKernel", t + 5, 5, correlation=n + 1),
+            kernel("gemm", t + 20, busy, correlation=n + 1),
+        ]
+    header = {"distributedInfo": {"rank": rank, "world_size": 40}, "baseTimeNanoseconds": rank * 1_000_000}
+    return gzip.compress(encode(events, **header))
+
+
+def test_a_forty_rank_job_shows_every_rank_over_time_and_pages_its_table(
+    app: Any, jobs: PagesJobs, pages_stack: JobStack
+) -> None:
+    ranks, slow = 40, 17
+    with httpx.Client(base_url=pages_stack.url, headers=auth(jobs.token), timeout=60) as http:
+        job_id = http.post(jobs.jobs_url, json={"name": "forty-ranks"}).json()["job_id"]
+        for r in range(ranks):
+            trace = _rank_trace(r, r == slow)
+            put = http.put(f"{jobs.jobs_url}/{job_id}/files/torch/rank{r}.pt.trace.json.gz", content=trace)
+            assert put.status_code == 201, put.text
+        assert http.post(f"{jobs.jobs_url}/{job_id}/complete").status_code == 202
+    assert pages_stack.wait_for_job(jobs.token, job_id, timeout=240)["status"] == "Ready"
+
+    answer = jobs.api(pages_stack, f"jobs/{job_id}/ranks")
+    overview = answer["overview"]
+    assert [r["rank"] for r in overview["ranks"]] == list(range(ranks))
+    # rank r's clock is r ms later: its first step starts r ms after rank 0's
+    starts = [r["steps"][0][0] for r in overview["ranks"]]
+    assert starts == pytest.approx([1000.0 * r for r in range(ranks)], abs=1.0)
+    # mean over the columns its trace covers: ~90 % busy (900 of 1000 µs a step) against ~30 %
+    busy = {r["rank"]: [v for v in r["busy_pct"] if v is not None] for r in overview["ranks"]}
+    mean = {rank: sum(v) / len(v) for rank, v in busy.items()}
+    assert mean[slow] > 75 and all(20 < mean[r] < 45 for r in range(ranks) if r != slow), mean
+    flagged = {s["rank"] for s in answer["stragglers"]["stragglers"]}
+    assert flagged == {slow}
+
+    open_page(app, f"jobs/{job_id}")
+    app.wait_for_selector("#panels[data-ready='true']")
+    chart = app.locator("#ranks-overview .chart")
+    expect(chart).to_have_attribute("data-ranks", str(ranks))
+    expect(app.locator("#ranks-overview-map")).to_be_visible()
+    # the table pages 32 at a time, the rank shown on the first page
+    table = app.locator("#ranks")
+    expect(table.locator("tbody tr")).to_have_count(32)
+    expect(app.locator("#ranks-page")).to_contain_text("1–32 of 40")
+    app.click("#ranks-next")
+    expect(table.locator("tbody tr")).to_have_count(8)
+    expect(table.locator("tr.straggler")).to_have_count(0)  # rank 17 is on the first page
+    app.click("#ranks-prev")
+    expect(table.locator("tr.straggler")).to_contain_text(f"⚠ {slow}")
+    app.locator("#ranks-overview").screenshot(path=str(shot_path("dashboard-ranks-overview")))
+
+    # keyboard: focus the map, go down to the slow rank, Enter opens its timeline at that time
+    app.focus("#ranks-overview-map")
+    for _ in range(slow):
+        app.keyboard.press("ArrowDown")
+    expect(app.locator("#ranks-overview .heat-readout")).to_contain_text(f"rank {slow} · at")
+    app.keyboard.press("Enter")
+    app.wait_for_url("**/timeline?trace=*")
+    assert f"trace={overview['ranks'][slow]['index']}" in app.url and "t0us=" in app.url
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    shot(app, "timeline-from-ranks-overview")

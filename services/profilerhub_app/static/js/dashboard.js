@@ -1,13 +1,15 @@
 // One job's dashboard: `GET api/jobs/{id}/dashboard?trace=N&top=K` drawn as panels (panels.js),
-// a rank picker and per-rank table when the job has several traces, links into the timeline.
+// a rank picker, the all-ranks overview and the per-rank table when the job has several traces
+// (ranks_panel.js), links into the timeline.
 // A job that is not Ready yet shows what it has streamed so far (`api/jobs/{id}/live`: training
 // and system metrics, steps, annotations), redrawn every few seconds as chunks arrive, and turns
 // into the full dashboard by itself when ingest finishes (no reload). A Failed job shows its
 // reason and whatever of it could still be read. The URL keeps trace and top-k.
-import { clearCharts, dataTable, panel } from "./charts.js";
+import { clearCharts, panel } from "./charts.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, pct, query, seconds, setQuery, statusBadge, us } from "./common.js";
 import { showControls } from "./job_controls.js";
 import { buildLivePanels, buildPanels } from "./panels.js";
+import { ranksPanels } from "./ranks_panel.js";
 
 const LIVE_MS = 3000;
 const panelsNode = document.getElementById("panels");
@@ -89,75 +91,10 @@ function showPicker(d) {
   fill(picker, el("label", { class: "muted" }, "Rank ", select));
 }
 
-async function ranksPanel() {
-  const data = await api(`${jobPath}/ranks`);
-  const stragglers = new Set(((data.stragglers && data.stragglers.stragglers) || []).map((s) => s.rank));
-  const list = (data.stragglers && data.stragglers.stragglers) || [];
-  const rows = data.ranks || [];
-  // Compare the worst straggler with the rank of the shortest step time (or rank 0).
-  const timed = rows.filter((r) => r.step_time_us !== null && r.step_time_us !== undefined);
-  const fastest = timed.length ? timed.reduce((a, b) => (b.step_time_us < a.step_time_us ? b : a)) : rows[0];
-  const slow = list.length ? rows.find((r) => r.rank === list[0].rank) : null;
-  const pair = slow && fastest && slow.index !== fastest.index ? [fastest, slow] : rows.length > 1 ? [rows[0], rows[1]] : null;
-  const compareLink = pair
-    ? el(
-        "a",
-        { class: "button", id: "compare-ranks", href: `${base}compare?base=${encodeURIComponent(jobId)}&test=${encodeURIComponent(jobId)}&base_trace=${pair[0].index}&test_trace=${pair[1].index}` },
-        `Compare rank ${pair[0].rank} with rank ${pair[1].rank}`,
-      )
-    : null;
-  const pick = (r) =>
-    el(
-      "button",
-      {
-        type: "button",
-        class: "ghost rank-pick",
-        "aria-pressed": String(r.index === state.trace),
-        "aria-label": `show rank ${r.rank}${stragglers.has(r.rank) ? " (straggler)" : ""}`,
-        onclick: () => {
-          state.trace = r.index;
-          load();
-        },
-      },
-      stragglers.has(r.rank) ? `⚠ ${r.rank}` : String(r.rank),
-    );
-  return panel({
-    id: "ranks",
-    title: "Ranks side by side",
-    wide: true,
-    tools: compareLink ? [compareLink] : [],
-    note: list.length
-      ? `Stragglers (⚠, highlighted): ${list.map((s) => `rank ${s.rank} (${METRIC_WORDS[s.metric] || s.metric} ${Number(s.ratio).toFixed(2)}× the median)`).join(", ")}. Click a rank to show its panels.`
-      : "No straggler: every rank is within the threshold of the median. Click a rank to show its panels.",
-    draw: (node) =>
-      node.append(
-        dataTable(
-          [
-            { label: "rank", num: true, get: pick },
-            { label: "file", get: (r) => r.file },
-            { label: "step time", num: true, get: (r) => us(r.step_time_us) },
-            { label: "GPU util.", num: true, get: (r) => pct(r.gpu_utilization_pct) },
-            { label: "communication", num: true, get: (r) => us(r.communication_us) },
-            { label: "compute", num: true, get: (r) => us(r.compute_us) },
-            { label: "idle", num: true, get: (r) => us(r.idle_us) },
-          ],
-          rows,
-          { rowClass: (r) => (stragglers.has(r.rank) ? "straggler" : "") },
-        ),
-      ),
-  });
-}
-
-// The straggler metrics of the engine (profilerhub_analysis.ranks), in words.
-const METRIC_WORDS = {
-  step_time_us: "step time",
-  compute_us: "compute time",
-  gpu_busy_us: "GPU busy time",
-};
-
 let waiting = null;
 let ready = false;
 let listed = null; // the job as the jobs list shows it (steps, GPUs, duration)
+let ranksAnswer = null; // the ranks answer asked with the dashboard's (a Promise), or null
 
 let liveSeen = ""; // what the live panels last drew (redrawn only when new chunks arrived)
 
@@ -271,6 +208,9 @@ async function load() {
       jobState(job);
       delete panelsNode.dataset.live;
     }
+    // A job of several ranks (the list's figure): its ranks answer is asked beside the dashboard's.
+    ranksAnswer = listed && listed.ranks > 1 ? api(`${jobPath}/ranks`) : null;
+    ranksAnswer?.catch(() => {}); // its error is shown with the ranks panel, below
     d = await api(`${jobPath}/dashboard?trace=${state.trace}&top=${state.top}`);
   } catch (error) {
     fill(panelsNode, errorBox(error));
@@ -281,14 +221,21 @@ async function load() {
   showFacts(d);
   showPicker(d);
   clearCharts();
-  const nodes = buildPanels(d, ctx);
+  // The ranks' panels first: each panel draws in the frame after it is made, in that order, and
+  // the all-ranks overview is what a job of many ranks is opened for.
+  let rankNodes = [];
   if ((d.traces || []).length > 1) {
     try {
-      nodes.unshift(await ranksPanel());
+      const pickTrace = (index) => {
+        state.trace = index;
+        load();
+      };
+      rankNodes = (await ranksPanels(ranksAnswer || api(`${jobPath}/ranks`), state.trace, pickTrace)).filter(Boolean);
     } catch (error) {
-      nodes.unshift(errorBox(error));
+      rankNodes = [errorBox(error)];
     }
   }
+  const nodes = [...rankNodes, ...buildPanels(d, ctx)];
   fill(panelsNode, nodes);
   panelsNode.dataset.trace = String(state.trace);
   panelsNode.dataset.top = String(state.top);
