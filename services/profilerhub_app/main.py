@@ -32,6 +32,7 @@ from profilerhub_app.routes import timeline as timeline_routes
 from profilerhub_app.routes import views as views_routes
 from profilerhub_app.services import AppServices
 from profilerhub_app.settings import AppServiceSettings
+from profilerhub_app.warm import start_warm_up
 
 
 def create_app(settings: AppServiceSettings, *, hub: HubJobs | None = None) -> Starlette:
@@ -84,4 +85,5 @@ def create_app(settings: AppServiceSettings, *, hub: HubJobs | None = None) -> S
         exception_handlers={404: not_found, 405: not_found},
     )
     app.state.services = AppServices.build(settings, hub)  # all a route reaches: ``http.services``
+    start_warm_up()  # the first page load's one-off costs, paid now (``warm``)
     return app
