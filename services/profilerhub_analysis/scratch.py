@@ -37,10 +37,10 @@ def _file(directory: str | Path | None) -> IO[bytes]:
 
 
 def _mapped(f: IO[bytes], dtype: Any, n: int, mode: Literal["r", "r+"]) -> np.ndarray:
-    if not n:  # mmap refuses an empty file
-        return np.zeros(0, dtype=dtype)
-    out: np.ndarray = np.memmap(f, dtype=dtype, mode=mode, shape=(n,))
-    f.close()  # the mapping holds its own reference to the (nameless) file
+    with f:  # the mapping holds its own reference to the (nameless) file
+        if not n:  # mmap refuses an empty file
+            return np.zeros(0, dtype=dtype)
+        out: np.ndarray = np.memmap(f, dtype=dtype, mode=mode, shape=(n,))
     return out
 
 

@@ -87,3 +87,30 @@ def test_column_parts_spill_once_past_their_threshold_and_give_back_whole_column
     assert np.array_equal(parts.column("a", np.int64), np.arange(10))
     assert np.array_equal(parts.column("b", bool), np.ones(3, dtype=bool))
     assert len(parts.column("never added", np.int32)) == 0
+
+
+def test_the_timeline_index_built_in_small_file_backed_chunks_is_the_one_built_whole(
+    shared_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from profilerhub_analysis.timeline.index import TimelineIndex
+
+    def arrays(index: TimelineIndex) -> dict[str, np.ndarray]:
+        parts = {"": index, "longest.": index._longest, "gaps.": index._gaps}
+        return {
+            prefix + name: value
+            for prefix, part in parts.items()
+            for name, value in vars(part).items()
+            if isinstance(value, np.ndarray)
+        }
+
+    for name in ("mlp_cpu_10steps.pt.trace.json", "mlp_cpu_10steps_stack.pt.trace.json.gz"):
+        store = load_trace(shared_dir / "traces" / "torch-cpu" / name)
+        whole = arrays(TimelineIndex.from_store(store))
+        with monkeypatch.context() as patch:
+            patch.setattr(scratch, "SPILL_MIN_BYTES", 0)
+            patch.setattr(scratch, "CHUNK", 640)  # many chunks, and ten blocks of the range tables each
+            chunked = arrays(TimelineIndex.from_store(store))
+        assert whole.keys() == chunked.keys()
+        assert isinstance(chunked["_ts"], np.memmap)
+        for key, value in whole.items():
+            assert np.array_equal(chunked[key], value), (name, key)

@@ -14,8 +14,13 @@ range inside one block is scanned directly (at most 64 elements). Ties go to the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
+
+from .. import scratch
 
 BLOCK = 64
 
@@ -56,13 +61,41 @@ def _blocks_of(values: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
     return padded.reshape(nb, BLOCK)
 
 
+def _grids(values: npt.NDArray[np.generic]) -> Iterator[tuple[int, npt.NDArray[np.generic]]]:
+    """``(first block, grid)`` of ``_blocks_of(values)``, ``scratch.CHUNK`` elements at a time."""
+    step = max(BLOCK, scratch.CHUNK // BLOCK * BLOCK)
+    for start in range(0, max(len(values), 1), step):
+        yield start // BLOCK, _blocks_of(values[start : start + step])
+
+
+def _block_offsets(grid: npt.NDArray[np.generic]) -> tuple[np.ndarray, np.ndarray]:
+    """Per element of a (blocks, BLOCK) grid: the offsets (int8) of the argmax of its block's
+    prefix up to it and of its block's suffix from it (leftmost on ties)."""
+    pos = np.broadcast_to(np.arange(BLOCK, dtype=np.int8), grid.shape)
+    # Prefix argmax within each block: the last position where the running max rose.
+    run = np.maximum.accumulate(grid, axis=1)
+    rose = np.ones(grid.shape, dtype=bool)
+    rose[:, 1:] = run[:, 1:] > run[:, :-1]
+    prefix = np.maximum.accumulate(np.where(rose, pos, 0), axis=1).ravel()
+    # Suffix argmax within each block, leftmost on ties: scan the reversed block and keep the
+    # last position (in reversed order) where the running max was reached or exceeded.
+    rgrid = grid[:, ::-1]
+    rrun = np.maximum.accumulate(rgrid, axis=1)
+    reached = np.ones(grid.shape, dtype=bool)
+    reached[:, 1:] = rgrid[:, 1:] >= rrun[:, :-1]
+    rpos = np.maximum.accumulate(np.where(reached, pos, 0), axis=1)
+    return prefix.astype(np.int8), (BLOCK - 1 - rpos[:, ::-1]).astype(np.int8).ravel()
+
+
 class RangeAtLeast:
     """Which elements of ``values[i:j]`` reach a threshold, for sorted disjoint ranges."""
 
     def __init__(self, values: npt.NDArray[np.generic]) -> None:
         self.values = values
         self.n = len(values)
-        self.block_max = _blocks_of(values).max(axis=1)
+        self.block_max = np.concatenate(
+            [grid.max(axis=1) for _, grid in _grids(values)] or [np.zeros(0, values.dtype)]
+        )
 
     def at_least(self, lo: npt.ArrayLike, hi: npt.ArrayLike, threshold: float) -> IntArray:
         """Sorted indices ``i`` with ``values[i] >= threshold`` inside any ``[lo[k], hi[k])``.
@@ -94,34 +127,30 @@ class RangeArgMax(RangeAtLeast):
     def __init__(self, values: npt.NDArray[np.generic]) -> None:
         super().__init__(values)
         n = self.n
-        grid = _blocks_of(values)
-        nb = len(grid)
-        pos = np.broadcast_to(np.arange(BLOCK, dtype=np.int8), grid.shape)
-
-        # Prefix argmax within each block: the last position where the running max rose.
-        run = np.maximum.accumulate(grid, axis=1)
-        rose = np.ones(grid.shape, dtype=bool)
-        rose[:, 1:] = run[:, 1:] > run[:, :-1]
-        self._prefix = np.maximum.accumulate(np.where(rose, pos, 0), axis=1).ravel()[:n]
-
-        # Suffix argmax within each block, leftmost on ties: scan the reversed block and keep the
-        # last position (in reversed order) where the running max was reached or exceeded.
-        rgrid = grid[:, ::-1]
-        rrun = np.maximum.accumulate(rgrid, axis=1)
-        reached = np.ones(grid.shape, dtype=bool)
-        reached[:, 1:] = rgrid[:, 1:] >= rrun[:, :-1]
-        rpos = np.maximum.accumulate(np.where(reached, pos, 0), axis=1)
-        self._suffix = (BLOCK - 1 - rpos[:, ::-1]).astype(np.int8).ravel()[:n]
+        nb = max(1, -(-n // BLOCK))
+        # Per element, within its block: the offset of the argmax of the block's prefix up to it
+        # and of its suffix from it. Computed a few thousand blocks at a time (the temporaries of
+        # one chunk; the results are one int8 each, file-backed when large).
+        self._prefix = scratch.empty(n, np.int8)
+        self._suffix = scratch.empty(n, np.int8)
+        block_arg = np.empty(nb, dtype=np.int64)
+        for first, grid in _grids(values):
+            start, stop = first * BLOCK, min(n, (first + len(grid)) * BLOCK)
+            prefix, suffix = _block_offsets(grid)
+            self._prefix[start:stop] = prefix[: stop - start]
+            self._suffix[start:stop] = suffix[: stop - start]
+            blocks = np.arange(first, first + len(grid), dtype=np.int64)
+            block_arg[first : first + len(grid)] = blocks * BLOCK + grid.argmax(axis=1)
 
         # Sparse table over blocks, all levels in one flat array: level k holds, for each block
         # i, the element index of the argmax of blocks i .. i + 2**k - 1.
-        block_arg = np.arange(nb, dtype=np.int64) * BLOCK + grid.argmax(axis=1)
-        levels = [block_arg]
+        levels: list[IntArray] = [block_arg]
+        vals: Any = self.values  # numpy's stubs cannot compare arrays of a generic dtype
         span = 1
         while n and 2 * span <= nb:
             prev = levels[-1]
             left, right = prev[: len(prev) - span], prev[span:]
-            levels.append(np.where(self.values[right] > self.values[left], right, left))
+            levels.append(np.where(vals[right] > vals[left], right, left))
             span *= 2
         index_type = np.int32 if n < 2**31 else np.int64
         self._table = np.concatenate(levels).astype(index_type)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .. import scratch
 from ._layout import band_keys, event_order, nesting_depth, rank_sorted, stack_rows
 from ._ranges import RangeArgMax, RangeAtLeast, held_bytes
 from .counters import CounterIndex, CounterTrack
@@ -123,22 +124,27 @@ class TimelineIndex:
         self.counter_names = counter_names
 
         base = event_order(lane, ts, dur)
-        if base is None:
-            base = np.arange(n, dtype=np.int64)
-        lane_s, ts_s, dur_s = lane[base], ts[base], dur[base]
+        # In the store's order already (the usual case): the columns as they are, not copies.
+        lane_s, ts_s, dur_s = (lane, ts, dur) if base is None else (lane[base], ts[base], dur[base])
         end_s = ts_s + dur_s
         self.lane_ids, lane_rank = rank_sorted(lane_s)
         rows = stack_rows(lane_rank, ts_s, end_s, nesting_depth(lane_rank, ts_s, end_s))
+        del end_s, lane_rank
         self.overlaps_left = rows.overlaps_left
-        self.depth = np.empty(n, dtype=np.int64)
-        self.depth[base] = rows.depth
+        if base is None:
+            self.depth = scratch.concatenate([rows.depth], np.int64)
+        else:
+            self.depth = scratch.empty(n, np.int64)
+            self.depth[base] = rows.depth
 
+        # The index's own arrays, file-backed when large (``scratch``): gathered in chunks.
         order = rows.order
-        self._event_id = base[order]
-        self._ts = ts_s[order]
-        self._dur = dur_s[order]
-        self._name = name[self._event_id]
-        self._kind = kinds[self._event_id]
+        self._event_id = scratch.concatenate([order], np.int64) if base is None else scratch.take(base, order)
+        self._ts = scratch.take(ts_s, order)
+        self._dur = scratch.take(dur_s, order)
+        del ts_s, dur_s, order
+        self._name = scratch.take(name, self._event_id)
+        self._kind = scratch.take(kinds, self._event_id)
         self._row_lane = rows.row_lane
         self._row_depth = rows.row_depth
         self._row_start = rows.row_start
@@ -154,17 +160,33 @@ class TimelineIndex:
         self.t_min, self.t_end = t_min, t_end
         # +2: local times are clipped to [0, span - 1], and a window may end one past t_end.
         self._span = t_end - t_min + 2
-        row_of = np.repeat(np.arange(len(self._row_start)), self._row_stop - self._row_start)
-        self._key = band_keys(row_of, self._ts, t_min, self._span)
+        if n:  # every band key's check (and message), on the largest row's
+            band_keys(np.array([len(self._row_start) - 1]), np.array([t_min], np.int64), t_min, self._span)
+        self._key = scratch.empty(n, np.int64)
         # Running max of end keys: equal to the end keys in rows that do not overlap, and still
         # sorted (so searchable) in the rare rows stacking could not clean up.
-        self._end_max = np.maximum.accumulate(self._key + self._dur) if n else self._key.copy()
-        self._busy_prefix = np.concatenate([[0], np.cumsum(self._dur)]).astype(np.int64)
-        self._longest = RangeArgMax(self._dur)
-        gaps = np.zeros(n, dtype=np.int64)
+        self._end_max = scratch.empty(n, np.int64)
+        self._busy_prefix = scratch.empty(n + 1, np.int64)
+        self._busy_prefix[0] = 0
+        gaps = scratch.empty(n, np.int64)
+        end_max = busy = 0
+        for start in range(0, n, scratch.CHUNK):  # in chunks, each carrying on the last one's max/sum
+            part = slice(start, start + scratch.CHUNK)
+            at = np.arange(start, min(n, start + scratch.CHUNK), dtype=np.int64)
+            row_of = np.searchsorted(self._row_start, at, side="right") - 1
+            key = self._key[part] = row_of * np.int64(self._span) + (self._ts[part] - np.int64(t_min))
+            ends = np.maximum.accumulate(key + self._dur[part])
+            np.maximum(ends, end_max, out=ends)
+            self._end_max[part], end_max = ends, int(ends[-1])
+            sums = np.cumsum(self._dur[part]) + busy
+            self._busy_prefix[start + 1 : start + 1 + len(at)], busy = sums, int(sums[-1])
+        for start in range(0, n, scratch.CHUNK):
+            stop = min(n - 1, start + scratch.CHUNK)
+            gaps[start:stop] = np.maximum(self._key[start + 1 : stop + 1] - self._end_max[start:stop], 0)
         if n:
-            gaps[:-1] = np.maximum(self._key[1:] - self._end_max[:-1], 0)
+            gaps[n - 1] = 0
             gaps[self._row_stop[:-1] - 1] = 0
+        self._longest = RangeArgMax(self._dur)
         self._gaps = RangeAtLeast(gaps)
         return self
 
