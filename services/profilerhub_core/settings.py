@@ -106,15 +106,22 @@ class Settings(BaseSettings):
         default=4 * 1024 * 1024 * 1024, ge=1, description="Largest total of one job's raw files."
     )
     job_max_trace_bytes: int = Field(
-        default=2 * 1024 * 1024 * 1024,
-        ge=1,
-        description="Largest raw file once decompressed; ingest stops inflating there (a gzip bomb "
-        "fails its job at once).",
+        default=0,
+        ge=0,
+        description="Largest raw file once decompressed (a larger one is left out of its job, named in "
+        "its warnings); 0 = no cap: ingest's memory does not grow with a trace, its disk does.",
     )
     job_max_ingest_bytes: int = Field(
-        default=8 * 1024 * 1024 * 1024,
-        ge=1,
-        description="Largest total of one job's files once decompressed.",
+        default=0,
+        ge=0,
+        description="Largest total of one job's files once decompressed; 0 = no cap.",
+    )
+    job_max_inflate_ratio: float = Field(
+        default=200.0,
+        ge=0,
+        description="Decompression-bomb guard: a gzip file that inflates to more than this many times "
+        "the compressed bytes read so far (past its first 64 MiB) is left out as it streams, cap or "
+        "not (real traces inflate 5-30 times); 0 = off.",
     )
     worker_ingest_memory_bytes: int = Field(
         default=0,

@@ -14,8 +14,17 @@ from typing import Any
 import pytest
 
 from profilerhub_core.db.models import JobStatus
+from profilerhub_core.settings import Settings
 from profilerhub_worker.ingest import IngestContext, ingest_job
-from profilerhub_worker.ingest.limits import COPY_PREFIX, MemoryBudget, OverLimit, remove_stale_copies
+from profilerhub_worker.ingest.limits import (
+    COPY_PREFIX,
+    NO_LIMIT,
+    RATIO_FREE_BYTES,
+    MemoryBudget,
+    OverLimit,
+    inflate_limit,
+    remove_stale_copies,
+)
 from tests.support.jobs import job_row as row
 from tests.support.jobs import make_job, sdk_files
 
@@ -44,6 +53,29 @@ def test_a_gzip_bomb_fails_its_job_without_being_inflated_in_memory(ctx: IngestC
     assert reason.startswith("raw/torch/bomb.pt.trace.json.gz: larger than the per-file limit of 64 MiB")
     assert "PROFILERHUB_JOB_MAX_TRACE_BYTES" in reason
     assert peak < 16 << 20, f"{peak} bytes held while a 64 MiB cap was reached"  # a few chunks, not the cap
+
+
+def test_with_no_size_cap_a_gzip_bomb_is_stopped_by_its_inflate_ratio_as_it_streams(
+    ctx: IngestContext,
+) -> None:
+    """The default: no per-trace cap (the disk bounds a trace, not memory); the bomb guard still
+    stops a bomb at the first 64 MiB, before it fills the disk."""
+    ctx.max_trace_bytes = ctx.max_ingest_bytes = NO_LIMIT
+    assert ctx.max_inflate_ratio == Settings().job_max_inflate_ratio > 0
+    job_id, _ = make_job(ctx, {"torch/bomb.pt.trace.json.gz": gzip_bomb()})
+    assert ingest_job(job_id, ctx) == "Failed"
+    reason = row(ctx, job_id).failure_reason or ""
+    assert reason.startswith("raw/torch/bomb.pt.trace.json.gz: inflates to more than 200 times")
+    assert "PROFILERHUB_JOB_MAX_INFLATE_RATIO" in reason
+
+
+def test_the_size_caps_are_off_unless_an_operator_sets_them() -> None:
+    settings = Settings()
+    assert (settings.job_max_trace_bytes, settings.job_max_ingest_bytes) == (0, 0)
+    assert inflate_limit(1 << 20, NO_LIMIT, 0.0) == NO_LIMIT
+    assert inflate_limit(1 << 10, NO_LIMIT, 200.0) == RATIO_FREE_BYTES  # a small chunk: the free 64 MiB
+    assert inflate_limit(1 << 20, NO_LIMIT, 200.0) == 200 << 20
+    assert inflate_limit(1 << 30, 5 << 30, 200.0) == 5 << 30  # the operator's cap, when lower
 
 
 def test_a_bomb_beside_good_files_is_left_out_with_a_warning(ctx: IngestContext) -> None:

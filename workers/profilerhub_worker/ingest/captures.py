@@ -90,7 +90,9 @@ def _read(
     try:
         if size > ctx.max_file_bytes:
             raise OverLimit(f"raw/{rel}: {size} bytes is over the per-file limit of {ctx.max_file_bytes}")
-        inflated = inflate_to_file(ctx.store, key, local, ctx.max_trace_bytes, f"raw/{rel}")
+        inflated = inflate_to_file(
+            ctx.store, key, local, ctx.max_trace_bytes, f"raw/{rel}", ctx.max_inflate_ratio
+        )
         with ctx.memory.reserve(int(inflated * PARSE_MEMORY_FACTOR), f"raw/{rel}"):
             events = load_trace(local, inflated)
             entry = sm.trace_summary(rel, events)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from profilerhub_core.retention import SeriesRetention
 from profilerhub_core.storage import ObjectStore
 from profilerhub_worker.ingest.limits import (
+    NO_LIMIT,
     SLOWEST_PARSE_BYTES_PER_SECOND,
     MemoryBudget,
     default_memory_budget,
@@ -40,7 +41,7 @@ class IngestContext:
     max_file_bytes: int
     """Largest stored (compressed) raw file."""
     max_trace_bytes: int
-    """Largest raw file once decompressed."""
+    """Largest raw file once decompressed (``limits.NO_LIMIT``: none)."""
     stale_after: timedelta
     max_attempts: int = 3
     heartbeat_every: timedelta = timedelta(seconds=10)
@@ -63,8 +64,10 @@ class IngestContext:
     """Traces of one job parsed at once when it fans out (``fanout.join_traces``' window)."""
     jobs_per_user: int = 0
     """Jobs of one user claimed at once (``claim.UserAtLimit``); 0: no limit."""
-    max_ingest_bytes: int = 1 << 62
+    max_ingest_bytes: int = NO_LIMIT
     """Largest total of one job's raw files once decompressed."""
+    max_inflate_ratio: float = 200.0
+    """Decompression-bomb guard (``limits.inflate_to_file``); 0: off."""
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
     """The worker-wide budget concurrent ingests parse under (``limits``)."""
     webhooks: WebhookPolicy = field(default_factory=WebhookPolicy)
@@ -82,8 +85,9 @@ class IngestContext:
             sessions=session_factory(make_engine(settings)),
             store=store,
             max_file_bytes=settings.job_max_file_bytes,
-            max_trace_bytes=settings.job_max_trace_bytes,
-            max_ingest_bytes=settings.job_max_ingest_bytes,
+            max_trace_bytes=settings.job_max_trace_bytes or NO_LIMIT,
+            max_ingest_bytes=settings.job_max_ingest_bytes or NO_LIMIT,
+            max_inflate_ratio=settings.job_max_inflate_ratio,
             memory=MemoryBudget(settings.worker_ingest_memory_bytes or default_memory_budget()),
             stale_after=timedelta(seconds=settings.job_ingest_timeout_seconds),
             max_attempts=settings.job_ingest_max_attempts,

@@ -268,7 +268,9 @@ def read_annotations(ctx: IngestContext, place: JobPlace) -> list[sm.AnnotationR
                 continue
             local = Path(tmp) / "annotations"
             try:
-                inflate_to_file(ctx.store, info.key, local, ctx.max_trace_bytes, f"raw/{rel}")
+                inflate_to_file(
+                    ctx.store, info.key, local, ctx.max_trace_bytes, f"raw/{rel}", ctx.max_inflate_ratio
+                )
                 records.extend(_ANNOTATIONS.decode_lines(local.read_bytes()))
             except (ValueError, msgspec.MsgspecError):  # the claim's own read warns about it
                 continue

@@ -1,12 +1,16 @@
 """What bounds an ingest's memory, whatever the input.
 
-Three limits, all settings (``docs/jobs.md`` lists them with their defaults):
+The limits are settings (``docs/jobs.md`` lists them with their defaults):
 
-* per file: ``job_max_file_bytes`` stored (compressed) and ``job_max_trace_bytes`` once
-  decompressed. Raw files are inflated *to a temporary file* in small chunks, counting as they
-  go, so a gzip bomb (6 MB inflating to 6 GiB) stops at the cap having held one chunk in memory,
-  and its job fails at once with a reason naming the file.
-* per job: ``job_max_ingest_bytes``, the decompressed size of all the job's files together.
+* per file: ``job_max_file_bytes`` stored (compressed), and once decompressed
+  ``job_max_trace_bytes`` (an operator's cap; off by default: the disk bounds it, not memory).
+  Raw files are inflated *to a temporary file* in small chunks, counting as they go, so a gzip
+  bomb (6 MB inflating to 6 GiB) is stopped having held one chunk in memory, and its file is left
+  out at once with a reason naming it: by ``job_max_inflate_ratio`` (on by default: more than 200
+  times the compressed bytes read so far, past the first ``RATIO_FREE_BYTES``) whether or not a
+  cap is set, by the cap, or when the disk is nearly full (``DISK_RESERVE_BYTES``).
+* per job: ``job_max_ingest_bytes``, the decompressed size of all the job's files together (off
+  by default too).
 * per worker: ``worker_ingest_memory_bytes``, shared by the ingests a worker runs at once
   (``--pool threads``: one process). Before a file is parsed its ingest reserves
   ``PARSE_MEMORY_FACTOR`` times its decompressed size from this budget and waits while others
@@ -41,6 +45,13 @@ PARSE_MEMORY_FACTOR = 1.5
 # GIL held 2.3-4.2 s in one stretch; this floor leaves a margin of about 3 below the slowest.
 SLOWEST_PARSE_BYTES_PER_SECOND = 8 << 20
 COPY_PREFIX = "profilerhub-ingest-"
+#: No limit (a size cap set to 0 is off).
+NO_LIMIT = 1 << 62
+#: What any file may inflate to before its ratio is judged (small files compress very well).
+RATIO_FREE_BYTES = 64 << 20
+#: Free space an inflating copy leaves on its disk, checked every ``DISK_CHECK_BYTES`` written.
+DISK_RESERVE_BYTES = 256 << 20
+DISK_CHECK_BYTES = 64 << 20
 _CHUNK = 1 << 20
 
 
@@ -83,25 +94,53 @@ class MemoryBudget:
                 self._cond.notify_all()
 
 
-def inflate_to_file(store: ObjectStore, key: str, target: Path, limit: int, what: str) -> int:
+def inflate_limit(stored: int, cap: int, ratio: float) -> int:
+    """The most a file of ``stored`` bytes may inflate to: ``cap``, and (``ratio`` > 0) no more
+    than ``ratio`` times ``stored`` past the first ``RATIO_FREE_BYTES``."""
+    if ratio <= 0:
+        return cap
+    return min(cap, max(RATIO_FREE_BYTES, int(stored * ratio)))
+
+
+def inflate_to_file(
+    store: ObjectStore, key: str, target: Path, limit: int, what: str, ratio: float = 0.0
+) -> int:
     """Copy the object at ``key`` to ``target``, decompressing gzip (by its magic bytes) on the way.
 
-    Stops with ``OverLimit`` as soon as more than ``limit`` bytes came out, and ``ValueError`` for
-    a broken or truncated gzip stream. Memory held: one chunk in, at most one chunk out.
+    Stops with ``OverLimit`` as soon as more than ``limit`` bytes came out; as soon as, past the
+    first ``RATIO_FREE_BYTES``, more than ``ratio`` (> 0) times the compressed bytes read so far
+    came out (a decompression bomb, however large ``limit`` is); and when the disk ``target`` is
+    on has less than ``DISK_RESERVE_BYTES`` left. ``ValueError`` for a broken or truncated gzip
+    stream. Memory held: one chunk in, at most one chunk out.
     """
-    written = 0
+    written = consumed = 0
+    checked_disk = 0
     inflater: zlib._Decompress | None = None
     first = True
     with target.open("wb") as out:
 
         def emit(data: bytes) -> None:
-            nonlocal written
+            nonlocal written, checked_disk
             written += len(data)
             if written > limit:
                 raise OverLimit(f"{what}: larger than the {limit / 2**20:.0f} MiB limit once decompressed")
+            if ratio > 0 and written > RATIO_FREE_BYTES and written > ratio * consumed:
+                raise OverLimit(
+                    f"{what}: inflates to more than {ratio:g} times its compressed size, a decompression "
+                    "bomb (PROFILERHUB_JOB_MAX_INFLATE_RATIO)"
+                )
+            if written - checked_disk >= DISK_CHECK_BYTES:
+                checked_disk = written
+                free = shutil.disk_usage(target.parent).free
+                if free < DISK_RESERVE_BYTES:
+                    raise OverLimit(
+                        f"{what}: the worker's disk is full ({free / 2**20:.0f} MiB left after "
+                        f"{written / 2**20:.0f} MiB decompressed); ingest it again once there is room"
+                    )
             out.write(data)
 
         for chunk in store.stream(key, _CHUNK):
+            consumed += len(chunk)
             if first:
                 first = False
                 if chunk[:2] == b"\x1f\x8b":
@@ -153,12 +192,14 @@ def _alive(pid: int) -> bool:
 
 __all__ = [
     "COPY_PREFIX",
+    "NO_LIMIT",
     "PARSE_MEMORY_FACTOR",
     "SLOWEST_PARSE_BYTES_PER_SECOND",
     "MemoryBudget",
     "OverLimit",
     "copy_dir",
     "default_memory_budget",
+    "inflate_limit",
     "inflate_to_file",
     "remove_stale_copies",
 ]

@@ -51,6 +51,7 @@ from profilerhub_core.tasks import INGEST_CAPTURES
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_rules
 from profilerhub_worker.ingest.context import IngestContext
+from profilerhub_worker.ingest.limits import inflate_limit
 from profilerhub_worker.ingest.ranks import with_other_ranks
 from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.write import put_rules
@@ -62,7 +63,10 @@ KINDS = {"system": sm.SystemSample, "annotations": sm.AnnotationRecord, "metrics
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in KINDS.items()}
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def _gunzip(data: bytes, ctx: IngestContext) -> bytes:
+    """A chunk inflated in memory: no larger than the trace cap, nor (a bomb) than the inflate
+    ratio allows for its size."""
+    limit = inflate_limit(len(data), ctx.max_trace_bytes, ctx.max_inflate_ratio)
     out = zlib.decompressobj(31).decompress(data, limit + 1)
     if len(out) > limit:
         raise ValueError(f"over {limit} bytes once decompressed")
@@ -128,7 +132,7 @@ def _live_tensors(
 def _gunzip_checked(ctx: IngestContext, key: str) -> bytes:
     """A chunk's bytes, refused (``ValueError``) when it inflates past the trace limit."""
     data = ctx.store.get(key)
-    _gunzip(data, ctx.max_trace_bytes)
+    _gunzip(data, ctx)
     return data
 
 
@@ -171,7 +175,7 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
             continue
         try:
             records[kind].extend(
-                _DECODERS[kind].decode_lines(_gunzip(ctx.store.get(info.key), ctx.max_trace_bytes))
+                _DECODERS[kind].decode_lines(_gunzip(ctx.store.get(info.key), ctx))
             )
         except (ValueError, zlib.error, msgspec.MsgspecError, NotFound) as exc:
             log.info("job %s: live rules skip raw/%s (%s)", job_id, rel, exc)

@@ -260,14 +260,19 @@ def _over_job_limit(ctx: IngestContext, rel: str) -> str:
 
 def _inflate(ctx: IngestContext, key: str, local: Path, rel: str, job_left: int) -> int:
     """Inflate one raw file to ``local`` under the per-file and the per-job limit; its size."""
+    ratio, what = ctx.max_inflate_ratio, f"raw/{rel}"
     if job_left < ctx.max_trace_bytes:
         try:
-            return inflate_to_file(ctx.store, key, local, max(job_left, 0), f"raw/{rel}")
-        except OverLimit:
+            return inflate_to_file(ctx.store, key, local, max(job_left, 0), what, ratio)
+        except OverLimit as exc:
+            if not str(exc).startswith(f"{what}: larger than"):
+                raise  # the bomb guard or the disk, not the cap
             raise OverLimit(_over_job_limit(ctx, rel)) from None
     try:
-        return inflate_to_file(ctx.store, key, local, ctx.max_trace_bytes, f"raw/{rel}")
-    except OverLimit:
+        return inflate_to_file(ctx.store, key, local, ctx.max_trace_bytes, what, ratio)
+    except OverLimit as exc:
+        if not str(exc).startswith(f"{what}: larger than"):
+            raise
         raise OverLimit(
             f"raw/{rel}: larger than the per-file limit of {ctx.max_trace_bytes / 2**20:.0f} MiB once "
             "decompressed (PROFILERHUB_JOB_MAX_TRACE_BYTES)"
