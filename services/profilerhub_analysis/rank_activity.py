@@ -19,8 +19,8 @@ Two steps, so a job of any rank count is joined from small pieces:
    grid's start, so a late or slow rank shows.
 
 A page can then draw ranks × columns at once (one small document, whatever the traces' size) and
-link a cell to that rank's timeline at that time: ``base_us`` turns a grid time back into the
-rank's own trace time (``t0us``/``t1us`` of the timeline's URL).
+link a cell to that rank's timeline at that time: a grid time is wall-clock µs, as the timeline's
+``t0us``/``t1us`` are; ``base_us`` is what the rank's trace adds to its own time to get there.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -977,13 +978,38 @@ def test_a_forty_rank_job_shows_every_rank_over_time_and_pages_its_table(
     expect(table.locator("tr.straggler")).to_contain_text(f"⚠ {slow}")
     app.locator("#ranks-overview").screenshot(path=str(shot_path("dashboard-ranks-overview")))
 
-    # keyboard: focus the map, go down to the slow rank, Enter opens its timeline at that time
+    # keyboard: focus the map, go to a busy cell of the slow rank, Enter opens its timeline there
+    row = overview["ranks"][slow]
+    col = next(c for c, v in enumerate(row["busy_pct"]) if v is not None and v > 50) + 3
     app.focus("#ranks-overview-map")
+    app.keyboard.press("Home")
     for _ in range(slow):
         app.keyboard.press("ArrowDown")
+    for _ in range(col):
+        app.keyboard.press("ArrowRight")
     expect(app.locator("#ranks-overview .heat-readout")).to_contain_text(f"rank {slow} · at")
     app.keyboard.press("Enter")
     app.wait_for_url("**/timeline?trace=*")
-    assert f"trace={overview['ranks'][slow]['index']}" in app.url and "t0us=" in app.url
+    assert f"trace={row['index']}" in app.url and "t0us=" in app.url
     app.wait_for_selector("#tl-view[data-ready='true']")
+    wall = (
+        "() => { const s = window.__timeline.state;"
+        " return [Number(s.lanesInfo.origin_ns), s.scale.start, s.scale.end]; }"
+    )
+    origin, start, end = app.evaluate(wall)
+    want = overview["start_us"] + (col - 2) * overview["column_us"]  # the cell, two columns before
+    assert (origin + start) / 1000 == pytest.approx(want, abs=1.0)
+    assert (end - start) / 1000 == pytest.approx(5 * overview["column_us"], rel=0.01)
     shot(app, "timeline-from-ranks-overview")
+
+    # the timeline's rank picker opens another rank over the same wall-clock time (the rank
+    # before: its trace, 1 ms earlier, covers that time too)
+    app.select_option("#tl-rank", str(overview["ranks"][slow - 1]["index"]))
+    app.wait_for_url(f"**trace={overview['ranks'][slow - 1]['index']}&*")
+    app.wait_for_selector("#tl-view[data-ready='true']")
+    origin2, start2, _ = app.evaluate(wall)
+    assert (origin2 + start2) / 1000 == pytest.approx(want, abs=1.0)
+    assert origin - origin2 == pytest.approx(1_000_000, abs=1000)  # its clock: 1 ms earlier
+    expect(app.locator("#tl-all-ranks")).to_have_attribute("href", re.compile("#ranks-overview$"))
+    expect(app.locator("#tl-rank")).to_have_value(str(overview["ranks"][slow - 1]["index"]))
+    shot(app, "timeline-rank-picker")

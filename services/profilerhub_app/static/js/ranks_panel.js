@@ -34,11 +34,10 @@ function overviewPanel(ov) {
   const what = ov.basis === "cpu" ? "CPU operator" : "GPU";
   const cols = Array.from({ length: ov.columns }, (_, c) => `${((c * ov.column_us) / 1e6).toFixed(3)} s`);
   const open = (r, c) => {
-    // ± two columns around the cell, in that rank's own trace time (its base taken off)
-    const row = rows[r];
-    const t0 = ov.start_us + Math.max(0, c - 2) * ov.column_us - row.base_us;
-    const t1 = ov.start_us + Math.min(ov.columns, c + 3) * ov.column_us - row.base_us;
-    location.href = `${base}${jobPath}/timeline?trace=${row.index}&t0us=${t0.toFixed(3)}&t1us=${t1.toFixed(3)}`;
+    // ± two columns around the cell; the timeline's t0us/t1us are wall-clock µs, as the grid's
+    const t0 = ov.start_us + Math.max(0, c - 2) * ov.column_us;
+    const t1 = ov.start_us + Math.min(ov.columns, c + 3) * ov.column_us;
+    location.href = `${base}${jobPath}/timeline?trace=${rows[r].index}&t0us=${t0.toFixed(3)}&t1us=${t1.toFixed(3)}`;
   };
   const mean = (row) => {
     const known = row.busy_pct.filter((v) => v !== null);

@@ -10,6 +10,7 @@ import { installInput } from "./tl/input.js";
 import { relayout } from "./tl/lanes.js";
 import { decodeWindow } from "./tl/phw1.js";
 import { TimeScale } from "./tl/scale.js";
+import { installRankPicker } from "./tl/ranks.js";
 import { restoreSearch, search, step } from "./tl/search.js";
 import { fit, HINT, select } from "./tl/selection.js";
 import { tv } from "./tl/state.js";
@@ -71,6 +72,7 @@ async function start() {
   api(jobPath).then((job) => {
     crumb.textContent = job.name || jobId;
     document.title = `${job.name || jobId} · timeline`;
+    if (job.ranks > 1) installRankPicker(dom.range).catch((error) => console.warn("rank picker:", error.message));
   }, () => {});
   tv.groups = groupsInUrlOrder(info);
   tv.scale = new TimeScale(info.t_min, info.t_end);
