@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ._clock import clock_info, now_ns
@@ -49,6 +50,21 @@ def _jsonl_gz(records: list[dict[str, Any]]) -> bytes:
     return gzip.compress(text.encode(), compresslevel=5)
 
 
+def _built(items: list[Any]) -> list[dict[str, Any]]:
+    """The tensors buffer's records, those still to build built here (a failing one is logged
+    and left out: the collector goes on)."""
+    out = []
+    for item in items:
+        if not callable(item):
+            out.append(item)
+            continue
+        try:
+            out.append(item())
+        except Exception as exc:
+            log_once("watch-record", logging.WARNING, "profilerhub: watch: a step's record lost (%s)", exc)
+    return out
+
+
 class Run:
     """One profiled run of a training script, writing to one sink."""
 
@@ -64,7 +80,9 @@ class Run:
         self.metrics: collections.deque[dict[str, Any]] = collections.deque()
         self.system: collections.deque[dict[str, Any]] = collections.deque()
         # ph.watch's records (one per mode, step and watch: docs/debugging.md) and its state
-        self.tensors: collections.deque[dict[str, Any]] = collections.deque()
+        # A record, or a callable that builds one (``_watch_record.StepValues``): the collector
+        # calls it when it cuts the chunk, off the training thread.
+        self.tensors: collections.deque[dict[str, Any] | Callable[[], dict[str, Any]]] = collections.deque()
         self.watchers: list[Any] = []
         self.mode = "train"
         self.mode_steps: dict[str, int] = {}
@@ -549,6 +567,8 @@ class Run:
         out: list[Any] = []
         for _ in range(len(buf)):  # popleft is atomic; appends from other threads go on meanwhile
             out.append(buf.popleft())
+        if kind == "tensors":
+            return _built(out)
         if kind == "annotations":
             names = self.thread_names
             return [

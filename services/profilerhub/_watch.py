@@ -25,7 +25,6 @@ logged once and training goes on.
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,17 +33,17 @@ from typing import TYPE_CHECKING, Any
 
 from ._clock import now_ns
 from ._log import log_once, logger
-from ._reduce import N_BINS, counts_row, fold, partial, scalar_row
+from ._reduce import N_BINS, fold, partial
 from ._watch_host import (
     _dead_fraction,
     _dynamo_disable,
     _host_floats,
     _host_lists,
     _one_copy,
-    _stats,
     _tensors_of,
     _to_tensorboard,
 )
+from ._watch_record import StepValues
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -212,7 +211,8 @@ class Watcher:
         self._rows: list[tuple[list[str], list[list[int]], Any]] = []
         self._scalars: list[tuple[str, Any]] = []
         self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
-        self._classes: dict[str, Any] = {}  # label name -> its bincount (on the device, or a host list)
+        self._classes: dict[str, Any] = {}  # label name -> its bincount on the device
+        self._labels: dict[str, list[int]] = {}  # label name -> its values read on the host
         self._label_shapes: dict[str, list[int]] = {}
         self._types: dict[str, str] = {}  # activation name -> its module's class
         self._full_bytes = 0
@@ -220,6 +220,8 @@ class Watcher:
         self._before: dict[str, Any] = {}
         self._buffers: list[Any] | None = None  # the weights before the step, reused while saved
         self._wanted_of: dict[str, bool] = {}
+        self._saves_of: tuple[int, dict[str, bool]] = (-1, {})  # one step's decisions, made once
+        self._rank: int | None = None  # looked up again at each step with rows (see _emit)
         self.removed = False
         root = getattr(model, "_orig_mod", model)  # a torch.compile'd module: hook the original
         self.compiled = root is not model
@@ -250,6 +252,19 @@ class Watcher:
         return "activations" in self.configs and not any(True for _ in module.children())
 
     def _saves(self, collection: str, step: int) -> bool:
+        at, decided = self._saves_of
+        if at != step:
+            at, decided = self._saves_of = (step, {})
+        hit = decided.get(collection)
+        if hit is None:
+            hit = decided[collection] = self._saves_uncached(collection, step)
+        return hit
+
+    def _saves_params(self, step: int) -> bool:
+        """Whether the optimizer's hooks have anything to do at ``step``."""
+        return any(self._saves(c, step) for c in ("weights", "biases", "gradients", "optimizer_variables"))
+
+    def _saves_uncached(self, collection: str, step: int) -> bool:
         cfg = self.configs.get(collection)
         if cfg is None:
             return bool(self.include) and SaveConfig().saves(step)
@@ -348,6 +363,10 @@ class Watcher:
         self.add(tensors)
 
     def _on_optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self._saves_params(self.current_key()[1]):  # most steps: nothing to look at
+            self._before, self._buffers = {}, None
+            return
+
         def pre() -> None:
             mode, step = self.current_key()
             self._reduce_params(step, grads=True)
@@ -367,6 +386,9 @@ class Watcher:
         self._guard("optimizer", pre)
 
     def _on_optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self._before:
+            return
+
         def post() -> None:
             before, self._before = self._before, {}
             if not before:
@@ -434,9 +456,8 @@ class Watcher:
                 if outs:
                     t = outs[0]
                     if t.numel() == 1:
-                        # On the CPU read in place at the flush (one element of any shape).
-                        cpu = t.device.type == "cpu"
-                        self.add_scalar("losses/loss", t.detach() if cpu else t.detach().reshape(()))
+                        # On the CPU read now (one call, no copy); elsewhere copied at the flush.
+                        self.add_scalar("losses/loss", t.item() if t.is_cpu else t.detach().reshape(()))
                     else:
                         self.add([("losses/loss", t)])
 
@@ -477,21 +498,18 @@ class Watcher:
     def _add_labels(self, name: str, target: Any) -> None:
         """Class indices: each class's count (``ignore_index``'s negative values left out), one
         ``bincount`` kept on the device until the flush, whose row is computed from the counts
-        on the host (``_reduce.counts_row``). Float targets: their reductions."""
+        on the host (``_reduce.counts_row``), or a small batch on the CPU read as a list and
+        counted when the record is built. Float targets: their reductions."""
         torch = self.torch
         target = target.detach()
         if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
             self.add([(name, target.to(torch.float32))])
             return
         if target.device.type == "cpu" and target.dim() == 1 and target.numel() <= HOST_LABELS:
-            # A batch of class indices on the host: counted in Python from one read, where a
-            # bincount and its read back are two kernels a step (most of the labels' cost).
-            seen: dict[int, int] = {}
-            for v in target.tolist():
-                if v >= 0:
-                    seen[v] = seen.get(v, 0) + 1
+            # A batch of class indices on the host: one read, counted off the training thread
+            # (``_watch_record``), where a bincount and its read back are two kernels a step.
             with self._lock:
-                self._classes[name] = [seen.get(k, 0) for k in range(max(seen) + 1)] if seen else []
+                self._labels[name] = target.tolist()
                 self._label_shapes[name] = list(target.shape)
             return
         flat = target.reshape(-1)
@@ -534,11 +552,12 @@ class Watcher:
         """The pending rows, copied to the host (once per device), as one record of the run."""
         with self._lock:
             rows, scalars, dead, key = self._rows, self._scalars, self._dead, self._key
-            classes = self._classes
-            self._rows, self._scalars, self._dead, self._classes = [], [], [], {}
-        if not rows and not scalars and not classes:
+            classes, labels = self._classes, self._labels
+            self._rows, self._scalars, self._dead, self._classes, self._labels = [], [], [], {}, {}
+        if not rows and not scalars and not classes and not labels:
             return
-        self._guard("flush", lambda: self._emit(rows, scalars, dead, key or self.current_key(), classes))
+        key = key or self.current_key()
+        self._guard("flush", lambda: self._emit(rows, scalars, dead, key, classes, labels))
 
     def _emit(
         self,
@@ -546,56 +565,40 @@ class Watcher:
         scalars: list[tuple[str, Any]],
         dead: list[tuple[str, Any]],
         key: tuple[str, int],
-        classes: dict[str, Any] | None = None,
+        classes: dict[str, Any],
+        labels: dict[str, list[int]],
     ) -> None:
-        torch = self.torch
-        latest: dict[str, tuple[list[int], list[float], list[int]]] = {}  # shape, statistics, hist
+        """The step's values to the host, as a ``StepValues`` the collector turns into the record
+        (at once when one is NaN or Inf: the SDK-side ExplodingTensor reads it, or for TensorBoard)."""
+        torch, run = self.torch, self.run
+        mode, step = key
+        global_step = run.current_step if run.current_step is not None else run.mode_steps.get("train", step)
+        if self._rank is None or rows:  # a rank lookup costs a loss-only step more than the rest
+            self._rank = run.rank()
+        values = StepValues(mode, step, global_step, self._rank, now_ns(), types=self._types)
         by_device: dict[Any, list[int]] = {}
         for i, (_, _, (device, _)) in enumerate(rows):
             by_device.setdefault(device, []).append(i)
         for idx in by_device.values():  # one fold and one copy to the host per device
             host = fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64).cpu()
-            # The counts as integers by one conversion, not an int() per bin in Python.
-            stats, hists = host[:, :10].tolist(), host[:, 10 : 10 + N_BINS].to(torch.int64).tolist()
             names = [(n, s) for i in idx for n, s in zip(rows[i][0], rows[i][1], strict=True)]
-            for (name, shape), stat, hist in zip(names, stats, hists, strict=True):
-                latest[name] = (shape, stat, hist)
-        dead_of: dict[str, float] = {}
+            values.rows.append((names, host[:, :10], host[:, 10 : 10 + N_BINS].to(torch.int64)))
         if dead:
-            dead_of = {
-                n: float(v) for (n, _), v in zip(dead, _one_copy(torch, [v for _, v in dead]), strict=True)
-            }
+            copied = _one_copy(torch, [v for _, v in dead])
+            values.dead = {n: float(v) for (n, _), v in zip(dead, copied, strict=True)}
         if scalars:
-            values = _host_floats(torch, [v for _, v in scalars])
-            for (name, _), value in zip(scalars, values, strict=True):
-                row = scalar_row(float(value))
-                latest[name] = ([], row[:10], list(map(int, row[10 : 10 + N_BINS])))
-        class_of = {n: c for n, c in (classes or {}).items() if isinstance(c, list)}
-        on_device = {n: c for n, c in (classes or {}).items() if not isinstance(c, list)}
-        if on_device:
-            class_of |= _host_lists(torch, on_device)
-        for name, counts in class_of.items():
-            row = counts_row(counts)
-            shape = self._label_shapes.get(name, [sum(counts)])
-            latest[name] = (shape, row[:10], list(map(int, row[10 : 10 + N_BINS])))
-        mode, step = key
-        run = self.run
-        record = {
-            "mode": mode,
-            "step": step,
-            "global_step": run.current_step
-            if run.current_step is not None
-            else run.mode_steps.get("train", step),
-            "rank": run.rank(),
-            "ts_ns": now_ns(),
-            "names": list(latest),
-            "shapes": [s for s, _, _ in latest.values()],
-            "stats": [_stats(stat, dead_of.get(n, math.nan)) for n, (_, stat, _) in latest.items()],
-            "hist": [hist for _, _, hist in latest.values()],
-            "types": [self._types.get(n) for n in latest],
-        }
-        if class_of:
-            record["classes"] = [class_of.get(n) for n in latest]
+            on_device = [v for _, v in scalars if not isinstance(v, int | float)]
+            read = iter(_host_floats(torch, on_device) if on_device else ())
+            values.scalars = [(n, float(v) if isinstance(v, int | float) else next(read)) for n, v in scalars]
+        if classes:
+            values.classes = _host_lists(torch, classes)
+        values.label_values = labels
+        shapes = self._label_shapes
+        values.label_shapes = {n: shapes[n] for n in (*classes, *labels) if n in shapes}
+        if not (self.tensorboard or values.nonfinite()):
+            run.tensors.append(values)
+            return
+        record = values()
         run.tensors.append(record)
         run.on_tensor_record(record)
         if self.tensorboard:
