@@ -114,3 +114,22 @@ def test_the_timeline_index_built_in_small_file_backed_chunks_is_the_one_built_w
         assert isinstance(chunked["_ts"], np.memmap)
         for key, value in whole.items():
             assert np.array_equal(chunked[key], value), (name, key)
+
+
+def test_the_tensorboard_views_are_the_same_with_their_columns_spilled(
+    shared_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import orjson
+
+    from profilerhub_analysis.reader import file_chunks
+    from profilerhub_analysis.tbviews import views_and_calls
+    from profilerhub_analysis.tbviews.parse import parse_chunks
+
+    path = shared_dir / "traces" / "hta" / "tests" / "data" / "critical_path" / "alexnet"
+    (trace,) = path.glob("*.json.gz")
+    whole = orjson.dumps(views_and_calls(parse_chunks(file_chunks(trace)))[0])
+    with monkeypatch.context() as patch:
+        patch.setattr(scratch, "SPILL_MIN_BYTES", 0)
+        spilled = orjson.dumps(views_and_calls(parse_chunks(file_chunks(trace)))[0])
+    assert len(whole) > 1000
+    assert spilled == whole

@@ -32,6 +32,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.reader import Dialect
 from profilerhub_analysis.stream import decode_stream
 
@@ -266,7 +267,8 @@ class _Builder:
         self.values, self.raws, self.mem_devices = Codes(), Codes(), Codes()
         self.raws.code(b"")  # code 0: absent
         self.input_types: list[Any] = []
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in (*_EVENT_COLS, *_KERNEL_COLS, *_ATTR_COLS)}
+        #: The event, kernel and host-range columns: file-backed once large (``scratch``).
+        self.parts = scratch.ColumnParts()
         self.mem_parts: dict[str, list[np.ndarray]] = {k: [] for k in _MEM_COLS}
         self.python: tuple[list[int], list[int]] = ([], [])
         self.n_kernels = self.n_attrs = 0
@@ -370,7 +372,7 @@ class _Builder:
         self.n_kernels += len(cols["device"])
         self.n_attrs += len(cols["dims"])
         for key, col in cols.items():
-            self.parts[key].append(np.asarray(col, dtype=_DTYPES.get(key, np.int32)))
+            self.parts.add(key, np.asarray(col, dtype=_DTYPES.get(key, np.int32)))
         for key, col in mem.items():
             self.mem_parts[key].append(np.asarray(col, dtype=_DTYPES.get(key, np.int32)))
 
@@ -378,19 +380,23 @@ class _Builder:
         def cat(parts: list[np.ndarray], key: str) -> np.ndarray:
             return np.concatenate(parts) if parts else np.empty(0, dtype=_DTYPES.get(key, np.int32))
 
+        def column(key: str) -> np.ndarray:
+            return self.parts.column(key, _DTYPES.get(key, np.int32))
+
         out = TbTrace(
-            kernel={k: cat(self.parts.pop(k), k) for k in _KERNEL_COLS},
-            attrs={k: cat(self.parts.pop(k), k) for k in _ATTR_COLS},
+            kernel={k: column(k) for k in _KERNEL_COLS},
+            attrs={k: column(k) for k in _ATTR_COLS},
             python={"pyid": np.asarray(self.python[0], np.int32),
                     "pyparent": np.asarray(self.python[1], np.int32)},
             names=self.names.values, pids=self.pids.values, tids=self.tids.values, ids=self.ids.values,
             values=self.values.values, raws=self.raws.values, mem_devices=self.mem_devices.values,
             input_types=self.input_types, skipped=self.skipped,
         )  # fmt: skip
-        ts = cat(self.parts["ts"], "ts")
-        order = np.argsort(ts, kind="stable")  # ties keep the document's order
+        order = np.argsort(column("ts"), kind="stable")  # ties keep the document's order
         for k in _EVENT_COLS:
-            setattr(out, k, cat(self.parts.pop(k), k)[order])
+            setattr(out, k, scratch.take(column(k), order))  # in chunks, file-backed when large
+        del order
+        self.parts.close()
         mem = {k: cat(self.mem_parts.pop(k), k) for k in _MEM_COLS}
         order = np.argsort(mem["ts"], kind="stable")
         out.memory = {k: v[order] for k, v in mem.items()}
