@@ -208,7 +208,7 @@ class Watcher:
         self.handles: list[Any] = []
         self._lock = threading.Lock()
         self._key: tuple[str, int] | None = None  # (mode, step) the pending rows belong to
-        self._rows: list[tuple[list[str], list[list[int]], Any]] = []
+        self._rows: list[tuple[list[str], list[list[int]], Any, bool]] = []
         self._scalars: list[tuple[str, Any]] = []
         self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
         self._classes: dict[str, Any] = {}  # label name -> its bincount on the device
@@ -396,10 +396,11 @@ class Watcher:
             names = [n for n, _ in self.params if n in before]
             bufs = [before[n] for n in names]
             params = dict(self.params)
-            # In place, in the buffers: before - after, negated: the update (after - before).
+            # In place, in the buffers: before - after, the update (after - before) negated; its
+            # rows are flipped on the host (``_emit``), which saves a pass over every parameter.
             self.torch._foreach_sub_(bufs, [params[n].detach() for n in names])
-            self.torch._foreach_neg_(bufs)
-            self.add([(f"optimizer_variables/{n}:update", b) for n, b in zip(names, bufs, strict=True)])
+            updates = [(f"optimizer_variables/{n}:update", b) for n, b in zip(names, bufs, strict=True)]
+            self.add(updates, negated=True)
             for i, group in enumerate(optimizer.param_groups):
                 lr = group.get("lr")
                 if isinstance(lr, int | float) or hasattr(lr, "item"):
@@ -437,6 +438,8 @@ class Watcher:
                 pairs = [(n, t) for n, t in zip(names, outs, strict=True) if self._wanted(n)]
                 kind = type(module).__name__
                 relu = bool(RELU.search(kind) or RELU.search(name))  # dead units: what DeadRelu reads
+                # Reduced here, not with the step's others at its end: a next in-place op (an
+                # inplace ReLU after a norm) would have changed the values by then.
                 with self._lock:
                     for n, t in pairs:
                         self._types[n] = kind
@@ -475,8 +478,9 @@ class Watcher:
         self._guard("labels", labels)
 
     # -- rows ----------------------------------------------------------------------------------
-    def add(self, tensors: Iterable[tuple[str, Any]]) -> None:
-        """Reduce ``(name, tensor)`` pairs of the current step (grouped by device) into rows."""
+    def add(self, tensors: Iterable[tuple[str, Any]], *, negated: bool = False) -> None:
+        """Reduce ``(name, tensor)`` pairs of the current step (grouped by device) into rows;
+        ``negated``: the tensors hold the values' negatives (the rows are flipped at the flush)."""
         by_device: dict[Any, list[tuple[str, Any]]] = {}
         for name, t in tensors:
             if self._wanted(name) and t.is_floating_point():
@@ -487,13 +491,12 @@ class Watcher:
         for group in by_device.values():
             parts = partial(self.torch, [t for _, t in group])
             with self._lock:
-                self._rows.append(
-                    ([n for n, _ in group], [list(t.shape) for _, t in group], (group[0][1].device, parts))
-                )
+                names, shapes = [n for n, _ in group], [list(t.shape) for _, t in group]
+                self._rows.append((names, shapes, (group[0][1].device, parts), negated))
             if self.full is not None:
                 for name, t in group:
                     if self.full.wants(name, step):
-                        self._save_full(mode, step, name, t)
+                        self._save_full(mode, step, name, -t if negated else t)
 
     def _add_labels(self, name: str, target: Any) -> None:
         """Class indices: each class's count (``ignore_index``'s negative values left out), one
@@ -561,7 +564,7 @@ class Watcher:
 
     def _emit(
         self,
-        rows: list[tuple[list[str], list[list[int]], Any]],
+        rows: list[tuple[list[str], list[list[int]], Any, bool]],
         scalars: list[tuple[str, Any]],
         dead: list[tuple[str, Any]],
         key: tuple[str, int],
@@ -577,10 +580,16 @@ class Watcher:
             self._rank = run.rank()
         values = StepValues(mode, step, global_step, self._rank, now_ns(), types=self._types)
         by_device: dict[Any, list[int]] = {}
-        for i, (_, _, (device, _)) in enumerate(rows):
+        for i, (_, _, (device, _), _) in enumerate(rows):
             by_device.setdefault(device, []).append(i)
         for idx in by_device.values():  # one fold and one copy to the host per device
             host = fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64).cpu()
+            negated = [rows[i][3] for i in idx for _ in rows[i][0]]
+            flip = [j for j, neg in enumerate(negated) if neg]
+            if flip:  # rows of negated values: min and max swap and change sign, as the mean does
+                at = torch.tensor(flip)
+                lo, hi, mean = -host[at, 1], -host[at, 0], -host[at, 2]
+                host[at, 0], host[at, 1], host[at, 2] = lo, hi, mean
             names = [(n, s) for i in idx for n, s in zip(rows[i][0], rows[i][1], strict=True)]
             values.rows.append((names, host[:, :10], host[:, 10 : 10 + N_BINS].to(torch.int64)))
         if dead:
