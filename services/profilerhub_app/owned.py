@@ -227,6 +227,8 @@ def describe(store: ObjectStore, record: dict[str, Any], listed: FolderFacts | N
         "name": record.get("name"),
         "status": status,
         "failure_reason": record.get("failure_reason"),
+        # where a completed job waits in the ingest queue (the hub's word, read as it is asked)
+        "status_reason": record.get("status_reason"),
         "warnings": list(record.get("warnings") or []),
         # the hub's stamp of the move to Ready/Failed (what the list's "Finished" sorts by)
         "finished_at": record.get("updated_at") if status in ("Ready", "Failed") else None,

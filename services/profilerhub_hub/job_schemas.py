@@ -102,6 +102,13 @@ class JobRead(BaseModel):
     user: str
     status: JobStatus
     failure_reason: str | None
+    status_reason: str | None = Field(
+        None,
+        description="Where a job that is not final stands in the ingest queue, read at the moment "
+        'it is asked (``records.ingest_queue``): "Waiting: 2 of your jobs are ingesting (limit 2)" for '
+        "a completed job held back by its owner's fair share, that it waits for an ingest worker, or "
+        "how many of a Processing job's traces wait for its per-job window; null otherwise.",
+    )
     metric_definitions: list[dict[str, Any]]
     created_at: datetime
     updated_at: datetime
@@ -145,6 +152,7 @@ class JobRead(BaseModel):
         upload: UploadInfo | None = None,
         summary: bool = False,
         progress: dict[str, int] | None = None,
+        status_reason: str | None = None,
     ) -> JobRead:
         return cls(
             job_id=job.id,
@@ -153,6 +161,7 @@ class JobRead(BaseModel):
             user=user,
             status=job.status,
             failure_reason=job.failure_reason,
+            status_reason=status_reason,
             metric_definitions=list(job.metric_definitions or []),
             created_at=job.created_at,
             updated_at=job.updated_at,

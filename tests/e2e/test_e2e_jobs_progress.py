@@ -56,9 +56,10 @@ def _ingest_context(stack: JobStack) -> Any:
 def test_the_jobs_page_shows_a_jobs_ingest_trace_by_trace_until_it_is_ready(
     apps_only_stack: JobStack,
 ) -> None:
-    from profilerhub_core.db.models import Job
+    from profilerhub_core.db.models import Job, JobStatus
     from profilerhub_core.jobstorage import place_of
     from profilerhub_worker.ingest import claim, ingest_job
+    from profilerhub_worker.ingest.claim import finish
     from profilerhub_worker.ingest.fanout import put_progress
 
     stack = apps_only_stack
@@ -97,6 +98,23 @@ def test_the_jobs_page_shows_a_jobs_ingest_trace_by_trace_until_it_is_ready(
         assert ingest_job(job_id, ctx, stamp.isoformat()) == "Ready"  # the rest, to the end
         page.wait_for_selector(f"#jobs tr[data-job='{job_id}'][data-status='Ready']", timeout=30_000)
         assert row.locator(".progress").count() == 0
+
+        # Three more jobs: two claimed (the owner's share, job_ingest_jobs_per_user = 2), the third
+        # waits for them, and its row says so (the hub's status_reason; the page is reloaded, as
+        # with every job final it refreshes only every 30 s).
+        with httpx.Client(base_url=stack.url, headers=auth(jobs.token), timeout=60) as http:
+            more = [http.post(jobs.jobs_url, json={"name": f"more-{n}"}).json()["job_id"] for n in range(3)]
+            for more_id in more:
+                assert http.post(f"{jobs.jobs_url}/{more_id}/complete").status_code == 202
+        stamps = [claim(ctx, more_id) for more_id in more[:2]]
+        assert None not in stamps
+        page.reload()
+        waiting = page.locator(f"#jobs tr[data-job='{more[2]}'] .progress[data-waiting]")
+        waiting.filter(has_text="Waiting: 2 of your jobs are ingesting (limit 2)").wait_for(timeout=30_000)
+        shot(page, "jobs-waiting")
+        for more_id, more_stamp in zip(more[:2], stamps, strict=True):
+            assert more_stamp is not None
+            assert finish(ctx, more_id, more_stamp, JobStatus.Failed, failure_reason="test over")
         ctx.sessions.kw["bind"].dispose()
 
 

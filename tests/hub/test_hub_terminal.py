@@ -182,6 +182,12 @@ def test_a_user_starts_lists_and_stops_their_app_and_reads_their_jobs(cli: Any, 
     described = ok(cli("jobs", "describe", job["job_id"], token=token)).stdout
     assert "InProgress" in described and "profilerhub apps start" in described  # no app InService
     assert as_json(cli("jobs", "describe", job["job_id"], "-o", "json", token=token))["name"] == "run-1"
+    done = httpx.post(
+        f"{hub.url}/api/v1/domains/lab/users/carol/jobs/{job['job_id']}/complete", headers=auth(token)
+    )
+    assert done.status_code == 202, done.text
+    described = ok(cli("jobs", "describe", job["job_id"], token=token)).stdout  # no worker takes it
+    assert "waiting" in described and "Queued: uploaded, waiting for an ingest worker" in described
     ok(cli("jobs", "delete", job["job_id"], "--yes", token=token))
     gone = cli("jobs", "describe", job["job_id"], token=token)
     assert gone.exit_code == 1 and "ResourceNotFound" in said(gone) and "check the names" in said(gone)

@@ -62,6 +62,7 @@ JOB_FIELDS = [
     ("user", "user"),
     ("domain", "domain"),
     ("status", "status"),
+    ("waiting", "status_reason"),
     ("ingested", "ingested"),
     ("failure reason", "failure_reason"),
     ("warnings", "warnings"),

@@ -44,6 +44,7 @@ from profilerhub_core.db.models import App, AppStatus, Job, JobStatus, UserProfi
 from profilerhub_core.domain_settings import DomainSettings
 from profilerhub_core.errors import InvalidInput, Unauthorized
 from profilerhub_core.records import domains, jobs
+from profilerhub_core.records.ingest_queue import FairShare, status_reason
 from profilerhub_hub import job_logs
 from profilerhub_hub.deps import PageDep, SessionDep
 from profilerhub_hub.deps.targets import Resolved, authorize_resolved, resolved_user
@@ -90,6 +91,9 @@ class OwnerJob(BaseModel):
     name: str
     status: JobStatus
     failure_reason: str | None
+    status_reason: str | None = Field(
+        default=None, description="Where a completed job waits in the ingest queue (as the REST job's)."
+    )
     warnings: list[str] = Field(default_factory=list, description="Undelivered and left-out files.")
     created_at: datetime
     updated_at: datetime
@@ -187,11 +191,12 @@ def owner_jobs(
     filters = [*mine, Job.status.in_(wanted)] if wanted else mine
     total = sum(n for s, n in status_counts.items() if not wanted or JobStatus(s) in wanted)
     scope = f"owner-jobs:{app.id}:{sort}:{order}:{job_id}:{name_contains}:{','.join(sorted(wanted))}"
+    share = FairShare.of(services(request).settings)
     result = page.fetch(
         session,
         sa.select(Job).where(*filters),
         [_SORT_COLUMNS[sort], Job.id],
-        _owner_job,
+        lambda job: _owner_job(job, status_reason(session, job, share)),
         scope=scope,
         descending=order is SortOrder.desc,
     )
@@ -205,12 +210,13 @@ def owner_jobs(
     )
 
 
-def _owner_job(job: Job) -> OwnerJob:
+def _owner_job(job: Job, reason: str | None = None) -> OwnerJob:
     return OwnerJob(
         job_id=job.id,
         name=job.name,
         status=job.status,
         failure_reason=job.failure_reason,
+        status_reason=reason,
         warnings=job_warnings(job),
         created_at=job.created_at,
         updated_at=job.updated_at,

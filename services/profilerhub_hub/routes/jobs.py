@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from profilerhub_core.db.models import Job, JobStatus
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.records import jobs
+from profilerhub_core.records.ingest_queue import FairShare, status_reason
 from profilerhub_core.storage import layout
 from profilerhub_core.tasks import INGEST_CAPTURES
 from profilerhub_hub import job_logs, job_outputs, job_uploads
@@ -58,7 +59,10 @@ def _job(session: Session, target: Resolved, job_id: str) -> Job:
     return jobs.require_job(session, target.user, job_id)
 
 
-def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False) -> JobRead:
+def _read(
+    request: Request, target: Resolved, job: Job, *, summary: bool = False, session: Session | None = None
+) -> JobRead:
+    """The job as the API shows it; with ``session``, where it stands in the ingest queue too."""
     assert target.domain is not None and target.user is not None
     domain, user = target.domain.name, target.user.name
     upload = None
@@ -67,7 +71,11 @@ def _read(request: Request, target: Resolved, job: Job, *, summary: bool = False
         store = services(request).storage
         upload = job_uploads.upload_info(services(request).settings, store, url)
     progress = job_outputs.ingest_progress(services(request).storage, job) if summary else None
-    return JobRead.of(job, domain, user, upload=upload, summary=summary, progress=progress)
+    share = FairShare.of(services(request).settings)
+    reason = status_reason(session, job, share, progress) if session is not None else None
+    return JobRead.of(
+        job, domain, user, upload=upload, summary=summary, progress=progress, status_reason=reason
+    )
 
 
 @router.post(USER_JOBS, status_code=201, openapi_extra=OF_USER)
@@ -96,7 +104,7 @@ def list_jobs(
         session,
         stmt,
         [Job.created_at, Job.id],
-        lambda job: _read(request, target, job),
+        lambda job: _read(request, target, job, session=session),
         scope=scope,
         descending=True,
     )
@@ -106,7 +114,7 @@ def list_jobs(
 def describe_job(
     job_id: str, request: Request, session: SessionDep, target: Annotated[Resolved, allow(Action.ReadJob)]
 ) -> JobRead:
-    return _read(request, target, _job(session, target, job_id), summary=True)
+    return _read(request, target, _job(session, target, job_id), summary=True, session=session)
 
 
 @router.get(ONE_JOB + "/rules", openapi_extra=OF_USER)

@@ -29,6 +29,8 @@ from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Job, JobStatus, utcnow
 from profilerhub_core.outage import is_outage
+from profilerhub_core.records.ingest_queue import FairShare, ingesting
+from profilerhub_core.records.ingest_queue import stale_claims as queue_stale_claims
 from profilerhub_core.records.job_states import transition
 from profilerhub_worker.ingest.context import IngestContext
 
@@ -85,15 +87,19 @@ def claim(ctx: IngestContext, job_id: str, resume: str | None = None) -> datetim
     return now if moved else None
 
 
-def _ingesting(ctx: IngestContext, session: Session, user_id: str, now: datetime) -> int:
-    """How many of the user's jobs are Processing under a live claim (a dead worker's do not count).
-
-    Two claims at the same moment may both see room and go one over the limit: the share is a bound
-    on what one user holds, not a lock, so that race costs a little fairness and nothing else."""
-    live = sa.and_(
-        Job.user_id == user_id, Job.status == JobStatus.Processing, sa.not_(stale_claims(ctx, now))
+def _share(ctx: IngestContext) -> FairShare:
+    """The context's limits as the hub reads them too (``records.ingest_queue``)."""
+    return FairShare(
+        jobs_per_user=ctx.jobs_per_user,
+        traces_per_job=ctx.traces_per_job,
+        heartbeat_stale=ctx.heartbeat_stale,
+        stale_after=ctx.stale_after,
     )
-    return session.scalar(sa.select(sa.func.count()).select_from(Job).where(live)) or 0
+
+
+def _ingesting(ctx: IngestContext, session: Session, user_id: str, now: datetime) -> int:
+    """How many of the user's jobs are Processing under a live claim (``ingest_queue.ingesting``)."""
+    return ingesting(session, _share(ctx), user_id, now)
 
 
 def next_of_user(ctx: IngestContext, user_id: str) -> list[str]:
@@ -141,12 +147,8 @@ def is_stale(ctx: IngestContext, job: Job, now: datetime) -> bool:
 
 
 def stale_claims(ctx: IngestContext, now: datetime) -> sa.ColumnElement[bool]:
-    """The SQL form of ``is_stale`` over Processing jobs."""
-    beat = sa.func.coalesce(Job.ingest_heartbeat_at, Job.updated_at)
-    return sa.and_(
-        Job.status == JobStatus.Processing,
-        sa.or_(beat < now - ctx.heartbeat_stale, Job.updated_at < now - ctx.stale_after),
-    )
+    """The SQL form of ``is_stale`` over Processing jobs (``ingest_queue.stale_claims``)."""
+    return queue_stale_claims(_share(ctx), now)
 
 
 class Heartbeat:

@@ -143,7 +143,11 @@ function progressLine(job) {
     );
   }
   if (job.status === "Processing") return el("div", { class: "muted progress" }, "ingesting");
-  if (job.completed_at) return el("div", { class: "muted progress" }, "uploaded; waiting for an ingest worker");
+  if (job.completed_at) {
+    // the hub's word on where it waits: its owner's fair share, or no ingest worker yet
+    const why = job.status_reason || "Queued: uploaded, waiting for an ingest worker";
+    return el("div", { class: "muted progress", dataset: { waiting: "" } }, why);
+  }
   return el("div", { class: "muted progress" }, `${count(job.raw_files)} files · ${bytes(job.bytes)} so far`);
 }
 
