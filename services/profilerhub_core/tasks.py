@@ -79,13 +79,28 @@ PERIODIC = (
 
 
 # Each running worker keeps ``{queue}:worker-heartbeat:{hostname}`` alive in Redis (refreshed
-# every WORKER_HEARTBEAT_SECONDS, expiring after WORKER_HEARTBEAT_TTL); /readyz looks for one.
+# every WORKER_HEARTBEAT_SECONDS, expiring after WORKER_HEARTBEAT_TTL), its value the queues it
+# consumes (``heartbeat_value``); /readyz reads them, and says per queue whether a worker takes it.
 WORKER_HEARTBEAT_SECONDS = 10
 WORKER_HEARTBEAT_TTL = 30
 
 
 def worker_heartbeat_prefix(queue: str) -> str:
     return f"{queue}:worker-heartbeat:"
+
+
+def heartbeat_value(consumed: list[str]) -> str:
+    """What a worker's heartbeat key holds: the names of the queues it consumes, comma-separated."""
+    return ",".join(consumed)
+
+
+def heartbeat_queues(value: bytes | str | None, queue: str) -> list[str]:
+    """The queues a heartbeat ``value`` says its worker consumes; a worker from before they were
+    written (the value ``1``) consumed both of deployment ``queue``'s."""
+    text = value.decode() if isinstance(value, bytes) else (value or "")
+    if text == "1":
+        return queues_of(queue)
+    return [name for name in text.split(",") if name]
 
 
 def transport_config(queue: str) -> dict[str, Any]:
@@ -135,6 +150,8 @@ __all__ = [
     "SWEEP_STORAGE",
     "WORKER_HEARTBEAT_SECONDS",
     "WORKER_HEARTBEAT_TTL",
+    "heartbeat_queues",
+    "heartbeat_value",
     "ingest_queue",
     "make_producer",
     "queues_of",

@@ -225,3 +225,8 @@ class AuditEventRead(BaseModel):
 class Health(BaseModel):
     status: Literal["ok", "unavailable"]
     checks: dict[str, str] = Field(default_factory=dict)
+    queues: dict[str, str] = Field(
+        default_factory=dict,
+        description='Per Celery queue (the app queue, its "-ingest" queue): "ok: 2 workers" or "none: no '
+        'worker consumes it (...)"; reported, not part of readiness (/readyz only).',
+    )

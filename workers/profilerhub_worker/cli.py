@@ -107,7 +107,7 @@ def worker(
     from profilerhub_worker.heartbeat import start_heartbeat
 
     assert settings.redis_url
-    heartbeat = start_heartbeat(settings.redis_url, settings.celery_queue, hostname)
+    stop_heartbeat = start_heartbeat(settings.redis_url, settings.celery_queue, hostname, consumed)
     crash = _Unrecoverable()
     # On Celery's own logger, not the root: a root logger with any handler counts as configured,
     # and Celery would then add none of its own (every worker log line lost).
@@ -119,7 +119,7 @@ def worker(
     except SystemExit as exc:
         code = exc.code
     finally:
-        heartbeat.set()
+        stop_heartbeat()
         logging.getLogger("celery").removeHandler(crash)
     if crash.message is not None:
         # Celery logs "Unrecoverable error" (kombu's restore_unacked_once when Redis drops mid-task)
