@@ -7,20 +7,27 @@ temporary folder, deleted after) and ingests each in a fresh process exactly as 
 one trace (``ingest.read.read_trace``'s body): the streamed reader (``build.load_trace``), the
 summary entry, the dashboard panels and timeline index (``views.put_trace``), then the TensorBoard
 plugin's views (``views.put_tb_views``: ``tbviews`` over the file read again as a stream), into a
-local store. The child reports its peak RSS (``ru_maxrss``) after each phase, so the phase that
-sets the peak is visible; the anchor in the same run is gunzip alone (``file_chunks`` drained),
-what no ingest can beat. With ``--before DIR`` (a checkout of an earlier commit, e.g.
+local store. The child reports its peak RSS (``ru_maxrss``) after each phase, and this process
+samples the child's ``RssAnon`` and ``RssFile`` (``/proc/<pid>/status``) every 10 ms, naming
+each sample by the phase running, so the phase that sets the peak is visible. The bound is on
+anonymous memory: a large trace's columns and timeline index are file-backed (``scratch``),
+page cache the kernel drops under pressure, so RSS may exceed a limit that anon stays under;
+``--cgroup-mib N`` (root; cgroup v1 ``memory.limit_in_bytes`` or v2 ``memory.max``) proves it by
+running each ingest, before and after, in a memory cgroup of N MiB, where one over it is killed.
+The anchor in the same run is gunzip alone (``file_chunks`` drained), what no ingest can beat.
+With ``--before DIR`` (a checkout of an earlier commit, e.g.
 ``git worktree add /tmp/before 15d1bf3``) the same ingest also runs on that code (its ``services``
 and ``workers`` first on ``PYTHONPATH``), up to ``--before-max`` events: before and after, same run.
 
 Prints per size: decompressed MB, the floor's and the ingest's MB/s (wall) and MB per CPU-second,
-peak RSS after each phase, the peak over the decompressed size (the factor the worker's memory
-reservation needs, ``ingest.limits.PARSE_MEMORY_FACTOR``, printed beside it) and the bytes per
-event the peak grows by from one size to the next. Goal (issue 25): peak RSS of one trace's ingest
-under 1 GiB whatever the size; each size is judged against it.
+peak RSS after each phase, peak anon per phase and overall, peak file-backed RSS, the anon peak
+over the decompressed size (the factor the worker's memory reservation needs,
+``ingest.limits.PARSE_MEMORY_FACTOR``, printed beside it) and the bytes per event the anon peak
+grows by from one size to the next. Goal (issue 25): peak memory of one trace's ingest under
+1 GiB whatever the size; each size's anon peak is judged against it.
 
     .venv/bin/python benchmarks/bench_ingest_memory.py [--events 1000000 4000000 10000000] [--tmp DIR]
-        [--before DIR] [--before-max 1000000]
+        [--before DIR] [--before-max 1000000] [--cgroup-mib 290]
 """
 
 from __future__ import annotations
