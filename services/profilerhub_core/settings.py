@@ -103,7 +103,10 @@ class Settings(BaseSettings):
         default=512 * 1024 * 1024, ge=1, description="Largest raw file a job may upload; larger gets 413."
     )
     job_max_total_bytes: int = Field(
-        default=4 * 1024 * 1024 * 1024, ge=1, description="Largest total of one job's raw files."
+        default=64 * 1024 * 1024 * 1024,
+        ge=1,
+        description="Largest total of one job's raw files (64 GiB: a 64-rank job of 1.5 GB traces, gzipped, "
+        "is about 10 GB).",
     )
     job_max_trace_bytes: int = Field(
         default=0,
