@@ -11,10 +11,13 @@ SQLite, Redis, ``--workers`` worker processes of one task each; the ingest's wal
 and a real profiler app process serves it (``bench_pages.serve_job``).
 
 Then, each ``--repeat`` times (a fresh browser context each time; the first against a fresh app
-process: cold), Chromium opens:
+process: cold), once Chromium's own UI pages have loaded (``bench_views.browser_settled``: a
+browser just launched loads them beside its first page, which is the browser's start, not the
+page's), Chromium opens:
 
 * the dashboard, timed from the navigation's start to the all-ranks overview drawn
-  (``#ranks-overview .chart[data-ranks]``) and to the ranks table's rows;
+  (``#ranks-overview .chart[data-ranks]``) and to the ranks table's rows, each stamped in the page
+  by a MutationObserver the moment it appears;
 * the timeline of the straggler (its first frame drawn: ``window.__timeline.firstDraw``);
 * the compare page of the straggler against rank 0 (``#compare-body[data-ready]``).
 
@@ -90,15 +93,32 @@ def ingest(tmp: Path, bodies: list[bytes], workers: int) -> tuple[Path, str, flo
     return tmp / "stack" / "home" / "storage", job_id, wall
 
 
-def _ms(page: Any, marker: str) -> float:
-    """Milliseconds from the navigation's start until ``marker`` (a CSS selector) is in the page."""
+#: Stamps, in the page, the moment each marker appears (a MutationObserver: exact, where polling
+#: for a selector sees it only after the frame that made it, however long that frame is).
+MARKS = """
+window.__marks = {};
+const wanted = {overview: "#ranks-overview .chart[data-ranks]", table: "#ranks tbody tr",
+                compare: "#compare-body[data-ready='true']"};
+new MutationObserver(() => {
+  for (const [name, sel] of Object.entries(wanted))
+    if (!(name in window.__marks) && document.querySelector(sel)) window.__marks[name] = performance.now();
+}).observe(document, {subtree: true, childList: true, attributes: true});
+"""
+
+
+def _ms(page: Any, name: str, marker: str) -> float:
+    """Milliseconds from the navigation's start until ``marker`` (a CSS selector) was in the page."""
     page.wait_for_selector(marker, state="attached", timeout=120_000)
-    return float(page.evaluate("() => performance.now()"))
+    return float(page.evaluate(f"() => window.__marks[{name!r}]"))
 
 
 def open_views(
     base: str, headers: dict[str, str], job_id: str, slow_index: int, repeat: int
-) -> list[dict[str, float]]:
+) -> tuple[list[dict[str, float]], list[str]]:
+    """Each view opened ``repeat`` times (module docstring), once Chromium's own UI pages have
+    loaded (``bench_views.browser_settled``: a browser just launched loads them beside the first
+    page); the timings and those pages' URLs."""
+    from bench_views import browser_settled
     from playwright.sync_api import sync_playwright
 
     runs = []
@@ -107,24 +127,26 @@ def open_views(
             executable_path=CHROMIUM,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
+        ui = browser_settled(browser)
         for _ in range(repeat):
             context = browser.new_context(viewport={"width": 1400, "height": 900}, extra_http_headers=headers)
+            context.add_init_script(MARKS)
             page = context.new_page()
             got: dict[str, float] = {}
             page.goto(f"{base}jobs/{job_id}")
-            got["overview_ms"] = _ms(page, "#ranks-overview .chart[data-ranks]")
-            got["table_ms"] = _ms(page, "#ranks tbody tr")
+            got["overview_ms"] = _ms(page, "overview", "#ranks-overview .chart[data-ranks]")
+            got["table_ms"] = _ms(page, "table", "#ranks tbody tr")
             page.goto(f"{base}jobs/{job_id}/timeline?trace={slow_index}")
             page.wait_for_function(
                 "() => window.__timeline && window.__timeline.firstDraw !== null", timeout=120_000
             )
             got["timeline_ms"] = float(page.evaluate("() => window.__timeline.firstDraw"))
             page.goto(f"{base}compare?base={job_id}&test={job_id}&base_trace=0&test_trace={slow_index}")
-            got["compare_ms"] = _ms(page, "#compare-body[data-ready='true']")
+            got["compare_ms"] = _ms(page, "compare", "#compare-body[data-ready='true']")
             runs.append(got)
             context.close()
         browser.close()
-    return runs
+    return runs, ui
 
 
 def time_ranks_answer(
@@ -179,7 +201,7 @@ def main() -> int:
         app, base, headers = serve_job(storage, domain_id, owner_id, job_id)
         try:
             stored, body = time_ranks_answer(base, headers, job_id, args.repeat)
-            runs = open_views(base, headers, job_id, slow_index, args.repeat)
+            runs, ui = open_views(base, headers, job_id, slow_index, args.repeat)
         finally:
             app.terminate()
             app.wait(20)
@@ -201,6 +223,7 @@ def main() -> int:
         + ", ".join(f"{t:.0f}" for t in computed)
         + " ms (first: cold)"
     )
+    print(f"Chromium's own UI pages, loaded before the first open: {', '.join(ui) or 'none'}")
     print(
         "{:>5} {:>12} {:>10} {:>12} {:>11}".format(
             "open", "overview ms", "table ms", "timeline ms", "compare ms"

@@ -125,20 +125,22 @@ class JobData:
             version, lambda: json.loads(job.store.get(job.processed(SUMMARY)))
         )
 
-    def ranks(self, job: OwnedJob) -> dict[str, Any] | None:
-        """A Ready job's ``processed/ranks.json`` (the ranks table and the all-ranks overview,
-        written at the join), or None for a job ingested before it existed or still running."""
+    def ranks(self, job: OwnedJob) -> bytes | None:
+        """A Ready job's ``processed/ranks.json`` as stored (the ranks table and the all-ranks
+        overview, written at the join: served as it is, never parsed), or None for a job ingested
+        before it existed or still running."""
         if not job.ready:
             return None
         version = (job.job_id, job.record.get("updated_at"), "ranks")
 
-        def read() -> dict[str, Any] | None:
+        def read() -> bytes | None:
             try:
-                return dict(json.loads(job.store.get(job.processed(RANKS))))
+                return job.store.get(job.processed(RANKS))
             except NotFound:
                 return None
 
-        return self._summaries.fetch(version, read)
+        found: bytes | None = self._summaries.fetch(version, read)
+        return found
 
     def trace(self, job: OwnedJob, index: int) -> dict[str, Any]:
         traces = self.summary(job).get("traces", [])

@@ -53,12 +53,12 @@ async def job_dashboard(request: Request) -> Response:
     return await answer(lambda: _dashboard(request, job_id))
 
 
-def _ranks(request: Request, job_id: str) -> dict[str, Any]:
+def _ranks(request: Request, job_id: str) -> dict[str, Any] | Response:
     job = ready_job(request, job_id)
     data = services(request).data
-    stored = data.ranks(job)  # written at the join; a job ingested before it existed: computed here
+    stored = data.ranks(job)  # written at the join, served as stored; a job before it: computed here
     if stored is not None:
-        return stored
+        return Response(content=stored, media_type="application/json")
     table = rank_table([t["report"] for t in data.summary(job).get("traces", [])])
     return table | {"overview": None}
 

@@ -223,7 +223,7 @@ export function panel({ id, title, note, wide, draw, table, tools = [], empty })
   }
   node.dataset.empty = "false";
   // Draw once attached (uPlot needs the width); the table is built on first open.
-  requestAnimationFrame(() => draw(body));
+  queueDraw(() => draw(body));
   toggle?.addEventListener("click", () => {
     const showTable = toggle.getAttribute("aria-pressed") !== "true";
     toggle.setAttribute("aria-pressed", String(showTable));
@@ -234,8 +234,35 @@ export function panel({ id, title, note, wide, draw, table, tools = [], empty })
   return node;
 }
 
-/** Forget every chart (before the page redraws its panels). */
+// Panels draw in the order they were made, from the next frame on, as many a frame as fit in
+// FRAME_BUDGET_MS, the rest in the frames after: the first panels (a job of many ranks: its
+// overview) are on screen before the last are drawn, instead of all in one long frame.
+const FRAME_BUDGET_MS = 12;
+const drawQueue = [];
+
+function queueDraw(fn) {
+  drawQueue.push(fn);
+  if (drawQueue.length === 1) requestAnimationFrame(drawSome);
+}
+
+function drawSome() {
+  const start = performance.now();
+  while (drawQueue.length && performance.now() - start < FRAME_BUDGET_MS) {
+    const fn = drawQueue.shift();
+    try {
+      fn();
+    } catch (error) {
+      queueMicrotask(() => {
+        throw error; // reported as the page's error, as a failing frame callback was
+      });
+    }
+  }
+  if (drawQueue.length) requestAnimationFrame(drawSome);
+}
+
+/** Forget every chart (before the page redraws its panels) and the panels not drawn yet. */
 export function clearCharts() {
+  drawQueue.length = 0;
   for (const chart of charts) {
     resizer.unobserve(chart.root.parentNode);
     chart.destroy();
