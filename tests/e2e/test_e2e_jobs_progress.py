@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +36,13 @@ def apps_only_stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str) ->
 
 
 def _ingest_context(stack: JobStack) -> Any:
-    """An ingest context on the stack's own database and storage (what its worker would build)."""
-    from profilerhub_core.db.session import make_engine, session_factory
+    """An ingest context on the stack's own database and storage, built as its worker builds it."""
     from profilerhub_core.settings import Settings
     from profilerhub_core.storage import open_store
     from profilerhub_worker.ingest import IngestContext
 
     settings = Settings(home=Path(stack.env["PROFILERHUB_HOME"]), secret_key=TEST_SECRET_KEY)
-    return IngestContext(
-        sessions=session_factory(make_engine(settings)),
-        store=open_store(settings.storage_url),
-        max_file_bytes=settings.job_max_file_bytes,
-        max_trace_bytes=settings.job_max_trace_bytes,
-        stale_after=timedelta(minutes=15),
-    )
+    return IngestContext.from_settings(settings, open_store(settings.storage_url))
 
 
 def test_the_jobs_page_shows_a_jobs_ingest_trace_by_trace_until_it_is_ready(
