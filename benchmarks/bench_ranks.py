@@ -34,6 +34,7 @@ in under 1 s.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -181,9 +182,12 @@ def main() -> int:
     print(f"command: .venv/bin/python benchmarks/{Path(__file__).name} {shlex.join(sys.argv[1:])}")
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
-    with tempfile.TemporaryDirectory(prefix="profilerhub-bench-ranks-") as name:
-        tmp = Path(name) if args.keep is None else args.keep
-        tmp.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as cleanup:
+        if args.keep is None:
+            tmp = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="profilerhub-bench-ranks-")))
+        else:
+            tmp = args.keep
+            tmp.mkdir(parents=True, exist_ok=True)
         bodies = rank_traces(args.ranks, args.slow, args.stretch, args.skew_us)
         print(f"job: {args.ranks} ranks, {sum(len(b) for b in bodies) / 1e6:.1f} MB gzipped in all")
         storage, job_id, wall = ingest(tmp, bodies, args.workers)

@@ -94,7 +94,7 @@ function showPicker(d) {
 let waiting = null;
 let ready = false;
 let listed = null; // the job as the jobs list shows it (steps, GPUs, duration)
-let ranksAnswer = null; // the ranks answer asked with the dashboard's (a Promise), or null
+let ranksAnswer = null; // the ranks answer (a Promise), asked once per page: it is the same for every trace
 
 let liveSeen = ""; // what the live panels last drew (redrawn only when new chunks arrived)
 
@@ -209,8 +209,10 @@ async function load() {
       delete panelsNode.dataset.live;
     }
     // A job of several ranks (the list's figure): its ranks answer is asked beside the dashboard's.
-    ranksAnswer = listed && listed.ranks > 1 ? api(`${jobPath}/ranks`) : null;
-    ranksAnswer?.catch(() => {}); // its error is shown with the ranks panel, below
+    if (!ranksAnswer && listed && listed.ranks > 1) {
+      ranksAnswer = api(`${jobPath}/ranks`); // beside the dashboard's answer, not after it
+      ranksAnswer.catch(() => (ranksAnswer = null)); // its error shows with the ranks panel; asked again next load
+    }
     d = await api(`${jobPath}/dashboard?trace=${state.trace}&top=${state.top}`);
   } catch (error) {
     fill(panelsNode, errorBox(error));
@@ -230,7 +232,8 @@ async function load() {
         state.trace = index;
         load();
       };
-      rankNodes = (await ranksPanels(ranksAnswer || api(`${jobPath}/ranks`), state.trace, pickTrace)).filter(Boolean);
+      ranksAnswer ||= api(`${jobPath}/ranks`);
+      rankNodes = (await ranksPanels(ranksAnswer, state.trace, pickTrace)).filter(Boolean);
     } catch (error) {
       rankNodes = [errorBox(error)];
     }
