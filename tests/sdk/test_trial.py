@@ -18,6 +18,7 @@ from profilerhub.debug import (
     TensorUnavailableForStep,
     create_trial,
 )
+from tests.support.hub import wait_for
 from tests.support.watchtrain import ALL, Recorder
 
 
@@ -78,6 +79,8 @@ def test_wait_for_steps_returns_as_the_run_records_them_and_ends_with_it(
     worker = threading.Thread(target=training)
     worker.start()
     try:
+        # the run's folder is made by its background writer, not by ph.init: await it
+        wait_for(lambda: (tmp_path / "waited").is_dir(), "the run's output folder")
         trial = create_trial(str(tmp_path / "waited"))
         trial.wait_for_steps([0, 2], timeout=120)  # the run is still going: its chunks so far
         assert trial.steps() == [0, 1, 2]
