@@ -16,7 +16,10 @@ task takes each ``InProgress`` job not yet completed whose results are older tha
        that sorts in earlier drops them and that scan computes every window again. Either way
        the results are those of a scan from scratch;
     4. tells the webhooks of rules newly IssuesFound, and records a stop request when one is
-       a rule the run opted to stop on (``actions``).
+       a rule the run opted to stop on (``actions``);
+    5. in a distributed run, evaluates again at once the other ranks' jobs whose tensor rules
+       now disagree with this one's (``rank_rules``), so a finding in one rank's data reaches
+       every rank's job (and its stop request every rank) in the same scan.
 
 A running job with captures asked also gets ``INGEST_CAPTURES`` sent (``captures``: a capture
 uploaded to a presigned URL passes no hub, which sends it for the others).
@@ -52,6 +55,7 @@ from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.actions import act_on_rules
 from profilerhub_worker.ingest.context import IngestContext
 from profilerhub_worker.ingest.limits import inflate_limit
+from profilerhub_worker.ingest.rank_rules import evaluate_ready, lagging
 from profilerhub_worker.ingest.ranks import with_other_ranks
 from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.write import put_rules
@@ -136,8 +140,9 @@ def _gunzip_checked(ctx: IngestContext, key: str) -> bytes:
     return data
 
 
-def evaluate_live(ctx: IngestContext, job_id: str) -> str:
-    """Evaluate one running job's rules on what it has streamed; what happened."""
+def evaluate_live(ctx: IngestContext, job_id: str, *, peers: bool = True) -> str:
+    """Evaluate one running job's rules on what it has streamed; what happened. ``peers``: then
+    the run's other rank jobs whose tensor rules now lag this one's (``refresh_peers``)."""
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         if job is None or job.status is not JobStatus.InProgress or job.completed_at is not None:
@@ -174,9 +179,7 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
         ):
             continue
         try:
-            records[kind].extend(
-                _DECODERS[kind].decode_lines(_gunzip(ctx.store.get(info.key), ctx))
-            )
+            records[kind].extend(_DECODERS[kind].decode_lines(_gunzip(ctx.store.get(info.key), ctx)))
         except (ValueError, zlib.error, msgspec.MsgspecError, NotFound) as exc:
             log.info("job %s: live rules skip raw/%s (%s)", job_id, rel, exc)
         fresh.append(rel)
@@ -220,7 +223,26 @@ def evaluate_live(ctx: IngestContext, job_id: str) -> str:
     except Exception as exc:  # the next job's scan goes on
         if not report(exc):  # an outage is counted, not logged per job (``profilerhub_core.outage``)
             log.exception("job %s: webhook deliveries could not be recorded", job_id)
+    if peers:
+        refresh_peers(ctx, job_id, state.get("run") or {}, results)
     return "evaluated"
+
+
+def refresh_peers(
+    ctx: IngestContext, job_id: str, doc: dict[str, Any], results: dict[str, Any], *, ended: bool = False
+) -> int:
+    """Evaluate again the run's other rank jobs that lag ``results`` (``rank_rules.lagging``):
+    running ones live, Ready ones final; how many. Never raises for another job's trouble."""
+    count = 0
+    try:
+        for peer in lagging(ctx, job_id, doc, results, ended=ended):
+            ready = peer.status is JobStatus.Ready
+            done = evaluate_ready(ctx, peer) if ready else evaluate_live(ctx, peer.job_id, peers=False)
+            count += done == "evaluated"
+    except Exception as exc:
+        if not report(exc):
+            log.exception("job %s: the run's other ranks could not be evaluated again", job_id)
+    return count
 
 
 def evaluate_running_jobs(
@@ -246,4 +268,4 @@ def evaluate_running_jobs(
     return counts
 
 
-__all__ = ["evaluate_live", "evaluate_running_jobs"]
+__all__ = ["evaluate_live", "evaluate_running_jobs", "refresh_peers"]

@@ -26,8 +26,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -80,13 +81,24 @@ def with_other_ranks(
         return own
 
 
-def _merged(
-    ctx: IngestContext, job_id: str, own: TensorTable | None, rank: int, world: int, run: str | None
-) -> TensorTable | None:
+@dataclass(frozen=True)
+class Peer:
+    """Another rank's job of the run."""
+
+    job_id: str
+    rank: int
+    status: JobStatus
+    created_at: datetime
+    place: JobPlace
+
+
+def _candidates(ctx: IngestContext, job_id: str, world: int, run: str | None) -> Iterator[Peer]:
+    """The jobs that may be the run's other ranks (see the module's docstring), nearest in
+    creation time first; a rank may come more than once (an earlier run of the name)."""
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
         if job is None:
-            return own
+            return
         created, user_id, name = job.created_at, job.user_id, job.name
         rows = session.execute(
             sa.select(Job.id, Job.domain_id, Job.user_id, Job.status, Job.created_at)
@@ -94,23 +106,46 @@ def _merged(
                    Job.status.in_(ALIVE), Job.created_at.between(created - WINDOW, created + WINDOW))
             .limit(MAX_CANDIDATES)
         ).all()  # fmt: skip
-    rows = sorted(rows, key=lambda r: abs((r.created_at - created).total_seconds()))
-    table, ranks = own, {rank} | set(own.ranks() if own is not None else [])
-    for row in rows:
-        if len(ranks) >= world:
-            break
+    for row in sorted(rows, key=lambda r: abs((r.created_at - created).total_seconds())):
         place = JobPlace(row.domain_id, row.user_id, row.id)
         theirs = _doc(ctx, place)
         other = run_of(theirs) if theirs is not None else None
-        if other is None or other[1] != world or other[0] in ranks:
+        if other is None or other[1] != world:
             continue
         if run is not None and other[2] is not None and other[2] != run:
             continue
-        more = _table(ctx, place, row.status is JobStatus.Ready)
+        yield Peer(row.id, other[0], row.status, row.created_at, place)
+
+
+def peers(ctx: IngestContext, job_id: str, doc: Mapping[str, Any]) -> list[Peer]:
+    """The run's other rank jobs, the nearest one per rank; none outside a distributed run."""
+    me = run_of(doc)
+    if me is None:
+        return []
+    rank, world, run = me
+    found: dict[int, Peer] = {}
+    for peer in _candidates(ctx, job_id, world, run):
+        if peer.rank != rank and peer.rank not in found:
+            found[peer.rank] = peer
+            if len(found) == world - 1:
+                break
+    return sorted(found.values(), key=lambda p: p.rank)
+
+
+def _merged(
+    ctx: IngestContext, job_id: str, own: TensorTable | None, rank: int, world: int, run: str | None
+) -> TensorTable | None:
+    table, ranks = own, {rank} | set(own.ranks() if own is not None else [])
+    for peer in _candidates(ctx, job_id, world, run):
+        if len(ranks) >= world:
+            break
+        if peer.rank in ranks:
+            continue
+        more = _table(ctx, peer.place, peer.status is JobStatus.Ready)
         if not len(more) or set(more.ranks()) & ranks:
             continue
         table = more if table is None else table.merge(more)
-        ranks |= {other[0], *more.ranks()}
+        ranks |= {peer.rank, *more.ranks()}
     return table
 
 
@@ -141,4 +176,4 @@ def _table(ctx: IngestContext, place: JobPlace, ready: bool) -> TensorTable:
     return _tables().live(place.job_id, names, lambda rel: store.get(place.raw_key(rel))).table
 
 
-__all__ = ["WINDOW", "run_of", "with_other_ranks"]
+__all__ = ["WINDOW", "Peer", "peers", "run_of", "with_other_ranks"]

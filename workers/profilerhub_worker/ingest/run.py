@@ -49,6 +49,7 @@ from profilerhub_worker.ingest.actions import act_on_end, act_on_rules
 from profilerhub_worker.ingest.claim import Heartbeat, UserAtLimit, claim, finish, heartbeat, next_of_user
 from profilerhub_worker.ingest.context import BadUpload, IngestContext, IngestInterrupted
 from profilerhub_worker.ingest.fanout import fan_out_here, join_traces
+from profilerhub_worker.ingest.live_rules import refresh_peers
 from profilerhub_worker.ingest.read import build_summary
 from profilerhub_worker.ingest.rules import job_rules, stamped
 from profilerhub_worker.ingest.views import put_tb_views, put_trace
@@ -150,6 +151,7 @@ def _ingest_claimed(job_id: str, ctx: IngestContext, stamp: datetime, kept: Hear
     moved = finish(ctx, job_id, stamp, JobStatus.Ready, summary=compact, rule_results=rule_results, **facts)
     if moved:
         _act(ctx, job_id, (live_results, rule_results))
+        refresh_peers(ctx, job_id, summary.get("job") or {}, rule_results, ended=True)  # a distributed run
     return "Ready" if moved else "lost"
 
 
