@@ -1,6 +1,7 @@
 """A distributed run's rank jobs kept in step: when a later rank's data trips a tensor rule after
 rank 0's job was evaluated, rank 0's job is evaluated again at once, live (its results and its
-stop request, in the scan that read rank 1's data) and once Ready (when rank 1 ends later)."""
+stop request, in the scan that read rank 1's data) and once Ready (when rank 1 ends later). The
+finding, seen on both rank jobs, reaches each webhook once (a real HTTP receiver), with its ranks."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ from typing import Any
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
 from profilerhub_analysis.tensor_records import record
-from profilerhub_core.db.models import Job
-from profilerhub_core.records import jobs
+from profilerhub_core.db.models import Job, WebhookDelivery
+from profilerhub_core.records import domains, jobs, users, webhooks
 from profilerhub_core.storage import layout
+from profilerhub_core.tasks import DELIVER_WEBHOOK
 from profilerhub_worker.ingest import IngestContext, ingest_job
+from profilerhub_worker.ingest.actions import act_on_rules
+from profilerhub_worker.ingest.context import WebhookPolicy
 from profilerhub_worker.ingest.live_rules import evaluate_live, evaluate_running_jobs
+from profilerhub_worker.webhooks import deliver
 from tests.support.jobs import cpu_chunk, job_row, jsonl_gz, make_job
+from tests.support.webhook_receiver import WebhookReceiver
 
 T0 = 1_000_000_000_000
+RULE = webhooks.RULE_ISSUES_FOUND
 STEP_NS = 100_000_000
 
 
@@ -104,3 +112,38 @@ def test_rank_0_ready_first_is_evaluated_again_when_rank_1_ends_with_a_nan(
         assert stored["final"] and stored["status"] == "IssuesFound"
     assert job_row(ctx, zero).rule_results["status"] == "IssuesFound"
     assert job_row(ctx, zero).stop_request is None  # it had ended: nothing to stop
+
+
+def test_a_finding_on_both_rank_jobs_posts_one_webhook_per_webhook_with_its_ranks(
+    ctx: IngestContext, run: dict[int, tuple[str, Any]]
+) -> None:
+    (zero, _), (one, place_one) = run[0], run[1]
+    ctx.webhooks = WebhookPolicy(allowed_networks=("127.0.0.0/8",), backoff_s=0.5)
+    with WebhookReceiver() as receiver:
+        with ctx.sessions() as session:
+            domain = domains.require_domain(session, "d1")
+            for owner in (users.get_user(session, domain, "alice"), None):  # alice's and the domain's
+                webhooks.create_webhook(session, domain, owner, url=receiver.url, events=[RULE],
+                                        created_by="test", allowed_networks=("127.0.0.0/8",))  # fmt: skip
+            session.commit()
+        ctx.store.put(place_one.raw_key("tensors/000001.jsonl.gz"), _chunk(1, range(3, 6), nan_at=4))
+        assert evaluate_live(ctx, one) == "evaluated"  # rank 1 finds it, then rank 0's job does
+        assert _exploding(ctx, zero)["status"] == "IssuesFound"
+        # Another worker announcing it for rank 0 at the same time finds the keys taken.
+        assert act_on_rules(ctx, zero, None, job_row(ctx, zero).rule_results) == 0
+        for job_id in (zero, one):
+            _complete(ctx, job_id)
+            assert ingest_job(job_id, ctx) == "Ready"
+        sent = [i for name, i in ctx.sent if name == DELIVER_WEBHOOK]  # type: ignore[attr-defined]
+        assert len(sent) == 2
+        assert [deliver(ctx, d).result for d in sent] == ["Delivered", "Delivered"]
+        got = [json.loads(r.body) for r in receiver.received]
+    assert len(got) == 2  # one per webhook, not one per rank job
+    for body in got:
+        assert body["rule"]["rule"] == "ExplodingTensor" and body["rule"]["ranks"] == [1]
+        assert body["job"]["job_id"] == one and body["final"] is False
+        assert body["run"]["world_size"] == 2
+        assert body["run"]["jobs"] == [{"rank": 0, "job_id": zero}, {"rank": 1, "job_id": one}]
+    with ctx.sessions() as session:
+        keys = session.scalars(sa.select(WebhookDelivery.dedupe_key).where(WebhookDelivery.event == RULE))
+        assert len(set(keys)) == 1

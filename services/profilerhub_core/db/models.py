@@ -437,12 +437,18 @@ class WebhookDelivery(Base):
     """One event sent (or being sent) to one webhook; ``attempts`` logs every try."""
 
     __tablename__ = "webhook_deliveries"
-    __table_args__ = (sa.Index(None, "webhook_id", "created_at"),)
+    __table_args__ = (
+        sa.Index(None, "webhook_id", "created_at"),
+        sa.UniqueConstraint("webhook_id", "dedupe_key"),
+    )
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     webhook_id: Mapped[str] = mapped_column(sa.ForeignKey("webhooks.id", ondelete="CASCADE"))
     job_id: Mapped[str | None] = mapped_column(sa.String(36), default=None)
     event: Mapped[str] = mapped_column(sa.String(64))
+    dedupe_key: Mapped[str | None] = mapped_column(sa.String(200), default=None)
+    """The same key is delivered once per webhook (a distributed run's finding, seen on every
+    rank's job: ``profilerhub_worker.ingest.actions``); None: no such limit."""
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     status: Mapped[DeliveryStatus] = mapped_column(_enum(DeliveryStatus), default=DeliveryStatus.Pending)
     attempts: Mapped[list[Any]] = mapped_column(sa.JSON, default=list)

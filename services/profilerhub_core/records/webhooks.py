@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from profilerhub_core.db.models import Domain, Job, UserProfile, Webhook, WebhookDelivery
@@ -114,14 +115,29 @@ def hooks_for(session: Session, job: Job, event: str) -> list[Webhook]:
     return [hook for hook in session.scalars(stmt) if event in (hook.events or EVENTS)]
 
 
-def add_deliveries(session: Session, job: Job, event: str, payload: dict[str, Any]) -> list[str]:
+def add_deliveries(
+    session: Session, job: Job, event: str, payload: dict[str, Any], *, key: str | None = None
+) -> list[str]:
     """A Pending delivery of ``payload`` for each webhook ``event`` reaches; their ids (send
-    ``DELIVER_WEBHOOK`` for each once committed)."""
+    ``DELIVER_WEBHOOK`` for each once committed). ``key``: once per webhook, whoever adds it: a
+    webhook with a delivery of that key already gets none (the unique key holds when two
+    workers add it at once)."""
     ids = []
     for hook in hooks_for(session, job, event):
-        delivery = WebhookDelivery(webhook_id=hook.id, job_id=job.id, event=event, payload=payload)
-        session.add(delivery)
-        session.flush()
+        if key is not None and session.scalar(
+            sa.select(WebhookDelivery.id).where(
+                WebhookDelivery.webhook_id == hook.id, WebhookDelivery.dedupe_key == key
+            )
+        ):
+            continue
+        delivery = WebhookDelivery(
+            webhook_id=hook.id, job_id=job.id, event=event, payload=payload, dedupe_key=key
+        )
+        try:
+            with session.begin_nested():
+                session.add(delivery)
+        except IntegrityError:  # added meanwhile by another worker: theirs is the one
+            continue
         ids.append(delivery.id)
     return ids
 

@@ -8,6 +8,12 @@ A rule is *newly* IssuesFound when it was not IssuesFound in the evaluation befo
 the results the row held), so a finding is announced once, not at every scan. ProfilerReport's
 member rules count one by one. The delivery rows (and the stop request, with its audit event) are
 committed first; the delivery tasks are sent after the commit, each with its delivery id.
+
+A distributed run's rank jobs each read every rank's series (``ranks``), so each finds the run's
+findings and turns IssuesFound in turn; the run's webhook hears of it once: a ``rule.IssuesFound``
+delivery's key (``WebhookDelivery.dedupe_key``, unique per webhook) is the rule and the run, named
+by its first rank job (the earliest created), and the payload says which ranks the findings are
+on (``rule.ranks``) and the run's rank jobs (``run``). Each rank job's stop request is its own.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
+from profilerhub_core.jobstorage import place_of
 from profilerhub_core.records import audit, webhooks
 from profilerhub_core.tasks import DELIVER_WEBHOOK
 from profilerhub_worker.ingest.context import IngestContext
+from profilerhub_worker.ingest.ranks import job_doc, peers, run_of
 
 log = logging.getLogger("profilerhub_worker.actions")
 FINDINGS_IN_PAYLOAD = 5
@@ -52,9 +60,17 @@ def _job_section(session: Any, job: Job) -> dict[str, Any]:
     }
 
 
-def rule_payload(job: dict[str, Any], rule: dict[str, Any], final: bool) -> dict[str, Any]:
+def rule_payload(
+    job: dict[str, Any], rule: dict[str, Any], final: bool, run: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``rule.IssuesFound`` body; ``run``: a distributed run's ``{"world_size", "jobs"}``."""
     findings = rule.get("findings") or []
-    return {
+    ranks = sorted(
+        {f["figures"]["rank"] for f in findings if isinstance((f.get("figures") or {}).get("rank"), int)}
+    )
+    if not ranks:  # one rank's series: the job's own
+        ranks = [next((j["rank"] for j in (run or {}).get("jobs", []) if j["job_id"] == job["job_id"]), 0)]
+    payload = {
         "event": webhooks.RULE_ISSUES_FOUND,
         "job": job,
         "final": final,
@@ -62,12 +78,16 @@ def rule_payload(job: dict[str, Any], rule: dict[str, Any], final: bool) -> dict
             "rule": rule["rule"],
             "status": rule["status"],
             "reason": rule.get("reason", ""),
+            "ranks": ranks,
             "finding_count": rule.get("finding_count", len(findings)),
             "findings": findings[:FINDINGS_IN_PAYLOAD],
             "figures": rule.get("figures") or {},
             "recommendation": rule.get("recommendation", ""),
         },
     }
+    if run is not None:
+        payload["run"] = run
+    return payload
 
 
 def _send(ctx: IngestContext, ids: list[str]) -> None:
@@ -78,6 +98,20 @@ def _send(ctx: IngestContext, ids: list[str]) -> None:
         ctx.enqueue(DELIVER_WEBHOOK, delivery_id)
 
 
+def run_of_job(ctx: IngestContext, job: Job) -> tuple[str, dict[str, Any] | None]:
+    """The job's run: the id that names it (its first rank job's: the earliest created, the
+    job's own outside a distributed run) and ``{"world_size", "jobs": [{"rank", "job_id"}]}``
+    (None outside one)."""
+    doc = job_doc(ctx, place_of(job)) or {}
+    me = run_of(doc)
+    if me is None:
+        return job.id, None
+    others = peers(ctx, job.id, doc)
+    first = min([(job.created_at, job.id), *((p.created_at, p.job_id) for p in others)])
+    members = sorted([(me[0], job.id), *((p.rank, p.job_id) for p in others)])
+    return first[1], {"world_size": me[1], "jobs": [{"rank": r, "job_id": i} for r, i in members]}
+
+
 def act_on_rules(
     ctx: IngestContext, job_id: str, before: dict[str, Any] | None, after: dict[str, Any]
 ) -> int:
@@ -85,6 +119,12 @@ def act_on_rules(
     found = newly_found(before, after)
     if not found:
         return 0
+    with ctx.sessions() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            return 0
+        session.expunge(job)
+    anchor, run = run_of_job(ctx, job)
     ids: list[str] = []
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
@@ -96,7 +136,8 @@ def act_on_rules(
                 session,
                 job,
                 webhooks.RULE_ISSUES_FOUND,
-                rule_payload(section, rule, bool(after.get("final"))),
+                rule_payload(section, rule, bool(after.get("final")), run),
+                key=f"{webhooks.RULE_ISSUES_FOUND}:{rule['rule']}:{anchor}",
             )
         _request_stop(session, job, section, found)
         session.commit()
@@ -148,4 +189,4 @@ def act_on_end(ctx: IngestContext, job_id: str) -> int:
     return len(ids)
 
 
-__all__ = ["act_on_end", "act_on_rules", "flat_rules", "newly_found", "rule_payload"]
+__all__ = ["act_on_end", "act_on_rules", "flat_rules", "newly_found", "rule_payload", "run_of_job"]

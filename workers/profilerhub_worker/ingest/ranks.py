@@ -108,7 +108,7 @@ def _candidates(ctx: IngestContext, job_id: str, world: int, run: str | None) ->
         ).all()  # fmt: skip
     for row in sorted(rows, key=lambda r: abs((r.created_at - created).total_seconds())):
         place = JobPlace(row.domain_id, row.user_id, row.id)
-        theirs = _doc(ctx, place)
+        theirs = job_doc(ctx, place)
         other = run_of(theirs) if theirs is not None else None
         if other is None or other[1] != world:
             continue
@@ -149,7 +149,7 @@ def _merged(
     return table
 
 
-def _doc(ctx: IngestContext, place: JobPlace) -> dict[str, Any] | None:
+def job_doc(ctx: IngestContext, place: JobPlace) -> dict[str, Any] | None:
     try:
         doc = json.loads(ctx.store.get(place.raw_key("job.json")))
     except (NotFound, ValueError):
@@ -176,4 +176,4 @@ def _table(ctx: IngestContext, place: JobPlace, ready: bool) -> TensorTable:
     return _tables().live(place.job_id, names, lambda rel: store.get(place.raw_key(rel))).table
 
 
-__all__ = ["WINDOW", "Peer", "peers", "run_of", "with_other_ranks"]
+__all__ = ["WINDOW", "Peer", "job_doc", "peers", "run_of", "with_other_ranks"]
