@@ -6,7 +6,10 @@ for (``model_training``'s ``broken``), each rule IssuesFound at a plausible step
 was built into; and, live, the vanishing
 run opted in with ``stop_on=["VanishingGradient"]``: the worker's scan finds it while the run
 goes on, the user's webhook gets the signed finding, and the run's next ``ph.step`` raises
-``ph.StopTraining``."""
+``ph.StopTraining``; and a two-process gloo run opted in with ``stop_on=["ExplodingTensor"]``
+whose rank 1 alone meets a NaN: both ranks raise ``ph.StopTraining`` (rank 1 at once, from its own
+reductions; rank 0, whose series stay finite, from the hub reading rank 1's on its job), and the
+user's webhook hears of the finding once, not once per rank."""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from tests.e2e.jobs_stack import JobStack, _stop
 from tests.e2e.model_training import SCRIPT
 from tests.support.hub import auth
 from tests.support.training import json_line, run_env, run_script
+from tests.support.watchtrain import gloo_ranks
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.slow
@@ -129,17 +133,20 @@ def test_a_healthy_run_ends_no_issues_on_every_tensor_rule_and_three_broken_runs
     assert "no progress for" in broken["StalledTrainingRule"]["reason"], broken["StalledTrainingRule"]
 
 
+def _webhook(stack: JobStack, token: str, receiver: WebhookReceiver, **body: Any) -> dict[str, Any]:
+    """A webhook of alice's at ``receiver``."""
+    hooks = f"{stack.url}/api/v1/domains/ml/users/alice/webhooks"
+    made = httpx.post(hooks, json={"url": receiver.url, **body}, headers=auth(token))
+    assert made.status_code == 201, made.text
+    return dict(made.json())
+
+
 def test_vanishing_gradients_found_live_post_a_signed_webhook_and_stop_the_opted_in_run(
     model_stack: JobStack, alice: str, tmp_path: Path
 ) -> None:
     stack, token = model_stack, alice
-    hooks = f"{stack.url}/api/v1/domains/ml/users/alice/webhooks"
     with WebhookReceiver() as receiver:
-        made = httpx.post(
-            hooks, json={"url": receiver.url, "events": ["rule.IssuesFound"]}, headers=auth(token)
-        )
-        assert made.status_code == 201, made.text
-        hook = made.json()
+        hook = _webhook(stack, token, receiver, events=["rule.IssuesFound"])
         rules, stopped, output = train(stack, token, tmp_path, "vanish", ["VanishingGradient"],
                                        STOP_ON='["VanishingGradient"]', GIVE_UP_S="300")  # fmt: skip
         assert isinstance(stopped, dict) and stopped["rule"] == "VanishingGradient", output + stack.output()
@@ -152,3 +159,41 @@ def test_vanishing_gradients_found_live_post_a_signed_webhook_and_stop_the_opted
     assert first["tensors"][0].startswith("gradients/0.") and first["figures"]["mean_abs_grad"] < 1e-7
     final = rules["VanishingGradient"]
     assert final["status"] == "IssuesFound" and final["findings"][0]["step_start"] == 0
+
+
+def test_exploding_tensor_on_one_rank_of_a_gloo_run_stops_every_rank_and_posts_one_webhook(
+    model_stack: JobStack, alice: str, tmp_path: Path
+) -> None:
+    stack, token = model_stack, alice
+    user = f"{stack.url}/api/v1/domains/ml/users/alice"
+    with WebhookReceiver() as receiver:
+        hook = _webhook(stack, token, receiver)  # every event
+        env = run_env(stack.url, token, JOB="ddp-stop", GIVE_UP_S="300")
+        procs = gloo_ranks(Path(__file__).with_name("ddp_stop_script.py"), [], env, logs=tmp_path)
+        codes = [p.wait(timeout=400) for p in procs]
+        logs = [(tmp_path / f"rank{r}.log").read_text() for r in (0, 1)]
+        assert codes == [0, 0], "\n".join(logs) + stack.output()
+        stopped = [json_line(log, "STOPPED ") for log in logs]
+        job_ids = [str(json_line(log, "FINISHED ")["location"]).rstrip("/").rsplit("/", 1)[-1]
+                   for log in logs]  # fmt: skip
+        ready = [stack.wait_for_job(token, job_id) for job_id in job_ids]
+        # The rule's delivery, then each rank job's job.Ready (sent after its final rules' actions).
+        got = [json.loads(r.body) for r in receiver.wait_for(3)]
+    assert all(isinstance(s, dict) and s["rule"] == "ExplodingTensor" for s in stopped), logs
+    assert stopped[1]["step"] == 6  # rank 1's NaN at step 5, seen by its own SDK: the next step
+    assert stopped[0]["step"] > 6  # rank 0 went on until the hub's stop reached it
+    assert [j["status"] for j in ready] == ["Ready", "Ready"]
+    assert ready[0]["stop_request"]["rule"] == "ExplodingTensor", ready  # what stopped rank 0
+    found = [b for b in got if b["event"] == "rule.IssuesFound"]
+    assert len(found) == 1, got
+    assert sorted(b["job"]["job_id"] for b in got if b["event"] == "job.Ready") == sorted(job_ids)
+    rule = found[0]["rule"]
+    assert rule["rule"] == "ExplodingTensor" and rule["ranks"] == [1], rule
+    assert rule["reason"].startswith("at step 5:"), rule  # live or at rank 1's ingest, which comes first
+    assert [j["job_id"] for j in found[0]["run"]["jobs"]] == job_ids
+    for job_id in job_ids:  # each rank job's final rules: rank 1's NaN, found on both
+        (exploding,) = httpx.get(f"{user}/jobs/{job_id}/rules", headers=auth(token)).json()["rules"]
+        assert exploding["status"] == "IssuesFound", exploding
+        assert {f["figures"]["rank"] for f in exploding["findings"]} == {1}, exploding
+    log = httpx.get(f"{user}/webhooks/{hook['webhook_id']}/deliveries", headers=auth(token)).json()
+    assert sorted(d["event"] for d in log["items"]) == ["job.Ready", "job.Ready", "rule.IssuesFound"], log

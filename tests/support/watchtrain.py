@@ -157,25 +157,40 @@ def watched_run(
     return files, rec
 
 
+def gloo_ranks(
+    script: Any, args: list[str], env: dict[str, str], logs: Any = None, world: int = 2
+) -> list[Any]:
+    """Each rank of a ``world``-process gloo run of ``script`` (``torch.distributed``'s env://
+    variables set, a free port on loopback), started; with ``logs`` (a folder) each rank's output
+    goes to ``rank<r>.log`` there. The processes, by rank."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(world):
+        dist = {"RANK": str(rank), "WORLD_SIZE": str(world),
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}  # fmt: skip
+        out = None if logs is None else (logs / f"rank{rank}.log").open("wb")
+        procs.append(subprocess.Popen([sys.executable, str(script), *args], env=env | dist, stdout=out,
+                                      stderr=None if out is None else subprocess.STDOUT))  # fmt: skip
+        if out is not None:
+            out.close()  # the child has its own copy
+    return procs
+
+
 def gloo_run(out: Any) -> dict[int, Any]:
     """A two-process gloo run of ``tests/sdk/ddp_script.py`` (DDP under ``ph.watch`` every step,
     each rank its own batches) written to the folder ``out``: each rank's run folder."""
     import json
     import os
-    import socket
-    import subprocess
-    import sys
     from pathlib import Path
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     script = Path(__file__).parents[1] / "sdk" / "ddp_script.py"
-    procs = []
-    for rank in range(2):
-        env = os.environ | {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                            "MASTER_PORT": str(port), "PROFILERHUB_URL": ""}  # fmt: skip
-        procs.append(subprocess.Popen([sys.executable, str(script), str(out)], env=env))
+    procs = gloo_ranks(script, [str(out)], os.environ | {"PROFILERHUB_URL": ""})
     assert [p.wait(timeout=240) for p in procs] == [0, 0]
     runs = [p for p in Path(out).iterdir() if (p / "job.json").exists()]
     return {int(json.loads((p / "job.json").read_text())["rank"]): p for p in runs}
