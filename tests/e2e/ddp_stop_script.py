@@ -34,6 +34,7 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = torch.nn.CrossEntropyLoss()
     ph.watch(model, opt, loss_fn, every=1)
+    dist.barrier()  # both ranks registered and watching: they start stepping together
     give_up = time.monotonic() + float(os.environ.get("GIVE_UP_S", "300"))
     stopped, i = None, 0
     try:
