@@ -14,8 +14,10 @@ import sqlalchemy as sa
 
 from profilerhub_analysis.tensor_records import record
 from profilerhub_core.db.models import Job, WebhookDelivery
+from profilerhub_core.errors import Unavailable
+from profilerhub_core.outage import STORAGE
 from profilerhub_core.records import domains, jobs, users, webhooks
-from profilerhub_core.storage import layout
+from profilerhub_core.storage import LocalStore, layout
 from profilerhub_core.tasks import DELIVER_WEBHOOK
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from profilerhub_worker.ingest.actions import act_on_rules
@@ -53,6 +55,17 @@ def _rank_job(ctx: IngestContext, rank: int, chunk: bytes) -> tuple[str, Any]:
         row.rules, row.stop_on = ["ExplodingTensor"], ["ExplodingTensor"]
         session.commit()
     return job_id, place
+
+
+def _hooks(ctx: IngestContext, url: str) -> None:
+    """alice's webhook and the domain's at ``url``, for rule.IssuesFound."""
+    ctx.webhooks = WebhookPolicy(allowed_networks=("127.0.0.0/8",), backoff_s=0.5)
+    with ctx.sessions() as session:
+        domain = domains.require_domain(session, "d1")
+        for owner in (users.get_user(session, domain, "alice"), None):
+            webhooks.create_webhook(session, domain, owner, url=url, events=[RULE], created_by="test",
+                                    allowed_networks=("127.0.0.0/8",))  # fmt: skip
+        session.commit()
 
 
 def _exploding(ctx: IngestContext, job_id: str) -> dict[str, Any]:
@@ -118,14 +131,8 @@ def test_a_finding_on_both_rank_jobs_posts_one_webhook_per_webhook_with_its_rank
     ctx: IngestContext, run: dict[int, tuple[str, Any]]
 ) -> None:
     (zero, _), (one, place_one) = run[0], run[1]
-    ctx.webhooks = WebhookPolicy(allowed_networks=("127.0.0.0/8",), backoff_s=0.5)
     with WebhookReceiver() as receiver:
-        with ctx.sessions() as session:
-            domain = domains.require_domain(session, "d1")
-            for owner in (users.get_user(session, domain, "alice"), None):  # alice's and the domain's
-                webhooks.create_webhook(session, domain, owner, url=receiver.url, events=[RULE],
-                                        created_by="test", allowed_networks=("127.0.0.0/8",))  # fmt: skip
-            session.commit()
+        _hooks(ctx, receiver.url)
         ctx.store.put(place_one.raw_key("tensors/000001.jsonl.gz"), _chunk(1, range(3, 6), nan_at=4))
         assert evaluate_live(ctx, one) == "evaluated"  # rank 1 finds it, then rank 0's job does
         assert _exploding(ctx, zero)["status"] == "IssuesFound"
@@ -147,3 +154,29 @@ def test_a_finding_on_both_rank_jobs_posts_one_webhook_per_webhook_with_its_rank
     with ctx.sessions() as session:
         keys = session.scalars(sa.select(WebhookDelivery.dedupe_key).where(WebhookDelivery.event == RULE))
         assert len(set(keys)) == 1
+
+
+class _NoJobJson(LocalStore):
+    """A local store whose ``job.json`` files cannot be read (a storage outage for them)."""
+
+    def get(self, key: str) -> bytes:
+        if key.endswith("/job.json"):
+            raise Unavailable("storage does not answer")
+        return super().get(key)
+
+
+def test_a_finding_is_still_delivered_when_the_runs_rank_jobs_cannot_be_read(
+    ctx: IngestContext, run: dict[int, tuple[str, Any]]
+) -> None:
+    one, place_one = run[1]
+    _hooks(ctx, "http://127.0.0.1:9/hook")
+    ctx.store.put(place_one.raw_key("tensors/000001.jsonl.gz"), _chunk(1, range(3, 6), nan_at=4))
+    ctx.store = _NoJobJson(ctx.store.root)  # type: ignore[attr-defined]  # the same objects, job.json unreadable
+    try:
+        assert evaluate_live(ctx, one) == "evaluated"  # its own series: the other rank's left out
+    finally:
+        STORAGE.recovered()  # the process's one storage tracker: up for the tests after
+    assert _exploding(ctx, one)["status"] == "IssuesFound"
+    with ctx.sessions() as session:
+        rows = session.scalars(sa.select(WebhookDelivery).where(WebhookDelivery.job_id == one)).all()
+    assert len(rows) == 2 and all("run" not in r.payload for r in rows)  # announced as the job's own

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 from profilerhub_core.db.models import Domain, Job, JobStatus, UserProfile, utcnow
 from profilerhub_core.jobstorage import place_of
+from profilerhub_core.outage import report
 from profilerhub_core.records import audit, webhooks
 from profilerhub_core.tasks import DELIVER_WEBHOOK
 from profilerhub_worker.ingest.context import IngestContext
@@ -124,7 +125,12 @@ def act_on_rules(
         if job is None:
             return 0
         session.expunge(job)
-    anchor, run = run_of_job(ctx, job)
+    try:
+        anchor, run = run_of_job(ctx, job)
+    except Exception as exc:  # storage out: announced as the job's own (a rank's twin may follow)
+        if not report(exc):
+            log.exception("job %s: its run's rank jobs could not be read", job_id)
+        anchor, run = job_id, None
     ids: list[str] = []
     with ctx.sessions() as session:
         job = session.get(Job, job_id)
