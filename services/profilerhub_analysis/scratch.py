@@ -13,7 +13,13 @@ is freed with the last array viewing it.
   pass ``SPILL_MIN_BYTES`` together, then appended to one file per column; ``column(key)`` gives
   the whole column (a read-only memmap once spilled);
 * ``take(column, rows)``: ``column[rows]`` gathered ``CHUNK`` rows at a time into ``empty``, so a
-  permutation of a file-backed column never makes a full-length copy in memory.
+  permutation of a file-backed column never makes a full-length copy in memory;
+* ``spill(array)``: a large array just computed moved to a file (the caller drops the original);
+  ``full(n, value, dtype)`` an ``empty`` filled;
+* ``select(n, test)``: ``np.flatnonzero`` of a mask computed ``CHUNK`` rows at a time;
+* ``group(keys, n_keys)``: a stable sort by small integer keys (a counting sort, ``CHUNK`` rows at a
+  time), the rows of each key and where each key's rows start: what ``np.argsort(keys,
+  kind="stable")`` and a ``bincount`` give, without a full-length sort's memory.
 
 ``directory`` (None: the system's temporary directory) says which disk the files go to.
 """
@@ -21,6 +27,7 @@ is freed with the last array viewing it.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -53,6 +60,69 @@ def empty(n: int, dtype: Any, directory: str | Path | None = None) -> np.ndarray
     f = _file(directory)
     f.truncate(n * dt.itemsize)
     return _mapped(f, dt, n, "r+")
+
+
+def full(n: int, value: Any, dtype: Any, directory: str | Path | None = None) -> np.ndarray:
+    """``np.full(n, value, dtype)`` into ``empty`` (file-backed when large)."""
+    out = empty(n, dtype, directory)
+    out[:] = value
+    return out
+
+
+def spill(array: np.ndarray, directory: str | Path | None = None) -> np.ndarray:
+    """``array`` itself when small, else a file-backed copy of it: the caller drops ``array``, and
+    its anonymous memory goes with it."""
+    if array.nbytes < SPILL_MIN_BYTES or isinstance(array, np.memmap):
+        return array
+    out = empty(len(array), array.dtype, directory)
+    out[:] = array
+    return out
+
+
+def select(n: int, test: Callable[[int, int], np.ndarray], dtype: Any = np.int64,
+           directory: str | Path | None = None) -> np.ndarray:  # fmt: skip
+    """``np.flatnonzero(mask)`` (as ``dtype``) of a mask over ``n`` rows that ``test(start, stop)``
+    computes ``CHUNK`` rows at a time: memory held beyond the result is one chunk's."""
+    parts = ColumnParts(directory)
+    for start in range(0, n, CHUNK):
+        parts.add("rows", (np.flatnonzero(test(start, min(n, start + CHUNK))) + start).astype(dtype))
+    out = parts.column("rows", dtype)
+    parts.close()
+    return out
+
+
+def group(
+    keys: np.ndarray, n_keys: int, values: np.ndarray | None = None, directory: str | Path | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(``values`` in the stable order of ``keys``, ``starts``): ``values[np.argsort(keys,
+    kind="stable")]`` (``values`` default: the row numbers, as ``int32``) and the ``n_keys + 1``
+    offsets of each key's rows (``np.cumsum`` of ``np.bincount(keys, minlength=n_keys)`` after a
+    0). ``keys`` are integers in ``[0, n_keys)``; a counting sort, ``CHUNK`` rows at a time, into
+    ``empty`` (file-backed when large)."""
+    n = len(keys)
+    starts = full(n_keys + 1, 0, np.int64, directory)
+    for a in range(0, n, CHUNK):
+        np.add.at(starts, keys[a : a + CHUNK] + 1, 1)
+    carry = 0
+    for a in range(0, n_keys + 1, CHUNK):  # the running sum, one chunk at a time
+        part = starts[a : a + CHUNK]
+        np.cumsum(part, out=part)
+        part += carry
+        carry = int(part[-1])
+    out = empty(n, np.int32 if values is None else values.dtype, directory)
+    at = empty(n_keys, np.int64, directory)  # where each key's next row goes
+    at[:] = starts[:-1]
+    for a in range(0, n, CHUNK):
+        k = keys[a : a + CHUNK]
+        by_key = np.argsort(k, kind="stable")
+        sorted_keys = k[by_key]
+        first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        sizes = np.diff(np.r_[first, len(k)])
+        rank = np.arange(len(k)) - np.repeat(first, sizes)
+        rows = by_key + a
+        out[at[sorted_keys] + rank] = rows if values is None else values[rows]
+        at[sorted_keys[first]] += sizes
+    return out, starts
 
 
 def take(column: np.ndarray, rows: np.ndarray, directory: str | Path | None = None) -> np.ndarray:
@@ -135,4 +205,15 @@ class ColumnParts:
         self._parts, self._columns = {}, {}
 
 
-__all__ = ["CHUNK", "SPILL_MIN_BYTES", "ColumnParts", "concatenate", "empty", "take"]
+__all__ = [
+    "CHUNK",
+    "SPILL_MIN_BYTES",
+    "ColumnParts",
+    "concatenate",
+    "empty",
+    "full",
+    "group",
+    "select",
+    "spill",
+    "take",
+]

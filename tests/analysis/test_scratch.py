@@ -4,6 +4,7 @@ files, not anonymous memory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -133,3 +134,56 @@ def test_the_tensorboard_views_are_the_same_with_their_columns_spilled(
         spilled = orjson.dumps(views_and_calls(parse_chunks(file_chunks(trace)))[0])
     assert len(whole) > 1000
     assert spilled == whole
+
+
+def test_the_tensorboard_trees_views_and_calls_are_the_same_built_a_few_rows_at_a_time_into_files(
+    shared_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tbviews.tree.build``, the calls and the role ranges run a chunk of rows at a time into
+    ``scratch`` arrays: with chunks of 97 rows and every array in a file, every sample trace
+    (kernels, several threads, modules) gives the same views and calls as one chunk in memory."""
+    from profilerhub_analysis.reader import file_chunks
+    from profilerhub_analysis.tbviews import tree, views_and_calls
+    from profilerhub_analysis.tbviews.parse import parse_chunks
+
+    traces = _sample_traces(shared_dir)
+    many_threads = 0
+    for path in traces:
+        whole, whole_calls = views_and_calls(parse_chunks(file_chunks(path)))
+        with monkeypatch.context() as patch:
+            patch.setattr(scratch, "SPILL_MIN_BYTES", 0)
+            patch.setattr(scratch, "CHUNK", 97)
+            trace = parse_chunks(file_chunks(path))
+            forest = tree.build(trace)
+            cut, cut_calls = views_and_calls(trace)
+        many_threads += len(forest.root_tids) > 1
+        for name in ("parent", "order", "preorder", "children", "host_self", "device_total", "tc_eligible"):
+            column = getattr(forest, name)
+            assert isinstance(column, np.memmap) or not len(column), (path, name)
+        assert json.dumps(cut, sort_keys=True) == json.dumps(whole, sort_keys=True), path
+        assert cut_calls.keys() == whole_calls.keys()
+        for key, col in whole_calls.items():
+            same = (cut_calls[key] == col) if isinstance(col, list) else np.array_equal(cut_calls[key], col)
+            assert same, (path, key)
+    assert many_threads >= 3
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+def test_group_is_a_stable_sort_by_small_keys_and_select_a_chunked_flatnonzero(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 9, size=1000).astype(np.int32)
+    values = rng.integers(0, 1 << 30, size=1000).astype(np.int64)
+    monkeypatch.setattr(scratch, "CHUNK", chunk)
+    monkeypatch.setattr(scratch, "SPILL_MIN_BYTES", 0)
+    rows, starts = scratch.group(keys, 12)
+    assert np.array_equal(rows, np.argsort(keys, kind="stable"))
+    assert np.array_equal(starts, np.r_[0, np.cumsum(np.bincount(keys, minlength=12))])
+    moved, _ = scratch.group(keys, 12, values)
+    assert np.array_equal(moved, values[np.argsort(keys, kind="stable")])
+    picked = scratch.select(len(keys), lambda a, b: keys[a:b] % 3 == 1, np.int32)
+    assert picked.dtype == np.int32
+    assert np.array_equal(picked, np.flatnonzero(keys % 3 == 1))
+    spilled = scratch.spill(values)
+    assert isinstance(spilled, np.memmap) and np.array_equal(spilled, values)

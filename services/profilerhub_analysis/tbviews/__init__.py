@@ -57,7 +57,8 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
     trace = data if isinstance(data, TbTrace) else parse(data)
     forest = build(trace)
     steps = find_steps(trace, forest)
-    ops, ops_by_shape = views.operators(forest)
+    calls = operator_calls(forest)
+    ops, ops_by_shape = views.operators(forest, calls)
     kernels, kernels_by_op = views.kernels(forest)
     roles = views.role_ranges(trace, forest)
     curve = memory.memory_curve(trace)
@@ -77,7 +78,7 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
         "tb_notes": _notes(trace, forest),
         "tb_facts": views.facts(trace, forest, curve),
     }
-    return views_, operator_calls(forest)
+    return views_, calls
 
 
 def _notes(trace: TbTrace, forest: Forest) -> list[str]:

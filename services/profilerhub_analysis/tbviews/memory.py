@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.tbviews.parse import TbTrace
 from profilerhub_analysis.tbviews.tree import Forest
 
@@ -55,7 +56,7 @@ def attach(trace: TbTrace, forest: Forest) -> tuple[np.ndarray, np.ndarray]:
                 break
             cand[out] = forest.parent[cand[out]]
         deepest[recs] = cand
-    visited = np.zeros(total, dtype=bool)
+    visited = scratch.full(total, False, bool)
     front = np.unique(deepest[deepest >= 0])
     while len(front):
         visited[front] = True
@@ -74,12 +75,14 @@ def memory(trace: TbTrace, forest: Forest, attached: tuple[np.ndarray, np.ndarra
     mem = trace.memory
     fields = ("self_size_increase_bytes", "self_allocation_size_bytes", "self_allocation_count",
               "size_increase_bytes", "allocation_size_bytes", "allocation_count")  # fmt: skip
-    order = forest.order  # children before parents, as the plugin's totals go
-    seen = order[visited[order] & (forest.type[order] != 0)]
+    order, kind = forest.order, forest.type  # children before parents, as the plugin's totals go
+    at_seen = scratch.select(len(order), lambda a, b: visited[order[a:b]] & (kind[order[a:b]] != 0))
+    seen = order[at_seen]  # the visited nodes: as many as the records' nodes and their callers
+    del at_seen
     ops = seen[forest.is_operator[seen]]
     names = forest.name[ops]
     calls = np.bincount(names, minlength=len(trace.names))
-    idx = np.full(len(forest.ts), -1, dtype=np.int64)
+    idx = scratch.full(len(forest.ts), -1, np.int64)
     idx[seen] = np.arange(len(seen))
     by_depth = np.argsort(-forest.depth[seen], kind="stable")
     rows = []

@@ -27,6 +27,32 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> Ranges:
     return np.column_stack((s[first], e[last]))
 
 
+class SortedMerge:
+    """``merge`` of ranges that arrive in batches sorted by start, each batch after the last
+    (``add``; ``ranges()`` at the end): the range still open at a batch's end is carried into the
+    next, so nothing holds the ranges before their union."""
+
+    def __init__(self) -> None:
+        self._parts: list[Ranges] = []
+        self._open_s, self._open_e = np.empty(0), np.empty(0)
+
+    def add(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        s = np.concatenate((self._open_s, starts))
+        if not len(s):
+            return
+        e = np.maximum.accumulate(np.concatenate((self._open_e, np.asarray(ends, dtype=np.float64))))
+        new = np.ones(len(s), dtype=bool)
+        new[1:] = s[1:] > e[:-1]
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, len(s) - 1)
+        self._parts.append(np.column_stack((s[first[:-1]], e[last[:-1]])))
+        self._open_s, self._open_e = s[first[-1:]], e[last[-1:]]
+
+    def ranges(self) -> Ranges:
+        out = np.concatenate([*self._parts, np.column_stack((self._open_s, self._open_e))])
+        return out if len(out) else EMPTY
+
+
 def of(pairs: list[tuple[float, float]]) -> Ranges:
     if not pairs:
         return EMPTY
@@ -67,4 +93,4 @@ def within(r: Ranges, start: float, end: float) -> float:
     return float(np.maximum(np.minimum(r[:, 1], end) - np.maximum(r[:, 0], start), 0).sum())
 
 
-__all__ = ["EMPTY", "Ranges", "intersect", "merge", "of", "subtract", "total", "within"]
+__all__ = ["EMPTY", "Ranges", "SortedMerge", "intersect", "merge", "of", "subtract", "total", "within"]

@@ -32,12 +32,14 @@ How, without an object per event:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.tbviews.parse import COLLECTIVES, GPU_TYPES, T, TbTrace, is_dataloader
 from profilerhub_analysis.tbviews.tensor_cores import TC_KERNEL, TC_OPERATORS
 
@@ -180,19 +182,26 @@ def _launches(corr: np.ndarray, rt_event: np.ndarray, gpu_event: np.ndarray) -> 
     both = np.concatenate((rt_event, gpu_event))
     key = corr[both]
     order = np.lexsort((both, key))
+    del both
     k = key[order]
+    del key
     m = len(order)
     pos = np.arange(m)
     new = np.ones(m, dtype=bool)
     new[1:] = k[1:] != k[:-1]
+    del k
     group_start = np.maximum.accumulate(np.where(new, pos, 0))
     last = np.ones(m, dtype=bool)
     last[:-1] = new[1:]
+    del new
     group_end = np.minimum.accumulate(np.where(last, pos, m)[::-1])[::-1]
+    del last
     is_rt = order < n_rt
     prev = np.maximum.accumulate(np.where(is_rt, pos, -1))
     nxt = np.minimum.accumulate(np.where(is_rt, pos, m)[::-1])[::-1]
+    del pos
     chosen = np.where(prev >= group_start, prev, np.where(nxt <= group_end, nxt, -1))
+    del prev, nxt, group_start, group_end
     gpu_at = np.flatnonzero(~is_rt)
     out = np.full(len(gpu_event), -1, dtype=np.int64)
     got = chosen[gpu_at]
@@ -201,7 +210,69 @@ def _launches(corr: np.ndarray, rt_event: np.ndarray, gpu_event: np.ndarray) -> 
     return out
 
 
-def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in order
+def _chunks(n: int) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` of each ``scratch.CHUNK`` rows of ``n``."""
+    for a in range(0, n, scratch.CHUNK):
+        yield a, min(n, a + scratch.CHUNK)
+
+
+def _node_column(column: np.ndarray, rows: np.ndarray, tail: int, fill: Any) -> np.ndarray:
+    """``column[rows]`` then ``tail`` times ``fill`` (the roots), gathered a chunk at a time."""
+    n = len(rows)
+    out = scratch.empty(n + tail, column.dtype)
+    for a, b in _chunks(n):
+        np.take(column, rows[a:b], out=out[a:b])
+    out[n:] = fill
+    return out
+
+
+def _with_roots(column: np.ndarray, tail: np.ndarray, dtype: Any) -> np.ndarray:
+    """``column`` (over the event nodes) then ``tail`` (over the roots), as ``dtype``, a chunk at a time."""
+    n = len(column)
+    out = scratch.empty(n + len(tail), dtype)
+    for a, b in _chunks(n):
+        out[a:b] = column[a:b]
+    out[n:] = tail
+    return out
+
+
+def _each(n: int, dtype: Any, value: Callable[[int, int], Any]) -> np.ndarray:
+    """An array of ``n`` rows, ``value(start, stop)`` a chunk at a time (file-backed when large)."""
+    out = scratch.empty(n, dtype)
+    for a, b in _chunks(n):
+        out[a:b] = value(a, b)
+    return out
+
+
+def _nest_order(by_thread: np.ndarray, ts: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """The nodes in (thread, ts, -end, event) order, from ``by_thread`` (thread, event) order.
+
+    Events come in ts order, so ``by_thread`` is in (thread, ts) order already: only a run of equal
+    (thread, ts) needs sorting, by (-end, event). So each chunk is sorted alone, its end moved past
+    the run it would cut."""
+    n = len(by_thread)
+    out = scratch.empty(n, np.int32)
+    a = 0
+    while a < n:
+        b = min(n, a + scratch.CHUNK)
+        while b < n:  # move b past the run of (thread, ts) that b - 1 is in
+            look = by_thread[b - 1 : b - 1 + scratch.CHUNK]
+            same = (thread[look[1:]] == thread[look[0]]) & (ts[look[1:]] == ts[look[0]])
+            if same.all():
+                b += len(same)
+                continue
+            b += int(np.argmin(same))
+            break
+        nodes = by_thread[a:b]
+        out[a:b] = nodes[np.lexsort((nodes, -end[nodes], ts[nodes], thread[nodes]))]
+        a = b
+    return out
+
+
+def build(trace: TbTrace) -> Forest:  # noqa: C901, PLR0915 - the four steps above, in order
+    """The trees of ``trace``. Every array as long as the nodes is built a chunk at a time into a
+    ``scratch`` array (file-backed when large), so what anonymous memory the build holds beyond its
+    inputs is a few chunks and the arrays over runtimes and GPU ops, not the host ops'."""
     t = trace.types
     flags = NameFlags.of(trace.names)
     names = trace.names
@@ -211,98 +282,132 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
         root_name = len(names)
         names.append(ROOT_NAME)
         flags = NameFlags.of(names)
+    n_events = len(t)
 
     # 1. launches
-    rt_event = np.flatnonzero(t == T.RUNTIME)
-    gpu_event = np.flatnonzero(np.isin(t, GPU_TYPES))
-    rt_of_gpu = _launches(trace.corr, rt_event, gpu_event)
+    rt_event = scratch.select(n_events, lambda a, b: t[a:b] == T.RUNTIME)
+    gpu_event = scratch.select(n_events, lambda a, b: np.isin(t[a:b], GPU_TYPES))
+    rt_of_gpu = scratch.spill(_launches(trace.corr, rt_event, gpu_event))
     n_rt = len(rt_event)
     staled = (rt_of_gpu < 0) & (t[gpu_event] == T.KERNEL)
     rt_of_gpu[staled] = n_rt  # the dummy
 
     # 2. nodes, threads, runtimes on nodes
-    is_node = np.isin(t, (T.OPERATOR, T.PYTHON, T.MODULE, T.STEP))
-    is_node |= (t == T.ANNOTATION) & flags.annotation_node[trace.name]
-    node_event = np.flatnonzero(is_node).astype(np.int32)
+    def node_mask(a: int, b: int) -> np.ndarray:
+        kind = t[a:b]
+        mask = np.isin(kind, (T.OPERATOR, T.PYTHON, T.MODULE, T.STEP))
+        mask |= (kind == T.ANNOTATION) & flags.annotation_node[trace.name[a:b]]
+        return mask
+
+    node_event = scratch.select(n_events, node_mask, np.int32)
     n = len(node_event)
-    tid = trace.tid[node_event]
-    uniq, first = np.unique(tid, return_index=True)
-    by_first = np.argsort(first, kind="stable")
-    root_tids = uniq[by_first]
-    rank_of_tid = np.full(len(trace.tids) + 1, -1, dtype=np.int64)
+    tid = scratch.take(trace.tid, node_event)
+    first = np.full(len(trace.tids) + 1, n, dtype=np.int64)  # each tid's first node
+    for a, b in _chunks(n):
+        seen, at = np.unique(tid[a:b], return_index=True)
+        first[seen] = np.minimum(first[seen], at + a)
+    uniq = np.flatnonzero(first < n)
+    root_tids = uniq[np.argsort(first[uniq], kind="stable")]
+    rank_of_tid = np.full(len(trace.tids) + 1, -1, dtype=np.int32)
     rank_of_tid[root_tids] = np.arange(len(root_tids))
-    thread = rank_of_tid[tid].astype(np.int32)
+    thread = scratch.take(rank_of_tid, tid)
+    del tid
     n_threads = len(root_tids)
     total = n + n_threads
     roots = np.arange(n, total)
-    ext = trace.ext[node_event]
-    collective_ext = np.unique(ext[flags.collective[trace.name[node_event]]])
-    attach_order = np.lexsort((node_event, thread))
-    ext_codes, first_node = np.unique(ext[attach_order], return_index=True)
+    types = _node_column(t, node_event, n_threads, ROOT)
+    name = _node_column(trace.name, node_event, n_threads, root_name)
+    ts = _node_column(trace.ts, node_event, n_threads, -np.inf)
+    end = _node_column(trace.end, node_event, n_threads, np.inf)
+    ext = scratch.take(trace.ext, node_event)
+    collective = [np.unique(ext[a:b][flags.collective[name[a:b]]]) for a, b in _chunks(n)]
+    collective_ext = np.unique(np.concatenate(collective)) if collective else np.empty(0, ext.dtype)
+    # the nodes in (thread, event) order; the first node per External id in that order
+    by_thread = scratch.group(thread, n_threads)[0] if n_threads > 1 else _each(n, np.int32, np.arange)
     node_of_ext = np.full(len(trace.ids) + 1, -1, dtype=np.int64)
-    node_of_ext[ext_codes] = attach_order[first_node]
+    for a, b in _chunks(n):
+        nodes = by_thread[a:b]
+        codes, at = np.unique(ext[nodes], return_index=True)
+        fresh = node_of_ext[codes] < 0
+        node_of_ext[codes[fresh]] = nodes[at[fresh]]
+    del ext
     rt_node = node_of_ext[trace.ext[rt_event]]
+    del node_of_ext
 
     # 3. nesting
-    types = np.concatenate((t[node_event], np.full(n_threads, ROOT, dtype=np.int8)))
-    name = np.concatenate((trace.name[node_event], np.full(n_threads, root_name, dtype=np.int32)))
-    ts = np.concatenate((trace.ts[node_event], np.full(n_threads, -np.inf)))
-    end = np.concatenate((trace.end[node_event], np.full(n_threads, np.inf)))
-    nest = np.lexsort((node_event, -end[:n], ts[:n], thread)).astype(np.int32)
+    nest = _nest_order(by_thread, ts, end, thread)
+    del by_thread
     parent, depth, post = _nest(nest, ts, end, thread, n)
-    kept = parent != -2
-    kept[n:] = True
-    safe = np.where(kept, parent, 0)
-    safe[n:] = 0
-    count = np.bincount(safe[:n][kept[:n]], minlength=total).astype(np.int32)
-    absorbed = np.zeros(total, dtype=bool)
-    absorbed[:n] = (
-        kept[:n] & (safe[:n] < n) & (count[safe[:n]] == 1) & (types[:n] == T.OPERATOR)
-        & (types[safe[:n]] == T.OPERATOR) & (name[:n] == name[safe[:n]])
-    )  # fmt: skip
-    del count
-    top = np.arange(total, dtype=np.int32)
-    top[absorbed] = parent[absorbed]
-    while True:
-        nxt = top[top]
-        if np.array_equal(nxt, top):
-            break
-        top = nxt
-    has_absorbed_child = np.zeros(total, dtype=bool)
-    has_absorbed_child[parent[absorbed]] = True
-    in_tree = kept & ~absorbed
-    del safe
-    mparent = np.full(total, -2, dtype=np.int32)
-    ev_in = np.flatnonzero(in_tree[:n])
-    mparent[ev_in] = top[parent[ev_in]]
-    mparent[n:] = -1
-    order = post[in_tree[post]]
-    del post
-    pos = np.empty(total, dtype=np.int32)
-    pos[order] = np.arange(len(order))
+    # kept: in a tree (parent -2: dropped); absorbed: an operator, the only child of its same-name parent
+    count = scratch.full(total, 0, np.int32)  # each node's kept children
+    for a, b in _chunks(n):
+        up = parent[a:b]
+        np.add.at(count, up[up >= 0], 1)
+
+    def absorbed_of(a: int, b: int) -> np.ndarray:
+        up = parent[a:b]
+        safe = np.where(up >= 0, up, 0)
+        return (
+            (up >= 0) & (safe < n) & (count[safe] == 1) & (types[a:b] == T.OPERATOR)
+            & (types[safe] == T.OPERATOR) & (name[a:b] == name[safe])
+        )  # fmt: skip
+
+    absorbed = scratch.full(total, False, bool)
+    for a, b in _chunks(n):
+        absorbed[a:b] = absorbed_of(a, b)
+    has_absorbed_child = scratch.full(total, False, bool)
+    top = _each(total, np.int32, np.arange)  # each node's node after absorption
+    for a, b in _chunks(n):
+        mine = absorbed[a:b]
+        has_absorbed_child[parent[a:b][mine]] = True
+        top[a:b][mine] = parent[a:b][mine]
+    moved = True
+    while moved:  # pointer jumping, in place: each pass halves every chain left
+        moved = False
+        for a, b in _chunks(total):
+            up = top[top[a:b]]
+            moved = moved or not np.array_equal(up, top[a:b])
+            top[a:b] = up
+    in_tree = _each(total, bool, lambda a, b: (parent[a:b] != -2) & ~absorbed[a:b])
+    in_tree[n:] = True
+    ev_in = scratch.select(n, lambda a, b: in_tree[a:b], np.int32)
+    mparent = scratch.full(total, -1, np.int32)
+    mparent[:n] = _each(n, np.int32, lambda a, b: np.where(in_tree[a:b], top[np.maximum(parent[a:b], 0)], -2))
+    at = scratch.select(len(post), lambda a, b: in_tree[post[a:b]], np.int32)
+    order = _each(len(at), np.int32, lambda a, b: post[at[a:b]])
+    pos = scratch.empty(total, np.int32)
+    for a, b in _chunks(len(order)):
+        pos[order[a:b]] = np.arange(a, b)
 
     # runtimes' holders
-    on = np.where(rt_node >= 0, rt_node, total)  # total: no node (the padding's False)
-    ok = np.append(kept, False)[on] & ~np.append(has_absorbed_child, True)[on]
+    ok = np.zeros(n_rt, dtype=bool)
+    on = np.flatnonzero(rt_node >= 0)
+    ok[on] = (parent[rt_node[on]] != -2) & ~has_absorbed_child[rt_node[on]]
+    del on, has_absorbed_child
     held_rt = np.flatnonzero(ok)
-    hold_node = [top[rt_node[held_rt]]]
+    hold_node = [top[rt_node[held_rt]].astype(np.int64)]
     hold_rt = [held_rt]
     zero = np.fromiter((_is_zero(v) for v in trace.ids), dtype=bool, count=len(trace.ids))
-    zero_rt = np.flatnonzero(zero[trace.ext[rt_event]] & (rank_of_tid[trace.tid[rt_event]] >= 0))
-    hold_node.append(roots[rank_of_tid[trace.tid[rt_event[zero_rt]]]])
+    rank_of_rt = rank_of_tid[trace.tid[rt_event]]
+    zero_rt = np.flatnonzero(zero[trace.ext[rt_event]] & (rank_of_rt >= 0))
+    hold_node.append(roots[rank_of_rt[zero_rt]])
     hold_rt.append(zero_rt)
     if staled.any():
-        step_threads = np.unique(thread[types[:n] == T.STEP])
+        steps = [np.unique(thread[a:b][types[a:b] == T.STEP]) for a, b in _chunks(n)]
+        step_threads = np.unique(np.concatenate(steps)) if steps else np.empty(0, np.int32)
         hold_node.append(roots[step_threads])
         hold_rt.append(np.full(len(step_threads), n_rt))
     h_node, h_rt = np.concatenate(hold_node), np.concatenate(hold_rt)
+    del hold_node, hold_rt, rt_node
     by_visit = np.lexsort((h_rt, pos[h_node]))
-    h_node, h_rt = h_node[by_visit], h_rt[by_visit]
+    h_node, h_rt = scratch.spill(h_node[by_visit]), scratch.spill(h_rt[by_visit])
+    del by_visit, pos
     by_rt = np.argsort(h_rt, kind="stable")
     rts = h_rt[by_rt]
     starts = np.flatnonzero(np.r_[True, rts[1:] != rts[:-1]]) if len(rts) else np.empty(0, np.int64)
     visit = np.empty(len(h_rt))
     visit[by_rt] = np.arange(len(rts)) - np.repeat(starts, np.diff(np.r_[starts, len(rts)])) + 1
+    del by_rt, rts, starts
 
     # 4. figures
     gd = trace.end[gpu_event] - trace.ts[gpu_event]
@@ -310,40 +415,57 @@ def build(trace: TbTrace) -> Forest:  # noqa: PLR0915 - the four steps above, in
     rt_dev = np.bincount(rt_of_gpu[has_rt], weights=gd[has_rt], minlength=n_rt + 1)
     tc = flags.tc_kernel[trace.name[gpu_event]]
     rt_tc = np.bincount(rt_of_gpu[has_rt & tc], weights=gd[has_rt & tc], minlength=n_rt + 1)
+    del gd, has_rt, tc
     rt_host = np.append(trace.end[rt_event] - trace.ts[rt_event], 0.0)
-    device_self = np.bincount(h_node, weights=visit * rt_dev[h_rt], minlength=total)
-    tc_self = np.bincount(h_node, weights=visit * rt_tc[h_rt], minlength=total)
-    dur = np.where(np.arange(total) < n, end - ts, 0.0)
-    host_self = dur - np.bincount(h_node, weights=rt_host[h_rt], minlength=total)
-    host_self -= np.bincount(mparent[ev_in], weights=dur[ev_in], minlength=total)
-    operator = types == T.OPERATOR
-    eligible = flags.tc_operator[name].copy()
-    tc_launch = np.zeros(total, dtype=bool)
-    tc_launch[h_node[rt_tc[h_rt] > 0]] = True
-    eligible |= operator & tc_launch
-    device_total, tc_total = device_self.copy(), tc_self.copy()
-    by_depth = ev_in[np.argsort(-depth[ev_in], kind="stable")]
-    d = depth[by_depth]
-    cuts = np.flatnonzero(np.r_[True, d[1:] != d[:-1], True]) if len(d) else np.zeros(1, np.int64)
-    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-        xs = by_depth[a:b]
-        ps = mparent[xs]
-        np.add.at(device_total, ps, device_total[xs])
-        np.add.at(tc_total, ps, tc_total[xs])
-        up = ps[eligible[xs] & operator[ps]]
-        eligible[up] = True
-    pre = nest[in_tree[nest]]
-    del nest, dur, pos
-    kids = pre[np.argsort(mparent[pre], kind="stable")]
-    child_ptr = np.concatenate(([0], np.cumsum(np.bincount(mparent[pre], minlength=total))))
+
+    def summed(at: np.ndarray, weights: np.ndarray) -> np.ndarray:  # np.bincount(minlength=total)
+        out = scratch.full(total, 0.0, np.float64)
+        for a, b in _chunks(len(at)):
+            np.add.at(out, at[a:b], weights[a:b])
+        return out
+
+    device_self = summed(h_node, visit * rt_dev[h_rt])
+    tc_self = summed(h_node, visit * rt_tc[h_rt])
+    dur = _each(total, np.float64, lambda a, b: np.where(np.arange(a, b) < n, end[a:b] - ts[a:b], 0.0))
+    rt_sum = summed(h_node, rt_host[h_rt])
+    child_sum = scratch.full(total, 0.0, np.float64)
+    for a, b in _chunks(len(ev_in)):
+        nodes = ev_in[a:b]
+        np.add.at(child_sum, mparent[nodes], dur[nodes])
+    host_self = _each(total, np.float64, lambda a, b: dur[a:b] - rt_sum[a:b] - child_sum[a:b])
+    del visit
+    operator = _each(total, bool, lambda a, b: types[a:b] == T.OPERATOR)
+    eligible = _each(total, bool, lambda a, b: flags.tc_operator[name[a:b]])
+    launched_tc = h_node[rt_tc[h_rt] > 0]
+    eligible[launched_tc] |= operator[launched_tc]
+    del launched_tc
+    device_total = _each(total, np.float64, lambda a, b: device_self[a:b])
+    tc_total = _each(total, np.float64, lambda a, b: tc_self[a:b])
+    max_depth = int(max((int(depth[a:b].max()) for a, b in _chunks(total)), default=0))
+    level = _each(len(ev_in), np.int32, lambda a, b: max_depth - depth[ev_in[a:b]])
+    by_depth, depth_starts = scratch.group(level, max_depth + 1, ev_in)  # deepest first
+    del level
+    for d in range(max_depth + 1):  # sums up the trees, one depth level at a time
+        for a, b in _chunks(int(depth_starts[d + 1] - depth_starts[d])):
+            xs = by_depth[depth_starts[d] + a : depth_starts[d] + b]
+            ps = mparent[xs]
+            np.add.at(device_total, ps, device_total[xs])
+            np.add.at(tc_total, ps, tc_total[xs])
+            up = ps[eligible[xs] & operator[ps]]
+            eligible[up] = True
+    del by_depth
+    at = scratch.select(n, lambda a, b: in_tree[nest[a:b]], np.int32)
+    pre = _each(len(at), np.int32, lambda a, b: nest[at[a:b]])
+    kids, child_ptr = scratch.group(_each(len(pre), np.int32, lambda a, b: mparent[pre[a:b]]), total, pre)
     return Forest(
-        trace=trace, flags=flags, event=np.append(node_event, np.full(n_threads, -1)), type=types,
-        name=name, ts=ts, end=end, parent=mparent, depth=depth,
-        thread=np.concatenate((thread, np.arange(n_threads, dtype=np.int32))), order=order, preorder=pre,
-        roots=roots,
+        trace=trace, flags=flags, event=_with_roots(node_event, np.full(n_threads, -1), np.int64), type=types,
+        name=name,
+        ts=ts, end=end, parent=mparent, depth=depth,
+        thread=_with_roots(thread, np.arange(n_threads), np.int32), order=order, preorder=pre, roots=roots,
         root_tids=root_tids, children=kids, child_ptr=child_ptr, rt_event=rt_event,
         gpu_event=gpu_event, rt_of_gpu=rt_of_gpu, hold_node=h_node, hold_rt=h_rt,
-        collective_ext=collective_ext, is_operator=operator & flags.operator[name],
+        collective_ext=collective_ext,
+        is_operator=_each(total, bool, lambda a, b: operator[a:b] & flags.operator[name[a:b]]),
         host_self=host_self, device_total=device_total, device_self=device_self, tc_self=tc_self,
         tc_total=tc_total, tc_eligible=eligible,
     )  # fmt: skip
@@ -363,10 +485,10 @@ def _nest(
     """(parent, depth, post-order) of the nodes nested per thread in ``order``; parent -2 for a
     node that starts inside the open one but ends after it (dropped), roots are ``n + thread``."""
     total = len(ts)
-    parent = np.full(total, -2, dtype=np.int32)
+    parent = scratch.full(total, -2, np.int32)
     parent[n:] = -1
-    depth = np.zeros(total, dtype=np.int32)
-    post = np.empty(total, dtype=np.int32)
+    depth = scratch.full(total, 0, np.int32)
+    post = scratch.empty(total, np.int32)
     done = 0
     ids: list[int] = []
     ends: list[float] = []

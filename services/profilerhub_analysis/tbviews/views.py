@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.tbviews import ranges as rg
 from profilerhub_analysis.tbviews.parse import COLLECTIVES, NO_NUMBER, NUMBER, Codes, T, TbTrace, raw_value
 from profilerhub_analysis.tbviews.steps import Steps
@@ -21,25 +22,36 @@ ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
 
 def role_ranges(trace: TbTrace, forest: Forest) -> list[rg.Ranges]:
     """Each role's ranges in ``ROLES`` order (the plugin's ``StepParser._parse_step``), merged:
-    what the overview and the distributed view read."""
-    t, ts, end = trace.types, trace.ts, trace.end
-    comm_kernel = np.isin(trace.ext, forest.collective_ext)
-    loader = forest.flags.dataloader[trace.name]
-    collective = forest.flags.collective[trace.name]
-    kernel = t == T.KERNEL
-    host = (t == T.OPERATOR) | (t == T.ANNOTATION)
-    is_loader = host & loader
-    cpu = ((t == T.PYTHON) | host) & ~is_loader
-    masks = (
-        kernel & ~comm_kernel,
-        t == T.MEMCPY,
-        t == T.MEMSET,
-        (kernel & comm_kernel) | (cpu & collective),
-        t == T.RUNTIME,
-        is_loader,
-        cpu & ~collective,
-    )
-    return [rg.merge(ts[m], end[m]) for m in masks]
+    what the overview and the distributed view read. The events are in ts order, so each role is
+    merged a chunk of events at a time (``ranges.SortedMerge``)."""
+    t, ts, end, name = trace.types, trace.ts, trace.end, trace.name
+    dataloader, collective = forest.flags.dataloader, forest.flags.collective
+
+    def masks(a: int, b: int) -> tuple[np.ndarray, ...]:
+        kind = t[a:b]
+        comm_kernel = np.isin(trace.ext[a:b], forest.collective_ext)
+        loader = dataloader[name[a:b]]
+        is_collective = collective[name[a:b]]
+        kernel = kind == T.KERNEL
+        host = (kind == T.OPERATOR) | (kind == T.ANNOTATION)
+        is_loader = host & loader
+        cpu = ((kind == T.PYTHON) | host) & ~is_loader
+        return (
+            kernel & ~comm_kernel,
+            kind == T.MEMCPY,
+            kind == T.MEMSET,
+            (kernel & comm_kernel) | (cpu & is_collective),
+            kind == T.RUNTIME,
+            is_loader,
+            cpu & ~is_collective,
+        )
+
+    merges = [rg.SortedMerge() for _ in ROLES]
+    for a in range(0, len(ts), scratch.CHUNK):
+        b = min(len(ts), a + scratch.CHUNK)
+        for merge, m in zip(merges, masks(a, b), strict=True):
+            merge.add(ts[a:b][m], end[a:b][m])
+    return [merge.ranges() for merge in merges]
 
 
 def overview(roles: list[rg.Ranges], steps: Steps) -> dict[str, Any]:
@@ -186,11 +198,14 @@ def _first_order_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return rank[inverse], first[by_first], by_first
 
 
-def operators(forest: Forest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(by name, by name + input shape), summed over every call."""
+def operators(
+    forest: Forest, calls: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(by name, by name + input shape), summed over every call (``calls``: the forest's
+    ``operator_calls``, when made already)."""
     from profilerhub_analysis.tbviews.calls import operator_calls, operators_between
 
-    by_name, by_shape, _ = operators_between(operator_calls(forest))
+    by_name, by_shape, _ = operators_between(operator_calls(forest) if calls is None else calls)
     return by_name, by_shape
 
 

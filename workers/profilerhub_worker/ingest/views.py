@@ -23,6 +23,7 @@ ingested again is read from its raw files), and it cost a Parquet write per trac
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from profilerhub_analysis.sdk_records import AnnotationRecord
 from profilerhub_analysis.store import EventStore
 from profilerhub_analysis.stream import SLICE_BYTES
 from profilerhub_analysis.tbviews import views_and_calls
-from profilerhub_analysis.tbviews.calls import pack
+from profilerhub_analysis.tbviews.calls import pack_into
 from profilerhub_analysis.tbviews.parse import parse_chunks
 from profilerhub_analysis.timeline.bundle import TraceTimeline
 from profilerhub_core.jobstorage import JobPlace
@@ -97,7 +98,11 @@ def put_tb_views(
         return
     store.put(place.processed_key(f"{folder}/{TRACE_TB_VIEWS}"), orjson.dumps(views))
     entry["tb_views"] = processed_name(f"{folder}/{TRACE_TB_VIEWS}")
-    store.put(place.processed_key(f"{folder}/{TRACE_TB_CALLS}"), pack(calls))
+    with tempfile.TemporaryFile(prefix="profilerhub-calls-") as packed:  # not the calls' bytes in memory
+        pack_into(calls, packed)
+        del calls
+        packed.seek(0)
+        store.put(place.processed_key(f"{folder}/{TRACE_TB_CALLS}"), packed)
     entry["tb_calls"] = processed_name(f"{folder}/{TRACE_TB_CALLS}")
     entry["tb_brief"] = brief(views)  # what the recommendation rules read; small, in the summary
 
