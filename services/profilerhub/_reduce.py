@@ -10,12 +10,16 @@ bins of its magnitude (sixteen per octave), and a fixed table folds those into t
 whose edges (powers of two, and 0.875, 0.9375, 0.96875 for saturation) are fine-bin edges. That is
 exact, and costs two integer passes instead of a binary search per element.
 
-Two paths, the same numbers:
+Three paths, the same numbers:
 
-- on the CPU, per tensor, with reductions that allocate nothing (``sum``, ``aminmax``, norms,
-  ``count_nonzero``): flattening many small tensors into one buffer costs more there (page faults
-  of the fresh buffer) than it saves. A tensor whose histogram shows NaN or Inf is reduced again
-  with the masked path below (reading that flag is no device synchronisation on the CPU).
+- on the CPU, where the SDK's C helper builds (``_native``: a C compiler on the machine), every
+  float32 tensor of a call (half and bfloat16 cast) in one call that reads each value once for
+  all its statistics and its histogram, and folds the bins: whole rows (``_native_parts``);
+- on the CPU otherwise (and for float64 tensors), per tensor, with reductions that allocate
+  nothing (``sum``, ``aminmax``, norms, ``count_nonzero``): flattening many small tensors into
+  one buffer costs more there (page faults of the fresh buffer) than it saves. A tensor whose
+  histogram shows NaN or Inf is reduced again with the masked path below (reading that flag is
+  no device synchronisation on the CPU).
 - elsewhere (CUDA), batched: the tensors are flattened into one buffer in groups of at most
   ``GROUP_ELEMENTS`` and each statistic is one segment reduction, masked for NaN/Inf, so a step's
   200 parameters cost about twenty kernels and no synchronisation.
@@ -28,9 +32,12 @@ Only this module and ``_watch`` import torch, and only once ``ph.watch`` is call
 from __future__ import annotations
 
 import bisect
+import ctypes
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from . import _native
 
 STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "numel")
 HIST_EDGES: list[float] = sorted({2.0**k for k in range(-34, 21)} | {0.875, 0.9375, 0.96875})
@@ -99,10 +106,17 @@ def partial(torch: Any, tensors: Sequence[Any], *, batched: bool | None = None) 
 
 
 def _per_tensor(torch: Any, tensors: Sequence[Any]) -> list[Any]:
-    """The CPU path: each large tensor alone; the small ones (biases, norms) together through the
-    batched path, whose twenty-odd operations then cost less than a dozen per small tensor."""
-    small = [i for i, t in enumerate(tensors) if t.numel() <= SMALL_ELEMENTS]
+    """The CPU path: every float32 (or half, cast) tensor in one native call (``_native``) when
+    it is built; else, and for float64 tensors, each large tensor alone and the small ones
+    (biases, norms) together through the batched path, whose twenty-odd operations then cost
+    less than a dozen per small tensor."""
     out: list[Any] = [None] * len(tensors)
+    native = _native.lib()
+    if native is not None:
+        _native_parts(torch, native, tensors, out)
+        if all(o is not None for o in out):
+            return out
+    small = [i for i, t in enumerate(tensors) if out[i] is None and t.numel() <= SMALL_ELEMENTS]
     if len(small) > 1:
         for i, row in zip(small, _reduce_group(torch, [tensors[i] for i in small]), strict=True):
             out[i] = row
@@ -118,6 +132,33 @@ def _per_tensor(torch: Any, tensors: Sequence[Any]) -> list[Any]:
 
 SMALL_ELEMENTS = 4096
 """On the CPU, tensors of at most this many elements are reduced together (``_per_tensor``)."""
+
+
+def _native_parts(torch: Any, native: Any, tensors: Sequence[Any], out: list[Any]) -> None:
+    """``out[i]`` = the row of each tensor the C reduction takes (float32, contiguous, not empty;
+    half and bfloat16 cast first): all of them in one call, the GIL released."""
+    flat: list[tuple[int, Any]] = []
+    for i, t in enumerate(tensors):
+        x = t.detach().reshape(-1)
+        if x.dtype == torch.float64 or x.numel() == 0:
+            continue
+        if x.dtype != torch.float32:
+            x = x.to(torch.float32)
+        elif not x.is_contiguous():  # a strided 1-d view: reshape kept it
+            x = x.contiguous()
+        flat.append((i, x))
+    k = len(flat)
+    if not k:
+        return
+    rows = torch.empty((k, ROW), dtype=torch.float64)
+    ptrs = (ctypes.c_void_p * k)(*[x.data_ptr() for _, x in flat])
+    lens = (ctypes.c_int64 * k)(*[x.numel() for _, x in flat])
+    native.ph_reduce_f32(k, ptrs, lens, _LUT32, N_BINS, rows.data_ptr())
+    for j, (i, _) in enumerate(flat):
+        out[i] = rows[j]
+
+
+_LUT32 = (ctypes.c_int32 * FINE)(*LUT)
 
 
 def fold(torch: Any, parts: Sequence[Any]) -> Any:

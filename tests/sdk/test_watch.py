@@ -173,13 +173,22 @@ def test_a_failing_hook_is_logged_and_training_goes_on(
     assert create_trial(str(tmp_path / "broken")).tensor("losses/loss").steps() == [0, 1, 2]
 
 
-def test_the_table_and_the_sdk_agree_on_the_statistics(torch: ModuleType) -> None:
-    from profilerhub import _reduce
+@pytest.mark.parametrize("path", ["native", "torch", "torch-batched"])
+def test_the_table_and_the_sdk_agree_on_the_statistics(
+    torch: ModuleType, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every reduction path gives numpy's reference rows: the C one (``_native``), and torch's
+    per tensor and batched (what runs without a C compiler, and on a GPU)."""
+    from profilerhub import _native, _reduce
 
     assert TABLE_STATS[: len(_reduce.STATS)] == _reduce.STATS
-    from profilerhub_analysis.tensors import HIST_EDGES, N_BINS
+    from profilerhub_analysis.tensors import HIST_EDGES, N_BINS, reduce_array
 
     assert HIST_EDGES.tolist() == _reduce.HIST_EDGES and _reduce.N_BINS == N_BINS
+    if path == "native":
+        assert _native.lib() is not None, "this machine has a C compiler: the native path must build"
+    else:
+        monkeypatch.setattr(_native, "_loaded", [None])
     rng = np.random.default_rng(3)
     values = [
         rng.normal(size=(33, 7)) * 10.0 ** rng.integers(-12, 8),
@@ -188,17 +197,25 @@ def test_the_table_and_the_sdk_agree_on_the_statistics(torch: ModuleType) -> Non
         # (the larger first, so the next reads a slice of a buffer that held other values).
         np.where(rng.random((90, 70)) < 0.2, 0.0, rng.normal(size=(90, 70))),
         rng.normal(size=(80, 60)) * 1e-3,
+        # NaN and Inf among finite values, in a block of their own and past it; all non-finite.
+        np.concatenate([rng.normal(size=3000), [np.nan, np.inf, -np.inf, np.nan], rng.normal(size=1500)]),
+        np.array([np.nan, np.inf]),
+        # A mean large beside the spread (LayerNorm weights): the variance must not cancel.
+        1.0 + rng.normal(size=5000) * 1e-4,
+        np.full(7, -3.5),
     ]
-    from profilerhub_analysis.tensors import reduce_array
-
-    for batched in (False, True):
-        rows = _reduce.reduce_rows(
-            torch, [torch.tensor(v, dtype=torch.float32) for v in values], batched=batched
-        )
-        for v, row in zip(values, rows.tolist(), strict=True):
-            stats, hist = reduce_array(v.astype(np.float32))
-            assert np.allclose(row[:10], stats[:10], rtol=2e-5, equal_nan=True)
-            assert row[10:] == hist.tolist()
+    tensors = [torch.tensor(v, dtype=torch.float32) for v in values]
+    tensors.append(torch.tensor(values[2], dtype=torch.float32).t()[::2])  # strided, not contiguous
+    values.append(tensors[-1].numpy())
+    for v, row in zip(values, _reduce.reduce_rows(torch, tensors, batched=path == "torch-batched").tolist(),
+                      strict=True):  # fmt: skip
+        stats, hist = reduce_array(np.asarray(v, np.float32))
+        assert np.allclose(row[:10], stats[:10], rtol=2e-5, equal_nan=True), (row[:10], stats[:10])
+        assert row[10:] == hist.tolist()
+    half = torch.tensor(values[0], dtype=torch.float16)
+    (row,) = _reduce.reduce_rows(torch, [half]).tolist()
+    stats, hist = reduce_array(half.float().numpy())
+    assert np.allclose(row[:10], stats[:10], rtol=2e-5, equal_nan=True) and row[10:] == hist.tolist()
 
 
 def test_the_hub_down_during_the_run_loses_no_tensor(
