@@ -43,7 +43,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shlex
@@ -55,7 +54,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACE = ROOT.parent / "shared/traces/torch-cpu/mlp_cpu_10steps.pt.trace.json"
+sys.path.insert(0, str(ROOT))  # tests.support.retimed
+from tests.support.retimed import SOURCE, write_retimed  # noqa: E402
+
+TRACE = ROOT.parent / "shared" / SOURCE
 
 CHILD = r"""
 import json, resource, sys, time
@@ -102,33 +104,7 @@ print(json.dumps({"n": n, "wall": wall, "cpu": cpu, "peak_kib": peak, "base_kib"
 
 def write_trace(path: Path, events: int, plain: bool) -> int:
     """Write a trace of about ``events`` events (the real trace re-timed); its decompressed bytes."""
-    doc = json.loads(TRACE.read_text())
-    evs = doc["traceEvents"]
-    header = {k: v for k, v in doc.items() if k != "traceEvents"}
-    timed = [e for e in evs if isinstance(e.get("ts"), int | float)]
-    fixed = [json.dumps(e) for e in evs if not isinstance(e.get("ts"), int | float)]  # metadata: once
-    start = min(float(e["ts"]) for e in timed)
-    span = float(int(max(float(e["ts"]) + float(e.get("dur", 0)) for e in timed) - start) + 1000)
-    # each event's JSON split around its ts, so a copy is only the shifted ts written in between
-    templates = [(json.dumps({**e, "ts": 0}).split('"ts": 0', 1), e["ts"]) for e in timed]
-    copies = max(1, (events - len(fixed)) // max(len(timed), 1))
-    size = 0
-    with path.open("wb") if plain else gzip.open(path, "wb", compresslevel=1) as out:
-
-        def put(text: str) -> None:
-            nonlocal size
-            data = text.encode()
-            size += len(data)
-            out.write(data)
-
-        put(json.dumps(header)[:-1] + ', "traceEvents": [\n' + ",\n".join(fixed))
-        sep = ",\n" if fixed else "\n"
-        for copy in range(copies):
-            shift = copy * span
-            put(sep + ",\n".join(f'{a}"ts": {ts + shift!r}{b}' for (a, b), ts in templates))
-            sep = ",\n"
-        put("\n]}\n")
-    return size
+    return write_retimed(TRACE, path, events, plain)
 
 
 def run_child(mode: str, path: Path, child: str = CHILD, pythonpath: str | None = None) -> dict[str, Any]:

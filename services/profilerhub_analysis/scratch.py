@@ -22,12 +22,26 @@ is freed with the last array viewing it.
   kind="stable")`` and a ``bincount`` give, without a full-length sort's memory.
 
 ``directory`` (None: the system's temporary directory) says which disk the files go to.
+
+**Resident pages.** A file-backed array's pages still count in the process's RSS while they are
+mapped and touched, until the kernel reclaims them (it does under a memory limit; without one it
+need not), so a large trace's RSS could pass a budget that its anonymous memory stays under.
+``resident_limit(nbytes)`` holds RSS near a bound instead: while the block runs, a thread reads
+the process's RSS every ``TRIM_EVERY_S`` and, past ``nbytes``, lets go of every live scratch
+mapping's pages (``madvise(MADV_DONTNEED)`` on the shared file mappings: the data stays in the
+file and the page cache, the next access maps it again); ``release_pages()`` does it at once.
+What it cannot bound is anonymous memory: that is the code's own working set.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 import tempfile
-from collections.abc import Callable
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -37,6 +51,13 @@ import numpy as np
 SPILL_MIN_BYTES = 4 << 20
 #: Rows a chunked pass handles at once (8 MiB of int64).
 CHUNK = 1 << 20
+#: How often ``resident_limit``'s thread reads the process's RSS.
+TRIM_EVERY_S = 0.01
+#: File-backed pages resident beyond the process's own (its libraries) worth letting go of.
+TRIM_MIN_BYTES = 16 << 20
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_maps: dict[int, weakref.ref[mmap.mmap]] = {}  # every live scratch mapping, by id
+_maps_lock = threading.Lock()
 
 
 def _file(directory: str | Path | None) -> IO[bytes]:
@@ -48,7 +69,98 @@ def _mapped(f: IO[bytes], dtype: Any, n: int, mode: Literal["r", "r+"]) -> np.nd
         if not n:  # mmap refuses an empty file
             return np.zeros(0, dtype=dtype)
         out: np.ndarray = np.memmap(f, dtype=dtype, mode=mode, shape=(n,))
+    _register(out)
     return out
+
+
+def _register(array: np.ndarray) -> None:
+    mapping = getattr(array, "_mmap", None)
+    if not isinstance(mapping, mmap.mmap):
+        return
+    key = id(mapping)
+
+    def gone(_ref: object, key: int = key) -> None:
+        with _maps_lock:
+            _maps.pop(key, None)
+
+    with _maps_lock:
+        _maps[key] = weakref.ref(mapping, gone)
+
+
+def release_pages() -> int:
+    """Let go of the resident pages of every live scratch mapping (their data stays in the files);
+    how many mappings."""
+    with _maps_lock:
+        live = [m for ref in list(_maps.values()) if (m := ref()) is not None]
+    released = 0
+    for mapping in live:
+        try:
+            mapping.madvise(mmap.MADV_DONTNEED)
+            released += 1
+        except (ValueError, OSError):  # closed meanwhile
+            continue
+    return released
+
+
+def _resident() -> tuple[int, int]:
+    """(RSS, file-backed and shared RSS) of this process in bytes, from ``/proc/self/statm``; zeros
+    where there is none."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            fields = f.read().split()
+    except OSError:
+        return 0, 0
+    return int(fields[1]) * _PAGE, int(fields[2]) * _PAGE
+
+
+class _Limits:
+    """The limits of the ``resident_limit`` blocks running in this process, and their one thread."""
+
+    def __init__(self) -> None:
+        self.active: list[int] = []
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.thread: threading.Thread | None = None
+        self.trims = 0
+
+    def _watch(self) -> None:
+        _, own_file = _resident()  # the libraries' pages: not ours to let go
+        with self.lock:
+            while self.active:
+                limit = sum(self.active)
+                self.lock.release()
+                try:
+                    rss, file_rss = _resident()
+                    if rss > limit and file_rss > own_file + TRIM_MIN_BYTES:
+                        release_pages()
+                        self.trims += 1
+                finally:
+                    self.lock.acquire()
+                self.wake.wait(TRIM_EVERY_S)
+            self.thread = None
+
+    @contextmanager
+    def hold(self, nbytes: int) -> Iterator[None]:
+        with self.lock:
+            self.active.append(nbytes)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._watch, name="scratch pages", daemon=True)
+                self.thread.start()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.active.remove(nbytes)
+                self.wake.notify_all()
+
+
+_limits = _Limits()
+
+
+def resident_limit(nbytes: int) -> Any:
+    """A context manager: while it runs, scratch mappings' pages are let go whenever the process's
+    RSS passes ``nbytes`` (blocks running at once in several threads: the sum of theirs)."""
+    return _limits.hold(nbytes)
 
 
 def empty(n: int, dtype: Any, directory: str | Path | None = None) -> np.ndarray:
@@ -213,6 +325,8 @@ __all__ = [
     "empty",
     "full",
     "group",
+    "release_pages",
+    "resident_limit",
     "select",
     "spill",
     "take",

@@ -130,7 +130,16 @@ class Settings(BaseSettings):
         default=0,
         ge=0,
         description="Memory one worker's concurrent ingests may hold together (each file reserves 1.5 "
-        "times its decompressed size while it is parsed); 0 = half the machine's memory.",
+        "times its decompressed size while it is parsed, at most job_ingest_trace_memory_bytes); 0 = half "
+        "the machine's memory.",
+    )
+    job_ingest_trace_memory_bytes: int = Field(
+        default=1 << 30,
+        ge=64 << 20,
+        description="Memory (RSS, the worker process's own included) one trace's ingest may hold, whatever "
+        "the trace's size: its column scratch files' pages are let go past it, a file reserves no more "
+        "than this of worker_ingest_memory_bytes, and its measured peak is logged and recorded with the "
+        "trace (a warning when over).",
     )
     job_presigned_uploads: bool = Field(
         default=True,

@@ -187,3 +187,32 @@ def test_group_is_a_stable_sort_by_small_keys_and_select_a_chunked_flatnonzero(
     assert np.array_equal(picked, np.flatnonzero(keys % 3 == 1))
     spilled = scratch.spill(values)
     assert isinstance(spilled, np.memmap) and np.array_equal(spilled, values)
+
+
+def _file_rss() -> int:
+    """This process's file-backed and shared RSS, bytes (``/proc/self/statm``'s third field)."""
+    return scratch._resident()[1]
+
+
+def test_released_pages_leave_rss_and_come_back_with_their_data(tmp_path: Path) -> None:
+    n = 32 << 20  # 256 MiB of int64
+    column = scratch.empty(n, np.int64, tmp_path)
+    assert isinstance(column, np.memmap)
+    column[:] = 7
+    resident = _file_rss()
+    assert scratch.release_pages() >= 1
+    assert _file_rss() < resident - (200 << 20), (resident, _file_rss())  # its pages left RSS
+    assert int(column[n - 1]) == 7 and int(column[: 1 << 20].sum()) == 7 << 20  # its data did not
+
+
+def test_a_resident_limit_lets_go_of_scratch_pages_past_it_until_the_block_ends(tmp_path: Path) -> None:
+    from tests.support.hub import wait_for
+
+    n = 32 << 20
+    column = scratch.empty(n, np.int64, tmp_path)
+    before = _file_rss()
+    with scratch.resident_limit(1):  # past any RSS: every check lets go of what it finds resident
+        column[:] = 3
+        wait_for(lambda: _file_rss() < before + (64 << 20), "the written column's pages let go")
+    wait_for(lambda: scratch._limits.thread is None, "the pages' thread gone with the last limit")
+    assert int(column[::4096].sum()) == 3 * len(column[::4096])

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from .binary import encode_window
 from .index import TimelineIndex
-from .persist import index_files, npy_bytes, open_index
+from .persist import iter_index_files, npy_bytes, open_index
 from .sdk_lanes import LANE_KIND, with_sdk_lanes
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ class TraceTimeline:
 
     def iter_files(self) -> Iterator[tuple[str, bytes]]:
         """``to_files()`` one file at a time, so a writer holds one detail column's bytes, not all."""
-        yield from index_files(self.index, prefix=INDEX_PREFIX).items()
+        yield from iter_index_files(self.index, prefix=INDEX_PREFIX)
         for name, col in self.columns.items():
             yield f"event.{name}.npy", npy_bytes(col)
         yield "launched_by.npy", npy_bytes(self.launched_by)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _describe(obj: object, prefix: str, files: dict[str, bytes], seen: dict[int, str]) -> dict[str, Any]:
+def _describe(obj: object, prefix: str, files: dict[str, np.ndarray], seen: dict[int, str]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "class": type(obj).__name__,
         "arrays": {},
@@ -46,7 +47,7 @@ def _describe(obj: object, prefix: str, files: dict[str, bytes], seen: dict[int,
             fname = seen.get(id(value))
             if fname is None:
                 fname = seen[id(value)] = f"{prefix}{attr}.npy"
-                files[fname] = npy_bytes(value)
+                files[fname] = value
             doc["arrays"][attr] = fname
         elif type(value).__name__ in _CLASSES:
             doc["objects"][attr] = _describe(value, f"{prefix}{attr}.", files, seen)
@@ -61,12 +62,19 @@ def _describe(obj: object, prefix: str, files: dict[str, bytes], seen: dict[int,
     return doc
 
 
+def iter_index_files(index: TimelineIndex, prefix: str = "") -> Iterator[tuple[str, bytes]]:
+    """The index's files one at a time, as ``(file name, bytes)``: one ``.npy`` per array, then
+    ``index.json``; a writer holds one array's bytes at a time, not the whole index's."""
+    arrays: dict[str, np.ndarray] = {}
+    doc = {"format": INDEX_FORMAT, "root": _describe(index, prefix, arrays, {})}
+    for fname, array in arrays.items():
+        yield fname, npy_bytes(array)
+    yield f"{prefix}index.json", json.dumps(doc).encode()
+
+
 def index_files(index: TimelineIndex, prefix: str = "") -> dict[str, bytes]:
     """The index as ``{file name: bytes}``: ``index.json`` plus one ``.npy`` per array."""
-    files: dict[str, bytes] = {}
-    doc = {"format": INDEX_FORMAT, "root": _describe(index, prefix, files, {})}
-    files[f"{prefix}index.json"] = json.dumps(doc).encode()
-    return files
+    return dict(iter_index_files(index, prefix))
 
 
 def _restore(doc: dict[str, Any], root: Path, mmap: bool) -> Any:
@@ -97,4 +105,4 @@ def open_index(directory: str | Path, prefix: str = "", mmap: bool = True) -> Ti
     return index
 
 
-__all__ = ["INDEX_FORMAT", "index_files", "npy_bytes", "open_index"]
+__all__ = ["INDEX_FORMAT", "index_files", "iter_index_files", "npy_bytes", "open_index"]

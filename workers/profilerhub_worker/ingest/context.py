@@ -18,6 +18,7 @@ from profilerhub_worker.ingest.limits import (
     default_memory_budget,
     remove_stale_copies,
 )
+from profilerhub_worker.ingest.memory import DEFAULT_TRACE_MEMORY
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class IngestContext:
     """Decompression-bomb guard (``limits.inflate_to_file``); 0: off."""
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(default_memory_budget()))
     """The worker-wide budget concurrent ingests parse under (``limits``)."""
+    trace_memory: int = DEFAULT_TRACE_MEMORY
+    """What one trace's ingest may hold (RSS; ``memory``): what it reserves of ``memory`` at most."""
     webhooks: WebhookPolicy = field(default_factory=WebhookPolicy)
     series_retention: SeriesRetention = field(default_factory=SeriesRetention)
     """How long Ready jobs' series are kept, at which resolution (``retention``)."""
@@ -89,6 +92,7 @@ class IngestContext:
             max_ingest_bytes=settings.job_max_ingest_bytes or NO_LIMIT,
             max_inflate_ratio=settings.job_max_inflate_ratio,
             memory=MemoryBudget(settings.worker_ingest_memory_bytes or default_memory_budget()),
+            trace_memory=settings.job_ingest_trace_memory_bytes,
             stale_after=timedelta(seconds=settings.job_ingest_timeout_seconds),
             max_attempts=settings.job_ingest_max_attempts,
             heartbeat_every=timedelta(seconds=settings.job_ingest_heartbeat_seconds),

@@ -143,19 +143,21 @@ def parse_part(
     annotations: list[sm.AnnotationRecord],
     parsing: Callable[[int], AbstractContextManager[None]],
 ) -> dict[str, Any]:
-    """Parse one trace, write its views and its part; the part."""
+    """Parse one trace, write its views and its part; the part (with ``memory``: the peak RSS the
+    parse measured, ``memory.TracePeak.as_record``)."""
     n, key, rel, _ = trace
     part: dict[str, Any] = {"n": n, "rel": rel, "size": 0}
     with copy_dir() as tmp:
         local = Path(tmp) / rel.rsplit("/", 1)[-1]
         try:
-            entry, part["size"] = read_trace(
+            entry, part["size"], peak = read_trace(
                 ctx, key, rel, local, ctx.max_trace_bytes, layout.trace_folder(n, rel),
                 lambda folder, store, e: put_trace(ctx.store, place, folder, store, e, annotations),
                 lambda folder, e, path, size: put_tb_views(ctx.store, place, folder, e, path, size),
                 parsing,
             )  # fmt: skip
             part["entry"] = entry
+            part["memory"] = peak.as_record()
         except LEFT_OUT as exc:
             part["warning"] = left_out(rel, exc)
     body = orjson.dumps(part, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)

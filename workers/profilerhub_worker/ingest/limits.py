@@ -13,8 +13,10 @@ The limits are settings (``docs/jobs.md`` lists them with their defaults):
   by default too).
 * per worker: ``worker_ingest_memory_bytes``, shared by the ingests a worker runs at once
   (``--pool threads``: one process). Before a file is parsed its ingest reserves
-  ``PARSE_MEMORY_FACTOR`` times its decompressed size from this budget and waits while others
-  hold it; a file that alone needs more than the whole budget fails its job instead of waiting.
+  ``PARSE_MEMORY_FACTOR`` times its decompressed size from this budget, at most
+  ``job_ingest_trace_memory_bytes`` (one trace's budget, ``memory``: what one trace's ingest is held
+  to whatever its size), and waits while others hold it; a reservation larger than the whole budget
+  (a trace budget set above the worker's) fails its job instead of waiting.
   (The factor is measured by ``benchmarks/bench_ingest_memory.py``: one trace's whole ingest,
   reader, dashboard, timeline and TensorBoard views, peaked at 1.20, 1.07 and 0.99 times the
   decompressed size at 1, 4 and 10 M events, the worker's interpreter included; 1.5 leaves a margin.)
@@ -81,7 +83,8 @@ class MemoryBudget:
         if nbytes > self.total:
             raise OverLimit(
                 f"{what}: parsing it needs about {nbytes / 2**20:.0f} MiB, more than this worker's "
-                f"ingest memory of {self.total / 2**20:.0f} MiB (PROFILERHUB_WORKER_INGEST_MEMORY_BYTES)"
+                f"ingest memory of {self.total / 2**20:.0f} MiB (PROFILERHUB_WORKER_INGEST_MEMORY_BYTES; "
+                "one trace's budget, PROFILERHUB_JOB_INGEST_TRACE_MEMORY_BYTES, should be under it)"
             )
         with self._cond:
             self._cond.wait_for(lambda: self.used + nbytes <= self.total)

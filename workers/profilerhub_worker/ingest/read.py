@@ -31,6 +31,7 @@ from profilerhub_core.storage import layout
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.context import BadUpload, IngestContext
 from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR, OverLimit, copy_dir, inflate_to_file
+from profilerhub_worker.ingest.memory import TracePeak, trace_memory
 from profilerhub_worker.ingest.ranks import with_other_ranks
 from profilerhub_worker.ingest.write import put_series
 
@@ -139,7 +140,7 @@ def build_summary(
             try:
                 if kind == "trace":
                     folder = layout.trace_folder(len(traces), rel)
-                    entry, size = read_trace(
+                    entry, size, _ = read_trace(
                         ctx, info.key, rel, local, job_left, folder,
                         lambda f, store, e: save(f, store, e, annotations), save_views, parsing,
                     )  # fmt: skip
@@ -234,12 +235,13 @@ def read_trace(
     save: Callable[[str, EventStore, dict[str, Any]], None],
     save_views: Callable[[str, dict[str, Any], Path, int], None],
     parsing: Callable[[int], AbstractContextManager[None]],
-) -> tuple[dict[str, Any], int]:
+) -> tuple[dict[str, Any], int, TracePeak]:
     """Inflate trace ``key`` to ``local`` (under ``limit`` bytes for the job), parse it under the
     worker's memory budget, hand its store to ``save(folder, store, entry)`` and then its file to
     ``save_views``; its summary entry and decompressed size. Raises one of ``LEFT_OUT``."""
     size = _inflate(ctx, key, local, rel, limit)
-    with ctx.memory.reserve(int(size * PARSE_MEMORY_FACTOR), f"raw/{rel}"), parsing(size):
+    reserve = trace_reservation(size, ctx.trace_memory)
+    with ctx.memory.reserve(reserve, f"raw/{rel}"), parsing(size), trace_memory(ctx.trace_memory) as peak:
         # and building its views: numpy holds the GIL too
         store = load_trace(local, size)
         entry = sm.trace_summary(rel, store)
@@ -248,7 +250,17 @@ def read_trace(
         del store
         if kineto:
             save_views(folder, entry, local, size)
-    return entry, size
+    (log.warning if peak.over else log.info)(
+        "%s: ingested %.0f MiB decompressed, %s", key, size / 2**20, peak.describe()
+    )
+    return entry, size, peak
+
+
+def trace_reservation(size: int, trace_memory: int) -> int:
+    """What parsing a trace of ``size`` bytes (decompressed) reserves of the worker's ingest memory:
+    ``PARSE_MEMORY_FACTOR`` times its size, and no more than the per-trace budget, which bounds one
+    trace's ingest whatever its size (``memory``)."""
+    return min(int(size * PARSE_MEMORY_FACTOR), trace_memory)
 
 
 def _over_job_limit(ctx: IngestContext, rel: str) -> str:
@@ -309,4 +321,12 @@ def _job_section(job: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["LEFT_OUT", "SUMMARY_FORMAT", "FanOut", "build_summary", "left_out", "read_trace"]
+__all__ = [
+    "LEFT_OUT",
+    "SUMMARY_FORMAT",
+    "FanOut",
+    "build_summary",
+    "left_out",
+    "read_trace",
+    "trace_reservation",
+]
