@@ -28,9 +28,9 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from profilerhub_app.assets import Assets, Static
 from profilerhub_app.settings import AppServiceSettings
 from profilerhub_core.web import SHARED_WEB
 
@@ -71,7 +71,8 @@ class SecurityHeaders:
 
 
 # The skeleton of each page's <main> (templates/<page>.html): headings and empty containers the
-# module fills; ``{base}``, ``{owner}`` and ``{job}`` are replaced by escaped values.
+# module fills; ``{base}``, ``{owner}``, ``{job}`` and ``{assets}`` (where the static files are:
+# ``assets.Assets.url``) are replaced by escaped values.
 TEMPLATES = Path(__file__).parent / "templates"
 _BODIES = {
     name: (TEMPLATES / f"{name}.html").read_text()
@@ -88,12 +89,18 @@ _TITLES = {
 }
 
 
-def render(settings: AppServiceSettings, page: str, job: str = "", embed: bool = False) -> str:
-    """The HTML of one page (every interpolated value escaped); ``embed``: framed, no top bar."""
+def render(settings: AppServiceSettings, assets: str, page: str, job: str = "", embed: bool = False) -> str:
+    """The HTML of one page (every interpolated value escaped), linking its files under ``assets``
+    (``Assets.url``); ``embed``: framed, no top bar."""
     base = settings.base_path
-    values = {"base": html.escape(base), "owner": html.escape(settings.owner), "job": html.escape(job)}
+    values = {
+        "base": html.escape(base),
+        "owner": html.escape(settings.owner),
+        "job": html.escape(job),
+        "assets": html.escape(assets),
+    }
     body = _BODIES[page].format(**values)
-    static = f"{values['base']}static"
+    static = values["assets"]
     nav = "".join(
         f'<a href="{values["base"]}{href}"{" aria-current=page" if name == page else ""}>{label}</a>'
         for name, href, label in (("jobs", "", "Jobs"), ("compare", "compare", "Compare"))
@@ -118,25 +125,21 @@ def render(settings: AppServiceSettings, page: str, job: str = "", embed: bool =
     )
 
 
-class Static(StaticFiles):
-    """The page assets; revalidated each load (ETag), so a new app version is picked up at once."""
-
-    async def get_response(self, path: str, scope: Scope) -> Response:
-        response = await super().get_response(path, scope)
-        response.headers["cache-control"] = "no-cache"
-        return response
-
-
 def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[BaseRoute]:
-    """The page routes and the static mount under the app's base path; ``touch()`` notes activity."""
+    """The page routes and the static mounts under the app's base path; ``touch()`` notes activity.
+
+    The pages link their files under ``assets/{version}/`` (cached for good: ``assets``); the same
+    files stay under ``static/``, revalidated on each load."""
     base = settings.base_path
+    assets = Assets(STATIC, SHARED_WEB)
+    linked = assets.url(base)
 
     def page(name: str, job_param: bool = False) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             touch()
             job = request.path_params.get("job_id", "") if job_param else ""
             embed = name == "timeline" and request.query_params.get("embed") == "1"
-            return HTMLResponse(render(settings, name, job, embed))
+            return HTMLResponse(render(settings, linked, name, job, embed))
 
         return endpoint
 
@@ -147,6 +150,8 @@ def routes(settings: AppServiceSettings, touch: Callable[[], None]) -> list[Base
         Route(f"{base}jobs/{{job_id}}/views", page("views", True)),
         Route(f"{base}jobs/{{job_id}}/model", page("model", True)),
         Route(f"{base}compare", page("compare")),
+        Mount(f"{base}assets/{{version}}/base", app=assets.folder(shared=True), name="assets-base"),
+        Mount(f"{base}assets/{{version}}", app=assets.folder(), name="assets"),
         Mount(f"{base}static/base", app=Static(directory=SHARED_WEB), name="static-base"),
         Mount(f"{base}static", app=Static(directory=STATIC), name="static"),
     ]

@@ -4,13 +4,18 @@ a dashboard that waits for ingest. What the pages do in a browser is tests/e2e/t
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
+from profilerhub_app.assets import IMMUTABLE, REVALIDATE, Assets, folder_version
 from profilerhub_core.db.models import Job
 from profilerhub_worker.ingest import IngestContext, ingest_job
 from tests.support.jobs import make_job, open_app, sdk_files
@@ -62,6 +67,78 @@ def test_the_app_serves_its_modules_and_the_vendored_chart_library_with_its_lice
         imports = re.findall(r'^\s*(?:import|export)\s[^"]*?\bfrom\s+"([^"]+)"', text, re.M)
         imports += re.findall(r'^\s*import\s+"([^"]+)"', text, re.M)
         assert all(i.startswith(".") for i in imports), module
+
+
+def _imports(text: str) -> list[str]:
+    """A module's relative imports: static ones and ``import("…")``, and the paths it preloads."""
+    found = re.findall(r'^\s*(?:import|export)\s[^"]*?\bfrom\s+"([^"]+)"', text, re.M)
+    found += re.findall(r'\bimport\(\s*"([^"]+)"\s*\)', text)
+    found += re.findall(r'"(\.\.?/[^"]+\.js)"', text)
+    return found
+
+
+def test_every_page_links_its_files_under_the_apps_version_cached_for_good(
+    ctx: IngestContext, jobs_hub: Any, jobs_client: TestClient, tmp_path: Path
+) -> None:
+    """The pages link ``assets/{version}/…``, answered ``immutable`` (a page opened again asks for
+    none of them), and so is every module those import, relative to their own URL; the same files
+    under ``static/`` and under another version are revalidated on each load."""
+    with open_app(ctx, jobs_hub, jobs_client, tmp_path / "store", "alice") as app:
+        prefix = app.base_url.path  # /apps/{id}/
+        versions, seen = set(), set()
+        for path in ("", "jobs/x", "jobs/x/timeline", "jobs/x/views", "jobs/x/model", "compare"):
+            html = app.get(path).text
+            todo = [u for u in re.findall(r'(?:href|src)="([^"]+)"', html) if "/assets/" in u]
+            assert any(u.endswith(".js") for u in todo), path
+            while todo:
+                url = todo.pop()
+                if url in seen:
+                    continue
+                seen.add(url)
+                assert url.startswith(f"{prefix}assets/"), url
+                versions.add(url[len(f"{prefix}assets/") :].split("/", 1)[0])
+                answer = app.get(url[len(prefix) :])
+                assert answer.status_code == 200, url
+                assert answer.headers["cache-control"] == IMMUTABLE, url
+                if url.endswith(".js"):
+                    todo += [urljoin(url, i) for i in _imports(answer.text)]
+        assert len(versions) == 1 and len(seen) > 20
+        (version,) = versions
+        assert f"{prefix}assets/{version}/vendor/uplot/uPlot.esm.js" in seen  # found through charts.js
+        for other in ("static/js/views.js", "static/base/common.js", "assets/0123456789abcdef/js/views.js"):
+            answer = app.get(other)
+            assert answer.status_code == 200 and answer.headers["cache-control"] == REVALIDATE, other
+            assert answer.headers["etag"]
+        assert app.get(f"assets/{version}/js/nothing.js").status_code == 404
+
+
+def test_a_file_changed_after_the_version_was_taken_is_not_cached_for_good(tmp_path: Path) -> None:
+    """The version is every file's path and bytes; a file newer than the version (an editable
+    install edited while the app runs) is answered for revalidation under it, never kept."""
+    static, shared = tmp_path / "static", tmp_path / "shared"
+    (static / "js").mkdir(parents=True)
+    shared.mkdir()
+    (static / "js" / "a.js").write_text("export const a = 1;\n")
+    (shared / "common.js").write_text("export const c = 1;\n")
+    assets = Assets(static, shared)
+    assert assets.version == folder_version(static, shared)
+    web = Starlette(
+        routes=[
+            Mount("/assets/{version}/base", app=assets.folder(shared=True)),
+            Mount("/assets/{version}", app=assets.folder()),
+        ]
+    )
+    with TestClient(web) as client:
+        for path in ("js/a.js", "base/common.js"):
+            assert client.get(f"{assets.url('/')}/{path}").headers["cache-control"] == IMMUTABLE
+        changed = static / "js" / "a.js"
+        changed.write_text("export const a = 2;\n")
+        os.utime(changed, (assets.taken + 5, assets.taken + 5))
+        answer = client.get(f"{assets.url('/')}/js/a.js")
+        assert answer.headers["cache-control"] == REVALIDATE and "a = 2" in answer.text
+    assert folder_version(static, shared) != assets.version  # the next start links new URLs
+    (static / "js" / "a.js").rename(static / "js" / "b.js")
+    assert folder_version(static, shared) != assets.version
 
 
 def test_one_job_is_described_as_the_list_does_and_unknown_ones_are_404(

@@ -2,9 +2,10 @@
 // Operators, Kernels, Memory, Modules, Distributed), from `GET api/jobs/{id}/views?trace=N` (computed once at ingest
 // by the analysis engine; this module only draws and sorts). The URL keeps trace, tab, grouping,
 // search and sort, so a view can be linked. An operator's name opens its calls in the timeline.
-import { barList, dataTable, panel, stackBar } from "./charts.js";
+// Only the Memory tab draws a chart (uPlot): its module is loaded when that tab is first shown
+// (or once the page is idle), so the other tabs open without fetching or compiling uPlot.
+import { barList, dataTable, panel, stackBar } from "./blocks.js";
 import { api, base, bytes, count, el, errorBox, fill, jobId, num, pct, query, setQuery, us } from "./common.js";
-import { memoryTab } from "./views_memory.js";
 import { modulesTab } from "./views_modules.js";
 import { tableView as sharedTable } from "./views_table.js";
 
@@ -386,6 +387,19 @@ function distributedTab(v) {
 /** The engine's notes on this trace, above the tables they concern. */
 const notes = (v) => (v.tb_notes || []).map((n) => el("p", { class: "vw-note", role: "note" }, n));
 
+// The Memory tab's module, and its imports preloaded beside it (not found one after the other).
+const MEMORY_IMPORTS = ["./charts.js", "../vendor/uplot/uPlot.esm.js"];
+let memoryModule = null;
+let memoryTab = null; // views_memory.js's, once loaded
+function loadMemoryTab() {
+  if (!memoryModule) {
+    for (const m of MEMORY_IMPORTS) document.head.append(el("link", { rel: "modulepreload", href: new URL(m, import.meta.url).href }));
+    memoryModule = import("./views_memory.js").then((m) => (memoryTab = m.memoryTab));
+    memoryModule.catch(() => (memoryModule = null)); // asked again on the next draw
+  }
+  return memoryModule;
+}
+
 const DRAW = {
   overview: overviewTab,
   operators: operatorsTab,
@@ -403,6 +417,15 @@ function draw() {
   }
   node.setAttribute("aria-labelledby", `tab-${view.tab}`);
   const v = view.data.views;
+  if (view.tab === "memory" && !memoryTab) {
+    const data = view.data;
+    fill(node, el("p", { class: "muted" }, "Loading the memory view…")).setAttribute("aria-busy", "true");
+    loadMemoryTab().then(
+      () => view.tab === "memory" && view.data === data && draw(),
+      (error) => view.tab === "memory" && fill(node, errorBox(error)),
+    );
+    return;
+  }
   fill(node, view.tab === "operators" || view.tab === "kernels" ? notes(v) : null, DRAW[view.tab](v));
 }
 
@@ -458,4 +481,5 @@ async function load() {
   }
 }
 
-load();
+if (view.tab === "memory") loadMemoryTab(); // beside the views' answer, not after it
+load().then(() => requestIdleCallback(() => loadMemoryTab().catch(() => {}))); // ready for a switch to Memory

@@ -2,7 +2,7 @@
 // ingest from traces recorded with stacks and modules: the SDK's torch_profiler="full"). Rows
 // expand and collapse (a button per parent, aria-expanded); a module's name opens its calls in the
 // timeline. The chart beside it is the top-level modules' share of the root's time.
-import { barList, dataTable, panel } from "./charts.js";
+import { barList, dataTable, panel } from "./blocks.js";
 import { count, el, fill, us } from "./common.js";
 
 const COLUMNS = [

@@ -1,7 +1,7 @@
 // A table the Profile page's tabs share: the reader sorts it (click a header) and filters it (the
 // search box matches any text cell). Its sort and search live in a state object the caller owns
 // (the page's URL state for the main table of a tab, a state of its own for a second table).
-import { dataTable } from "./charts.js";
+import { dataTable } from "./blocks.js";
 import { count, el, fill } from "./common.js";
 
 export const LIMIT = 500; // rows drawn per table (the search reaches all of them)
