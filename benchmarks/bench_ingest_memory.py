@@ -24,10 +24,13 @@ peak RSS after each phase, peak anon per phase and overall, peak file-backed RSS
 over the decompressed size (the factor the worker's memory reservation needs,
 ``ingest.limits.PARSE_MEMORY_FACTOR``, printed beside it) and the bytes per event the anon peak
 grows by from one size to the next. Goal (issue 25): peak memory of one trace's ingest under
-1 GiB whatever the size; each size's anon peak is judged against it.
+1 GiB whatever the size; each size's anon peak is judged against it. The ingest runs inside
+``ingest.memory.trace_memory(--budget-mib)`` as a worker's does (its scratch pages let go past the
+budget less an eighth), and "task MiB" is the peak RSS that the task itself measures and logs
+(the kernel's high-water mark since the trace started: anon and file-backed pages).
 
     .venv/bin/python benchmarks/bench_ingest_memory.py [--events 1000000 4000000 10000000] [--tmp DIR]
-        [--before DIR] [--before-max 1000000] [--cgroup-mib 290]
+        [--before DIR] [--before-max 1000000] [--cgroup-mib 290] [--budget-mib 1024]
 """
 
 from __future__ import annotations
@@ -55,13 +58,18 @@ SAMPLE_S = 0.01
 CHILD = r"""
 import json, resource, sys, tempfile, time
 from pathlib import Path
-mode, path = sys.argv[1], Path(sys.argv[2])
+mode, path, budget = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.reader import file_chunks
 from profilerhub_core.jobstorage import JobPlace
 from profilerhub_core.storage import LocalStore
 from profilerhub_worker.ingest import summary as sm
 from profilerhub_worker.ingest.views import put_tb_views, put_trace
+try:
+    from profilerhub_worker.ingest.memory import trace_memory
+    from profilerhub_analysis.scratch import trim_heap
+except ImportError:  # --before: code from before the per-trace budget
+    trace_memory, trim_heap = None, lambda: None
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 def phase(name):  # the parent samples RssAnon and names each sample by the phase running
     print("phase", name, flush=True)
@@ -71,19 +79,25 @@ t0, c0 = time.perf_counter(), time.process_time()
 if mode == "floor":
     out["bytes"] = sum(len(c) for c in file_chunks(path, max_bytes=1 << 62))
 else:
-    with tempfile.TemporaryDirectory() as tmp:
+    import contextlib
+    budgeted = trace_memory(budget) if trace_memory else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as tmp, budgeted as measured:  # as read_trace does
         store, place = LocalStore(Path(tmp)), JobPlace("d", "u", "j")
         events = load_trace(path, max_bytes=1 << 62)
         out["events"] = events.meta.events_total
         out["reader_mib"] = rss()
+        trim_heap()
         phase("dashboard")
         entry = sm.trace_summary("trace", events)
         put_trace(store, place, "traces/0-trace", events, entry)
         out["dashboard_mib"] = rss()
         del events
+        trim_heap()
         phase("tb_views")
         put_tb_views(store, place, "traces/0-trace", entry, path, 1 << 62)
         out["tb_views_mib"] = rss()
+    if measured is not None:
+        out["task_mib"] = measured.peak_rss >> 20  # what the task itself logs and records
 out.update(wall=time.perf_counter() - t0, cpu=time.process_time() - c0, peak_mib=rss())
 print(json.dumps(out))
 """
@@ -99,14 +113,16 @@ def _status_kib(pid: int) -> dict[str, int]:
     return {k: int(v.split()[0]) for k, v in fields if k in ("RssAnon", "RssFile")}
 
 
-def run_child(mode: str, path: Path, code: Path | None = None, cgroup: Path | None = None) -> dict[str, Any]:
+def run_child(
+    mode: str, path: Path, budget: int, code: Path | None = None, cgroup: Path | None = None
+) -> dict[str, Any]:
     """Run ``CHILD`` in a fresh interpreter (in ``cgroup`` when given), sampling its anonymous and
     file-backed RSS every ``SAMPLE_S`` from here; the child's JSON plus ``anon_mib`` (peak RssAnon),
     ``<phase>_anon_mib`` (its peak while that phase ran) and ``file_mib`` (peak RssFile)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code / "services"), str(code / "workers")])
-    argv = [sys.executable, "-c", CHILD, mode, str(path)]
+    argv = [sys.executable, "-c", CHILD, mode, str(path), str(budget)]
     if cgroup is not None:  # join the cgroup first, then become the child: all its memory counts
         join = f'echo $$ > {shlex.quote(str(cgroup / "cgroup.procs"))} && exec "$@"'
         argv = ["sh", "-c", join, "sh", *argv]
@@ -141,7 +157,8 @@ def _row(got: dict[str, Any], mb: float, floor: dict[str, Any], slope: float | N
         f"{mb / got['cpu']:>8.1f} {got['reader_mib']:>7} {got['dashboard_mib']:>9} "
         f"{got['tb_views_mib']:>8} {peak:>8} {phases:>16} {anon:>8} {got['file_mib']:>8} "
         f"{anon * 2**20 / (mb * 1e6):>6.2f} "
-        f"{'' if slope is None else f'{slope:.0f}':>7} {'ok' if anon * 2**20 < GOAL_BYTES else 'over':>4}"
+        f"{'' if slope is None else f'{slope:.0f}':>7} {got.get('task_mib', '-'):>8} "
+        f"{'ok' if anon * 2**20 < GOAL_BYTES else 'over':>4}"
     )
 
 
@@ -176,18 +193,24 @@ def main() -> int:
     parser.add_argument(
         "--cgroup-mib", type=int, default=None, help="run each ingest in a memory cgroup of this limit (root)"
     )
+    parser.add_argument(
+        "--budget-mib", type=int, default=1024, help="the trace's budget (job_ingest_trace_memory_bytes)"
+    )
     args = parser.parse_args()
+    budget = args.budget_mib << 20
     from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR
 
     print("command:", shlex.join([Path(sys.executable).name, *sys.argv]))
     print(f"source: {TRACE.name} re-timed, gzip level 1; one process per run; goal: peak < "
-          f"{GOAL_BYTES >> 20} MiB; reservation factor today: {PARSE_MEMORY_FACTOR}")  # fmt: skip
+          f"{GOAL_BYTES >> 20} MiB; reservation factor today: {PARSE_MEMORY_FACTOR}; the trace's budget: "
+          f"{args.budget_mib} MiB")  # fmt: skip
     if args.cgroup_mib is not None:
         print(f"each ingest runs in a memory cgroup limited to {args.cgroup_mib} MiB (page cache included, "
               "reclaimable): an ingest over it is killed")  # fmt: skip
     head = ("events", "JSON MB", "floor MB/s", "MB/s", "MB/cpu-s", "reader", "dashboard", "tb views",
-            "peak MiB", "anon r/d/tb", "anon MiB", "file MiB", "x size", "B/event", "goal")  # fmt: skip
-    widths = (10, 8, 10, 6, 8, 7, 9, 8, 8, 16, 8, 8, 6, 7, 4)
+            "peak MiB", "anon r/d/tb", "anon MiB", "file MiB", "x size", "B/event", "task MiB",
+            "goal")  # fmt: skip
+    widths = (10, 8, 10, 6, 8, 7, 9, 8, 8, 16, 8, 8, 6, 7, 8, 4)
     print(" ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)))
     last: tuple[int, float] | None = None
     with tempfile.TemporaryDirectory(prefix="bench-ingest-memory-", dir=args.tmp) as tmp:
@@ -196,9 +219,9 @@ def main() -> int:
             t0 = time.perf_counter()
             size = write_trace(path, events, plain=False)
             made = time.perf_counter() - t0
-            floor = run_child("floor", path)
+            floor = run_child("floor", path, budget)
             with memory_cgroup(args.cgroup_mib) as group:
-                got = run_child("ingest", path, cgroup=group)
+                got = run_child("ingest", path, budget, cgroup=group)
             if "error" in got or "error" in floor:
                 print(f"{events:>10} error: {got.get('error') or floor.get('error')}")
                 continue
@@ -208,7 +231,7 @@ def main() -> int:
             print(_row(got, mb, floor, slope))
             if args.before is not None and events <= args.before_max:
                 with memory_cgroup(args.cgroup_mib) as group:
-                    old = run_child("ingest", path, args.before, group)
+                    old = run_child("ingest", path, budget, args.before, group)
                 print(
                     f"{'':>10} before: error: {old['error']}"
                     if "error" in old
@@ -220,7 +243,8 @@ def main() -> int:
     print("reader/dashboard/tb views: peak RSS (MiB, ru_maxrss: file-backed pages included) once each phase "
           "is done; anon r/d/tb: peak RssAnon (sampled every 10 ms) while each phase ran; anon MiB / file "
           "MiB: peak RssAnon / RssFile; x size: peak anon over the decompressed bytes; B/event: the peak "
-          "anon's growth per event since the size before; goal: peak anon under 1 GiB")  # fmt: skip
+          "anon's growth per event since the size before; task MiB: the peak RSS the ingest measured "
+          "of itself (ingest.memory); goal: peak anon under 1 GiB")  # fmt: skip
     return 0
 
 

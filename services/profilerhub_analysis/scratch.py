@@ -39,6 +39,7 @@ import mmap
 import os
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,6 +54,8 @@ SPILL_MIN_BYTES = 4 << 20
 CHUNK = 1 << 20
 #: How often ``resident_limit``'s thread reads the process's RSS.
 TRIM_EVERY_S = 0.01
+#: How often, at most, ``resident_limit``'s thread trims the C heap while RSS is past the limit.
+HEAP_TRIM_EVERY_S = 0.5
 #: File-backed pages resident beyond the process's own (its libraries) worth letting go of.
 TRIM_MIN_BYTES = 16 << 20
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -102,6 +105,29 @@ def release_pages() -> int:
     return released
 
 
+def _libc_trim() -> Callable[[int], int] | None:
+    try:
+        import ctypes
+
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to call
+        return None
+    return trim
+
+
+_malloc_trim = _libc_trim()
+
+
+def trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    A parse frees millions of small objects and many column-sized buffers, and glibc keeps what it
+    freed for reuse: after a 2M-event trace's reader, 66 MiB of the process's 109 MiB anonymous
+    memory was such free heap. Called between an ingest's phases, and by ``resident_limit``."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
 def _resident() -> tuple[int, int]:
     """(RSS, file-backed and shared RSS) of this process in bytes, from ``/proc/self/statm``; zeros
     where there is none."""
@@ -125,6 +151,7 @@ class _Limits:
 
     def _watch(self) -> None:
         _, own_file = _resident()  # the libraries' pages: not ours to let go
+        heap_trimmed = 0.0
         with self.lock:
             while self.active:
                 limit = sum(self.active)
@@ -134,6 +161,9 @@ class _Limits:
                     if rss > limit and file_rss > own_file + TRIM_MIN_BYTES:
                         release_pages()
                         self.trims += 1
+                    if rss > limit and time.monotonic() - heap_trimmed > HEAP_TRIM_EVERY_S:
+                        trim_heap()
+                        heap_trimmed = time.monotonic()
                 finally:
                     self.lock.acquire()
                 self.wake.wait(TRIM_EVERY_S)
@@ -330,4 +360,5 @@ __all__ = [
     "select",
     "spill",
     "take",
+    "trim_heap",
 ]

@@ -9,6 +9,12 @@ depth. Events that overlap without nesting (clock skew, async spans) can land on
 use; ``stack_rows`` moves such an event, with the events that start while it runs, one row down
 and repeats until no row has two events overlapping (or a round limit is hit, reported as
 ``overlaps_left``).
+
+Memory: every per-event array here is a ``scratch`` array (file-backed once large) computed
+``scratch.CHUNK`` events at a time, so building the layout of ten million events holds a few
+chunks of anonymous memory, not a dozen full-length temporaries: the band keys, the sorted end
+keys (sorted in place, in their file), the depths, the rows' order (``scratch.group``, a counting
+sort by row key) and the running maxima carry from one chunk to the next.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from .. import scratch
 
 IntArray = npt.NDArray[np.int64]
 
@@ -48,6 +56,67 @@ def rank_sorted(values: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], IntArray]:
     return values[new], np.cumsum(new) - 1
 
 
+def ranks_of_sorted(values: npt.NDArray[np.integer]) -> tuple[IntArray, npt.NDArray[np.int32]]:
+    """``rank_sorted`` of sorted integers, in chunks: the distinct values and each one's rank
+    (``int32``, a ``scratch`` array)."""
+    n = len(values)
+    distinct: list[np.ndarray] = []
+    last = None
+    for a in range(0, n, scratch.CHUNK):
+        part = values[a : a + scratch.CHUNK]
+        new = np.ones(len(part), dtype=bool)
+        new[1:] = part[1:] != part[:-1]
+        if last is not None and part[0] == last:
+            new[0] = False
+        distinct.append(np.asarray(part[new], dtype=np.int64))
+        last = part[-1]
+    ids = np.concatenate(distinct) if distinct else np.zeros(0, dtype=np.int64)
+    rank = scratch.empty(n, np.int32)
+    for a in range(0, n, scratch.CHUNK):
+        rank[a : a + scratch.CHUNK] = np.searchsorted(ids, values[a : a + scratch.CHUNK])
+    return ids, rank
+
+
+def chunked_sum(a: IntArray, b: IntArray) -> IntArray:
+    """``a + b`` into a ``scratch`` array, in chunks."""
+    out = scratch.empty(len(a), np.int64)
+    for at in range(0, len(a), scratch.CHUNK):
+        part = slice(at, at + scratch.CHUNK)
+        np.add(a[part], b[part], out=out[part])
+    return out
+
+
+def max_end(ts: IntArray, dur: IntArray) -> int:
+    """``(ts + dur).max()`` (non-empty), in chunks."""
+    return max(
+        int((ts[a : a + scratch.CHUNK] + dur[a : a + scratch.CHUNK]).max())
+        for a in range(0, len(ts), scratch.CHUNK)
+    )
+
+
+def chunked_extent(values: npt.NDArray[np.integer]) -> tuple[int, int]:
+    """``(values.min(), values.max())`` (non-empty ``values``), in chunks."""
+    low, high = None, None
+    for a in range(0, len(values), scratch.CHUNK):
+        part = values[a : a + scratch.CHUNK]
+        lo, hi = int(part.min()), int(part.max())
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+    assert low is not None and high is not None
+    return low, high
+
+
+def _keys(group: npt.NDArray[np.integer], t: IntArray, t_min: int, span: int) -> IntArray:
+    """``band_keys`` into a ``scratch`` array, in chunks (``group`` may be any integer array)."""
+    if len(group):
+        band_keys(np.array([int(group.max())]), np.array([t_min], np.int64), t_min, span)  # the check
+    out = scratch.empty(len(t), np.int64)
+    for a in range(0, len(t), scratch.CHUNK):
+        part = slice(a, a + scratch.CHUNK)
+        out[part] = group[part].astype(np.int64) * np.int64(span) + (t[part] - np.int64(t_min))
+    return out
+
+
 def event_order(lane: npt.NDArray[np.integer], ts: IntArray, dur: IntArray) -> IntArray | None:
     """Permutation sorting events by ``(lane, ts, -dur)``; None when they are already in order.
 
@@ -57,12 +126,17 @@ def event_order(lane: npt.NDArray[np.integer], ts: IntArray, dur: IntArray) -> I
     n = len(ts)
     if n < 2:
         return None
-    d_lane, d_ts = np.diff(lane), np.diff(ts)
-    if not np.all((d_lane > 0) | ((d_lane == 0) & (d_ts >= 0))):
-        return np.lexsort((-dur, ts, lane))
-    tie = (d_lane == 0) & (d_ts == 0)
-    if not np.any(tie & (np.diff(dur) > 0)):
+    reorder = False
+    for a in range(0, n - 1, scratch.CHUNK):  # the checks a chunk at a time (one row of overlap)
+        b = min(n, a + scratch.CHUNK + 1)
+        d_lane, d_ts = np.diff(lane[a:b]), np.diff(ts[a:b])
+        if not np.all((d_lane > 0) | ((d_lane == 0) & (d_ts >= 0))):
+            return np.lexsort((-dur, ts, lane))
+        reorder = reorder or bool(np.any((d_lane == 0) & (d_ts == 0) & (np.diff(dur[a:b]) > 0)))
+    if not reorder:
         return None
+    d_lane, d_ts = np.diff(lane), np.diff(ts)
+    tie = (d_lane == 0) & (d_ts == 0)
     tied = np.flatnonzero(tie)
     members = np.union1d(tied, tied + 1)
     # A member opens a new tie group unless it is tied with the element just before it.
@@ -76,21 +150,33 @@ def event_order(lane: npt.NDArray[np.integer], ts: IntArray, dur: IntArray) -> I
 
 
 def nesting_depth(lane_rank: npt.NDArray[np.integer], ts: IntArray, end: IntArray) -> IntArray:
-    """Depth of each event (see the module docstring); events in ``(lane, ts, -dur)`` order."""
+    """Depth of each event (see the module docstring); events in ``(lane, ts, -dur)`` order.
+    A ``scratch`` array, computed in chunks."""
     n = len(ts)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    t_min = int(ts.min())
-    span = int(end.max()) - t_min + 1
-    start_key = band_keys(lane_rank, ts, t_min, span)
-    # Events of earlier lanes all sort before this start; events of later lanes all after it.
-    ended = np.searchsorted(np.sort(band_keys(lane_rank, end, t_min, span)), start_key, side="right")
+    t_min = chunked_extent(ts)[0]
+    span = chunked_extent(end)[1] - t_min + 1
+    start_key = _keys(lane_rank, ts, t_min, span)  # sorted: events are in (lane, ts) order
+    end_key = _keys(lane_rank, end, t_min, span)
+    end_key.sort()  # in place (in its file when large)
     # "ended" also counts zero-length events at the same start that come at or after i (they sort
     # last among equal starts); they are not earlier events, so add them back.
-    tie_end = np.searchsorted(start_key, start_key, side="right")
-    zero_len = np.concatenate([[0], np.cumsum(ts == end)])
-    at = np.arange(n, dtype=np.int64)
-    return at - ended + (zero_len[tie_end] - zero_len[at])
+    zero_len = scratch.empty(n + 1, np.int64)
+    zero_len[0] = carry = 0
+    for a in range(0, n, scratch.CHUNK):
+        part = slice(a, a + scratch.CHUNK)
+        sums = np.cumsum(ts[part] == end[part]) + carry
+        zero_len[a + 1 : a + 1 + len(sums)], carry = sums, int(sums[-1])
+    depth = scratch.empty(n, np.int64)
+    for a in range(0, n, scratch.CHUNK):
+        b = min(n, a + scratch.CHUNK)
+        keys = start_key[a:b]
+        # Events of earlier lanes all sort before this start; events of later lanes all after it.
+        ended = np.searchsorted(end_key, keys, side="right")
+        tie_end = np.searchsorted(start_key, keys, side="right")
+        depth[a:b] = np.arange(a, b, dtype=np.int64) - ended + (zero_len[tie_end] - zero_len[a:b])
+    return depth
 
 
 @dataclass(frozen=True)
@@ -105,57 +191,112 @@ class Rows:
     overlaps_left: int  # overlapping pairs within a row that stacking could not separate
 
 
-def stack_rows(lane_rank: IntArray, ts: IntArray, end: IntArray, depth: IntArray) -> Rows:
+def stack_rows(lane_rank: npt.NDArray[np.integer], ts: IntArray, end: IntArray, depth: IntArray) -> Rows:
     """Group events into rows by ``(lane, depth)``, moving events down until rows do not overlap.
 
     Events in ``(lane, ts, -dur)`` order. When an event lands on a row where an earlier event is
     still running, it moves one row down together with every event of its lane that starts
     while it runs (its callees, in a call tree), so a whole subtree moves in one round.
     """
-    depth = depth.copy()
+    depth = scratch.concatenate([depth], np.int64)  # a copy: moved down in place
     n = len(ts)
-    t_min = int(ts.min()) if n else 0
-    span = int(end.max()) - t_min + 1 if n else 1
-    start_key = band_keys(lane_rank, ts, t_min, span)
-    end_key = band_keys(lane_rank, end, t_min, span)
+    t_min, t_max = (chunked_extent(ts)[0], chunked_extent(end)[1]) if n else (0, 0)
+    span = t_max - t_min + 1
+    start_key = _keys(lane_rank, ts, t_min, span)
+    order, key = _row_order(lane_rank, depth)
     for _ in range(MAX_STACK_ROUNDS):
-        order, key = _row_order(lane_rank, depth)
         # An event clashes when it starts before an earlier event of its row has ended.
-        row_end = np.maximum.accumulate(band_keys(key[order], end[order], t_min, span))
-        clash = np.flatnonzero(band_keys(key[order], ts[order], t_min, span)[1:] < row_end[:-1]) + 1
+        clash = _clashes(order, key, ts, end, t_min, span)
         if len(clash) == 0:
             break
         moved = np.sort(order[clash])
-        until = np.maximum(np.searchsorted(start_key, end_key[moved], side="left"), moved + 1)
+        end_key = band_keys(lane_rank[moved], end[moved], t_min, span)
+        until = np.maximum(np.searchsorted(start_key, end_key, side="left"), moved + 1)
         # Move only the outermost clashing events: the others move with them.
         covered = np.zeros(len(moved), dtype=bool)
         covered[1:] = moved[1:] < np.maximum.accumulate(until)[:-1]
         moved, until = moved[~covered], until[~covered]
-        shift = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(shift, moved, 1)
-        np.add.at(shift, until, -1)
-        depth += np.cumsum(shift[:n])
-    else:
+        shift = np.zeros(len(moved) * 2, dtype=np.int64)  # +1 at each move's start, -1 past its end
+        at = np.concatenate([moved, until])
+        shift[: len(moved)], shift[len(moved) :] = 1, -1
+        by_at = np.argsort(at, kind="stable")
+        at, shift = at[by_at], np.cumsum(shift[by_at])
+        for a in range(0, n, scratch.CHUNK):  # depth += the running count of open moves
+            b = min(n, a + scratch.CHUNK)
+            lo, hi = np.searchsorted(at, [a, b], side="right")
+            if lo == 0 and hi == 0:
+                continue
+            rows = np.arange(a, b, dtype=np.int64)
+            opened = np.searchsorted(at[:hi], rows, side="right") - 1
+            inside = opened >= 0
+            depth[a:b][inside] += shift[opened[inside]]
         order, key = _row_order(lane_rank, depth)
-    sorted_key = key[order]
-    same_row = sorted_key[1:] == sorted_key[:-1]
-    row_first = np.flatnonzero(np.concatenate([[n > 0], ~same_row]))
-    first_event = order[row_first]
+    return _rows(order, key, lane_rank, ts, end, depth)
+
+
+def _clashes(
+    order: np.ndarray, key: np.ndarray, ts: IntArray, end: IntArray, t_min: int, span: int
+) -> IntArray:
+    """Row-major positions whose event starts before an earlier event of its row has ended."""
+    n = len(order)
+    found: list[np.ndarray] = []
+    carry = np.iinfo(np.int64).min
+    for a in range(0, n, scratch.CHUNK):
+        rows = order[a : a + scratch.CHUNK]
+        row_key = key[rows].astype(np.int64) * np.int64(span)
+        row_end = np.maximum.accumulate(row_key + (end[rows] - np.int64(t_min)))
+        np.maximum(row_end, carry, out=row_end)
+        before = np.empty_like(row_end)
+        before[0], before[1:] = carry, row_end[:-1]
+        found.append(np.flatnonzero(row_key + (ts[rows] - np.int64(t_min)) < before) + a)
+        carry = int(row_end[-1])
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+def _rows(
+    order: np.ndarray, key: np.ndarray, lane_rank: npt.NDArray[np.integer], ts: IntArray, end: IntArray,
+    depth: IntArray,
+) -> Rows:  # fmt: skip
+    n = len(order)
+    firsts: list[np.ndarray] = []
+    overlaps = 0
+    last_key, last_end = None, 0
+    for a in range(0, n, scratch.CHUNK):
+        rows = order[a : a + scratch.CHUNK]
+        row_key = key[rows]
+        new = np.ones(len(rows), dtype=bool)
+        new[1:] = row_key[1:] != row_key[:-1]
+        new[0] = last_key is None or row_key[0] != last_key
+        firsts.append(np.flatnonzero(new) + a)
+        ends, starts = end[rows], ts[rows]
+        overlaps += int(np.count_nonzero(~new[1:] & (ends[:-1] > starts[1:])))
+        if not new[0] and last_end > starts[0]:
+            overlaps += 1
+        last_key, last_end = row_key[-1], int(ends[-1])
+    row_first = np.concatenate(firsts).astype(np.int64) if firsts else np.zeros(0, dtype=np.int64)
+    first_event = np.asarray(order[row_first], dtype=np.int64)
     return Rows(
         order=order,
         depth=depth,
-        row_lane=lane_rank[first_event].astype(np.int64),
-        row_depth=depth[first_event],
-        row_start=row_first.astype(np.int64),
-        overlaps_left=int(np.count_nonzero(same_row & (end[order][:-1] > ts[order][1:]))),
+        row_lane=np.asarray(lane_rank[first_event], dtype=np.int64),
+        row_depth=np.asarray(depth[first_event], dtype=np.int64),
+        row_start=row_first,
+        overlaps_left=overlaps,
     )
 
 
-def _row_order(lane_rank: IntArray, depth: IntArray) -> tuple[IntArray, npt.NDArray[np.integer]]:
-    """Stable order by (lane, depth), and the per-event row key it sorts by."""
-    levels = int(depth.max()) + 1 if len(depth) else 1
-    key = lane_rank.astype(np.int64) * levels + depth
-    # Small keys sort by radix in numpy's stable sort, several times faster than int64's timsort.
-    if len(key) and key.max() < 2**16:
-        key = key.astype(np.uint16)
-    return np.argsort(key, kind="stable").astype(np.int64), key
+def _row_order(lane_rank: npt.NDArray[np.integer], depth: IntArray) -> tuple[np.ndarray, np.ndarray]:
+    """Stable order by (lane, depth) (``scratch.group``: a counting sort by the row key, in chunks),
+    and the per-event row key it sorts by."""
+    n = len(depth)
+    levels = chunked_extent(depth)[1] + 1 if n else 1
+    lanes = int(lane_rank[-1]) + 1 if n else 1  # lane ranks are sorted
+    dtype = np.int32 if lanes * levels < 2**31 else np.int64
+    key = scratch.empty(n, dtype)
+    for a in range(0, n, scratch.CHUNK):
+        part = slice(a, a + scratch.CHUNK)
+        key[part] = lane_rank[part].astype(np.int64) * levels + depth[part]
+    if lanes * levels > max(4 * n, 1 << 20):  # too many keys for a counting sort's tables
+        return np.argsort(key, kind="stable").astype(np.int64), key
+    order, _ = scratch.group(key, lanes * levels)
+    return order, key

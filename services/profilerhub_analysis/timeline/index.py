@@ -31,7 +31,17 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import scratch
-from ._layout import band_keys, event_order, nesting_depth, rank_sorted, stack_rows
+from ._layout import (
+    band_keys,
+    chunked_extent,
+    chunked_sum,
+    event_order,
+    max_end,
+    nesting_depth,
+    rank_sorted,
+    ranks_of_sorted,
+    stack_rows,
+)
 from ._ranges import RangeArgMax, RangeAtLeast, held_bytes
 from .counters import CounterIndex, CounterTrack
 from .window import Blocks, Events, LaneWindow, Window
@@ -110,7 +120,9 @@ class TimelineIndex:
         self = cls.__new__(cls)
         ts = np.asarray(ts_ns, dtype=np.int64)
         dur = np.asarray(dur_ns, dtype=np.int64)
-        lane = np.asarray(lane_id, dtype=np.int64)
+        lane = np.asarray(lane_id)
+        if lane.dtype.kind not in "iu":  # the store's int32 as it is: no full-length int64 copy
+            lane = lane.astype(np.int64)
         name = np.asarray(name_id, dtype=np.int32)
         kinds = np.full(len(ts), -1, dtype=np.int8) if kind is None else np.asarray(kind, dtype=np.int8)
         n = len(ts)
@@ -126,8 +138,8 @@ class TimelineIndex:
         base = event_order(lane, ts, dur)
         # In the store's order already (the usual case): the columns as they are, not copies.
         lane_s, ts_s, dur_s = (lane, ts, dur) if base is None else (lane[base], ts[base], dur[base])
-        end_s = ts_s + dur_s
-        self.lane_ids, lane_rank = rank_sorted(lane_s)
+        end_s = chunked_sum(ts_s, dur_s)
+        self.lane_ids, lane_rank = ranks_of_sorted(lane_s)
         rows = stack_rows(lane_rank, ts_s, end_s, nesting_depth(lane_rank, ts_s, end_s))
         del end_s, lane_rank
         self.overlaps_left = rows.overlaps_left
@@ -150,7 +162,7 @@ class TimelineIndex:
         self._row_start = rows.row_start
         self._row_stop = np.append(rows.row_start[1:], n).astype(np.int64)
 
-        t_min, t_end = (int(ts.min()), int((ts + dur).max())) if n else (0, 0)
+        t_min, t_end = (chunked_extent(ts)[0], max_end(ts, dur)) if n else (0, 0)
         self.counters = None
         if counters is not None:
             self.counters = CounterIndex(*counters, t_end=t_end)

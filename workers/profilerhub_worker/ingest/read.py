@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.build import load_trace
 from profilerhub_analysis.errors import TraceError
 from profilerhub_analysis.rules.job import evaluate_job, job_series
@@ -244,12 +245,15 @@ def read_trace(
     with ctx.memory.reserve(reserve, f"raw/{rel}"), parsing(size), trace_memory(ctx.trace_memory) as peak:
         # and building its views: numpy holds the GIL too
         store = load_trace(local, size)
+        scratch.trim_heap()  # each phase's freed heap given back before the next (``scratch``)
         entry = sm.trace_summary(rel, store)
         save(folder, store, entry)
         kineto = store.meta.producer == "kineto"
         del store
+        scratch.trim_heap()
         if kineto:
             save_views(folder, entry, local, size)
+            scratch.trim_heap()
     (log.warning if peak.over else log.info)(
         "%s: ingested %.0f MiB decompressed, %s", key, size / 2**20, peak.describe()
     )

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.dashboard import trace_panels
 from profilerhub_analysis.reader import file_chunks
 from profilerhub_analysis.rules.tb_recommendations import brief
@@ -70,7 +71,9 @@ def put_trace(
         orjson.dumps(panels, option=orjson.OPT_SERIALIZE_NUMPY),
     )
     del panels
+    scratch.trim_heap()  # what the panels freed, given back before the timeline is built
     timeline = TraceTimeline.build(events, source=entry.get("file", ""), annotations=annotations)
+    scratch.trim_heap()
     for name, data in timeline.iter_files():  # one file's bytes at a time
         store.put(place.processed_key(f"{folder}/{TRACE_TIMELINE}/{name}"), data)
         del data
