@@ -20,9 +20,14 @@ Three paths, the same numbers:
   one buffer costs more there (page faults of the fresh buffer) than it saves. A tensor whose
   histogram shows NaN or Inf is reduced again with the masked path below (reading that flag is
   no device synchronisation on the CPU).
-- elsewhere (CUDA), batched: the tensors are flattened into one buffer in groups of at most
-  ``GROUP_ELEMENTS`` and each statistic is one segment reduction, masked for NaN/Inf, so a step's
-  200 parameters cost about twenty kernels and no synchronisation.
+- elsewhere (CUDA), batched (``_reduce_rows``): the tensors are laid out in rows of ``ROW_LEN``
+  values, in groups of at most ``GROUP_ELEMENTS``, each tensor's last row padded with NaN; every
+  statistic is one of torch's own reductions along the rows, masked for NaN/Inf, and the rows'
+  partials are then summed per tensor (a few rows each); the fine bins are counted by sorting
+  (tensor, bin) keys and searching each bin's bounds. So a step's 200 parameters cost about thirty
+  kernels, no synchronisation, and no atomic update that thousands of threads aim at one address
+  (segment reductions over the values themselves, ``scatter_reduce`` and ``index_add_``: a saved
+  step of 1.6M values cost 58 ms on an H200 that way).
 
 Statistics are computed in float32 (float64 for float64 tensors); a half/bfloat16 tensor is cast
 first (mixed precision). The rows stay on the device; the caller copies a step's rows once.
@@ -71,7 +76,7 @@ _cache: dict[tuple[str, str], Any] = {}
 def _lut(torch: Any, device: Any) -> Any:
     key = ("lut", str(device))
     if key not in _cache:
-        _cache[key] = torch.tensor(LUT, dtype=torch.int64, device=device)
+        _cache[key] = _to_device(torch, LUT, device)
     return _cache[key]
 
 
@@ -92,16 +97,17 @@ def partial(torch: Any, tensors: Sequence[Any], *, batched: bool | None = None) 
     with torch.no_grad():
         if not batched:
             return _per_tensor(torch, tensors)
+        reduce_group = _reduce_group if device.type == "cpu" else _reduce_rows
         out: list[Any] = []
         group: list[Any] = []
         size = 0
         for t in tensors:
             if group and size + t.numel() > GROUP_ELEMENTS:
-                out.extend(_reduce_group(torch, group))
+                out.extend(reduce_group(torch, group))
                 group, size = [], 0
             group.append(t)
             size += t.numel()
-        out.extend(_reduce_group(torch, group))
+        out.extend(reduce_group(torch, group))
         return out
 
 
@@ -290,6 +296,79 @@ def _reduce_group(torch: Any, tensors: Sequence[Any]) -> Any:
     stats = torch.stack([*moments, nan, inf, with_empty, numel], dim=1)
     counts = _coarse(torch, _fine_counts(torch, flat32, seg, k), zeros.to(torch.int64))
     return torch.cat([stats.to(out_dt), counts.to(out_dt)], dim=1)
+
+
+def _to_device(torch: Any, values: Sequence[int], device: Any) -> Any:
+    """Host integers as an int64 tensor on ``device``; to a GPU through pinned memory, not
+    waited for (a copy from pageable memory synchronises the stream)."""
+    host = torch.tensor(values, dtype=torch.int64)
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
+
+
+ROW_LEN = 1024
+"""Values per row of ``_reduce_rows``'s layout: each tensor's partials are its rows'."""
+
+
+def _reduce_rows(torch: Any, tensors: Sequence[Any]) -> Any:
+    """``(len(tensors), ROW)`` rows on a GPU, from the values laid out in rows (module docstring):
+    every pass is a dense reduction along rows, the per-tensor sums run over rows, not values."""
+    device = tensors[0].device
+    pairs = [_as_float(torch, t) for t in tensors]
+    dt = torch.float64 if any(p[0].dtype == torch.float64 for p in pairs) else torch.float32
+    acc = torch.float32 if device.type == "mps" else torch.float64  # the per-tensor sums
+    k = len(pairs)
+    sizes = [p[0].numel() for p in pairs]
+    rows_of = [max(1, -(-n // ROW_LEN)) for n in sizes]  # an empty tensor: one row of padding
+    pads = [r * ROW_LEN - n for r, n in zip(rows_of, sizes, strict=True)]
+    pad = torch.full((max(pads),), math.nan, dtype=dt, device=device) if max(pads) else None
+
+    def laid_out(values: list[Any], dtype: Any) -> Any:
+        pieces: list[Any] = []
+        for v, n in zip(values, pads, strict=True):
+            pieces.append(v.to(dtype))
+            if n:
+                pieces.append(pad[:n].to(dtype))  # type: ignore[index]
+        return torch.cat(pieces).view(-1, ROW_LEN)
+
+    x = laid_out([p[0] for p in pairs], dt)
+    x32 = x if dt == torch.float32 else laid_out([p[1] for p in pairs], torch.float32)
+    row_seg = _to_device(torch, [i for i, r in enumerate(rows_of) for _ in range(r)], device)
+    host = _to_device(torch, [*sizes, *pads], device).to(acc)
+    numel, padded = host[:k], host[k:]
+
+    def seg_sum(per_row: Any) -> Any:  # a few rows per tensor: no hot address
+        return torch.zeros(k, dtype=acc, device=device).index_add_(0, row_seg, per_row.to(acc))
+
+    finite = torch.isfinite(x)
+    z = torch.where(finite, x, 0)
+    n_finite = seg_sum(finite.sum(1, dtype=dt))
+    nan = seg_sum(torch.isnan(x).sum(1, dtype=dt)) - padded
+    inf = numel - n_finite - nan
+    lo = torch.full((k,), math.inf, dtype=acc, device=device)
+    lo = lo.scatter_reduce_(0, row_seg, torch.where(finite, x, math.inf).amin(1).to(acc), "amin")
+    hi = torch.full((k,), -math.inf, dtype=acc, device=device)
+    hi = hi.scatter_reduce_(0, row_seg, torch.where(finite, x, -math.inf).amax(1).to(acc), "amax")
+    mean = seg_sum(z.sum(1)) / n_finite
+    d = torch.where(finite, x - mean.to(dt)[row_seg][:, None], 0)
+    std = (seg_sum((d * d).sum(1)) / n_finite).sqrt()
+    l1 = seg_sum(z.abs().sum(1))
+    l2 = seg_sum((z * z).sum(1)).sqrt()
+    zeros = seg_sum((x == 0).sum(1, dtype=dt))
+    none = n_finite == 0
+    nan_stat = torch.full((k,), math.nan, dtype=acc, device=device)
+    moments = [torch.where(none, nan_stat, s) for s in (lo, hi, mean, std, l1, l2)]
+    with_empty = torch.where(numel == 0, nan_stat, zeros / numel.clamp(min=1))
+    stats = torch.stack([*moments, nan, inf, with_empty, numel], dim=1)
+    # Fine bins: (tensor, bin) keys sorted, each key's count from the bounds of its run. The NaN
+    # padding falls in bins the fold drops, as the values' own NaN and Inf do.
+    keys = (row_seg.to(torch.int32)[:, None] * FINE + ((x32.view(torch.int32) >> 19) & 0xFFF)).reshape(-1)
+    edges = torch.arange(k * FINE + 1, device=device, dtype=torch.int32)
+    bounds = torch.searchsorted(torch.sort(keys).values, edges)
+    fine = (bounds[1:] - bounds[:-1]).view(k, FINE)
+    counts = _coarse(torch, fine, zeros.to(torch.int64))
+    return torch.cat([stats, counts.to(acc)], dim=1)
 
 
 def counts_row(counts: Sequence[int]) -> list[float]:

@@ -284,7 +284,7 @@ class Run:
             if never:
                 logger.warning("profilerhub: job %s: %s", self.cfg.job, never)
         try:
-            self.flush_watchers()
+            self.flush_watchers(final=True)
         except Exception as exc:
             log_once("watch-finish", logging.WARNING, "profilerhub: watch: last step lost (%s)", exc)
         self._stop.set()
@@ -378,9 +378,9 @@ class Run:
         self._full_seq += 1
         return self._full_seq
 
-    def flush_watchers(self) -> None:
+    def flush_watchers(self, *, final: bool = False) -> None:
         for w in list(self.watchers):
-            w.flush()
+            w.flush(final=final)
 
     def on_tensor_record(self, record: dict[str, Any]) -> None:
         """The SDK-side ExplodingTensor: a watched tensor with NaN (or Inf, unless ``only_nan``)

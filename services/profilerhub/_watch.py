@@ -18,9 +18,11 @@ Hooks, registered once by ``watch``:
 Each saved tensor becomes one row (``_reduce``) on its device; at the step's end (``ph.step``'s
 exit, the next step, a mode change, ``finish``) the step's rows are copied to the host once per
 device and appended as one record to the run's ``tensors`` buffer, which the collector writes as
-``tensors/*.jsonl.gz`` chunks like every other record (delivery and spill included). Nothing is
-kept on the device past the step. Every hook catches its own errors: a failing reduction is
-logged once and training goes on.
+``tensors/*.jsonl.gz`` chunks like every other record (delivery and spill included). From a GPU
+nothing is waited for: the copies are started at the step's end and read by the collector
+(``HostCopy``); the loss and small label batches go, one copy each, into a ring on the device
+that is shipped to the host every ``SHIP_S`` (``Ring``), and the steps wait in ``_held`` for it.
+Every hook catches its own errors: a failing reduction is logged once and training goes on.
 """
 
 from __future__ import annotations
@@ -28,19 +30,21 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _watch_host
 from ._clock import now_ns
 from ._log import log_once, logger
 from ._reduce import N_BINS, fold, partial
 from ._watch_host import (
+    HostCopy,
+    Ring,
+    RingRef,
     _dead_fraction,
     _dynamo_disable,
-    _host_floats,
-    _host_lists,
-    _one_copy,
     _tensors_of,
     _to_tensorboard,
 )
@@ -182,6 +186,40 @@ def save_configs(
     return out
 
 
+def _host_value(v: Any, read: Iterator[Any]) -> float:
+    """A scalar's value: a number as it is, from its ring, or the next of the copied tensors."""
+    if isinstance(v, RingRef):
+        return v.value()
+    return float(v if isinstance(v, int | float) else next(read))
+
+
+@dataclass(frozen=True)
+class _Landed:
+    """Whether all the copies a step waits for (its own, its rings') have landed."""
+
+    waits: list[Any]
+
+    def done(self) -> bool:
+        return all(w.done() for w in self.waits)
+
+
+def _classes_of(logits: Any, target: Any) -> int | None:
+    """The number of classes of a classification loss's input (``(N, C)`` or ``(N, C, d1, ...)``
+    beside a target of ``(N)`` or ``(N, d1, ...)``), else None."""
+    shape = getattr(logits, "shape", None)
+    if shape is None or len(shape) < 2 or len(shape) != target.dim() + 1 or not logits.is_floating_point():
+        return None
+    return int(shape[1])
+
+
+def _scatter_counts(torch: Any, flat: Any, classes: int) -> Any:
+    """Each class's count among ``flat``'s labels on its device, with no read back: values out of
+    ``[0, classes)`` (``ignore_index``) go to a last bin that is dropped."""
+    idx = torch.where((flat >= 0) & (flat < classes), flat, classes).to(torch.int64)
+    counts = torch.zeros(classes + 1, dtype=torch.int64, device=flat.device)
+    return counts.scatter_add_(0, idx, torch.ones_like(idx))[:classes]
+
+
 class Watcher:
     """The hooks of one ``ph.watch`` call and the rows of the step they are collecting."""
 
@@ -215,7 +253,7 @@ class Watcher:
         self._scalars: list[tuple[str, Any]] = []
         self._dead: list[tuple[str, Any]] = []  # activations' dead_frac, a 0-d tensor each
         self._classes: dict[str, Any] = {}  # label name -> its bincount on the device
-        self._labels: dict[str, list[int]] = {}  # label name -> its values read on the host
+        self._labels: dict[str, Any] = {}  # label name -> its values read on the host, or in a ring
         self._label_shapes: dict[str, list[int]] = {}
         self._types: dict[str, str] = {}  # activation name -> its module's class
         self._full_bytes = 0
@@ -225,6 +263,12 @@ class Watcher:
         self._wanted_of: dict[str, bool] = {}
         self._saves_of: tuple[int, dict[str, bool]] = (-1, {})  # one step's decisions, made once
         self._rank: int | None = None  # looked up again at each step with rows (see _emit)
+        # From a GPU: the rings of small values, the steps waiting for the next shipment, and
+        # the shipped steps whose NaN/Inf is not yet looked at (one list per shipment).
+        self._rings: dict[Any, Ring] = {}
+        self._held: list[StepValues] = []
+        self._shipped_at = time.monotonic()
+        self._unchecked: list[list[StepValues]] = []
         self.removed = False
         root = getattr(model, "_orig_mod", model)  # a torch.compile'd module: hook the original
         self.compiled = root is not model
@@ -320,7 +364,7 @@ class Watcher:
             h.remove()
         self.handles, self._opt_handles = [], []
         self.removed = True
-        self.flush()
+        self.flush(final=True)
 
     def _guard(self, what: str, fn: Callable[[], None]) -> None:
         if not self.run.enabled and what != "flush":
@@ -492,6 +536,8 @@ class Watcher:
                     t = outs[0]
                     if t.numel() != 1:
                         self.add([("losses/loss", t)])
+                    elif self._defers(t):  # from a GPU: one copy into the ring, never waited for
+                        self.add_scalar("losses/loss", self._ring_put(t) or t.detach().reshape(()))
                     else:  # on the CPU read now (one call, no copy); elsewhere copied at the flush
                         self.add_scalar("losses/loss", t.item() if t.is_cpu else t.detach().reshape(()))
         except Exception as exc:  # never into the training loop
@@ -503,7 +549,7 @@ class Watcher:
                 and self._saves("labels", step)
                 and self._wanted("labels/loss")
             ):
-                self._add_labels("labels/loss", target)
+                self._add_labels("labels/loss", target, _classes_of(args[0], target))
         except Exception as exc:
             self._hook_failed("labels", exc)
 
@@ -528,24 +574,40 @@ class Watcher:
                     if self.full.wants(name, step):
                         self._save_full(mode, step, name, -t if negated else t)
 
-    def _add_labels(self, name: str, target: Any) -> None:
+    def _add_labels(self, name: str, target: Any, classes: int | None = None) -> None:
         """Class indices: each class's count (``ignore_index``'s negative values left out), one
         ``bincount`` kept on the device until the flush, whose row is computed from the counts
         on the host (``_reduce.counts_row``), or a small batch on the CPU read as a list and
-        counted when the record is built. Float targets: their reductions."""
+        counted when the record is built. Float targets: their reductions. ``classes``: the
+        number of classes where the loss's input tells it (``(N, C, ...)`` logits); on a GPU the
+        counts are then a scatter into ``classes`` bins, since ``bincount`` reads the labels'
+        maximum back to size its output (a synchronisation every step)."""
         torch = self.torch
         if target.dtype not in self._class_dtypes:  # float (soft labels), complex, bool
             self.add([(name, target.detach().to(torch.float32))])
             return
         shape = target.shape
-        if len(shape) == 1 and shape[0] <= HOST_LABELS and target.is_cpu:
+        if len(shape) == 1 and shape[0] <= HOST_LABELS:
             # A batch of class indices on the host: one read, counted off the training thread
-            # (``_watch_record``), where a bincount and its read back are two kernels a step.
+            # (``_watch_record``), where a bincount and its read back are two kernels a step;
+            # from a GPU, one copy into the ring, read once shipped and counted the same way.
+            listed: RingRef | list[int] | None = None
+            if self._defers(target):
+                listed = self._ring_put(target)
+            elif target.is_cpu:
+                listed = target.tolist()
+            if listed is not None:
+                with self._lock:
+                    self._labels[name] = listed
+                    self._label_shapes[name] = list(shape)
+                return
+        flat = target.reshape(-1)
+        if classes is not None and not target.is_cpu:
+            counts = _scatter_counts(torch, flat, classes)
             with self._lock:
-                self._labels[name] = target.tolist()
+                self._classes[name] = counts
                 self._label_shapes[name] = list(shape)
             return
-        flat = target.reshape(-1)
         try:  # one kernel for the usual labels; bincount refuses negative ones (ignore_index)
             counts = torch.bincount(flat)
         except RuntimeError:
@@ -553,6 +615,17 @@ class Watcher:
         with self._lock:
             self._classes[name] = counts
             self._label_shapes[name] = list(shape)
+
+    def _defers(self, t: Any) -> bool:
+        return not self.tensorboard and _watch_host.deferred(t)
+
+    def _ring_put(self, t: Any) -> RingRef | None:
+        """``t``'s values into its device's ring (None: the ring is full; the caller keeps ``t``)."""
+        with self._lock:
+            ring = self._rings.get(t.device)
+            if ring is None:
+                ring = self._rings[t.device] = Ring(self.torch, t.device)
+            return ring.put(t)
 
     def add_scalar(self, name: str, value: Any) -> None:
         with self._lock:
@@ -581,27 +654,61 @@ class Watcher:
             {**full, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
         )
 
-    def flush(self) -> None:
-        """The pending rows, copied to the host (once per device), as one record of the run."""
+    def flush(self, *, final: bool = False) -> None:
+        """The pending rows, copied to the host (once per device), as one record of the run;
+        ``final`` (the run's end, ``remove``): what waits for a shipment is shipped now."""
         with self._lock:
             rows, scalars, dead, key = self._rows, self._scalars, self._dead, self._key
             classes, labels = self._classes, self._labels
             self._rows, self._scalars, self._dead, self._classes, self._labels = [], [], [], {}, {}
-        if not rows and not scalars and not classes and not labels:
-            return
-        key = key or self.current_key()
         try:
-            if rows or dead or classes or self.tensorboard or not self._light(key, scalars, labels):
-                self._emit(rows, scalars, dead, key, classes, labels)
+            if rows or scalars or classes or labels:
+                key = key or self.current_key()
+                if rows or dead or classes or self.tensorboard or not self._light(key, scalars, labels):
+                    self._emit(rows, scalars, dead, key, classes, labels)
+            if self._held and (final or self._ship_due()):
+                self._ship()
+            if self._unchecked:
+                self._check_landed()
         except Exception as exc:  # never into the training loop
             self._hook_failed("flush", exc)
 
-    def _light(
-        self, key: tuple[str, int], scalars: list[tuple[str, Any]], labels: dict[str, list[int]]
-    ) -> bool:
+    def _ship_due(self) -> bool:
+        if time.monotonic() - self._shipped_at >= _watch_host.SHIP_S:
+            return True
+        return any(2 * r.used > r.buf.numel() for r in self._rings.values())
+
+    def _ship(self) -> None:
+        """The rings to the host (one copy each, not waited for) and the steps held for them to
+        the run's buffer, in their order; fresh rings for the next steps."""
+        with self._lock:
+            rings, self._rings = self._rings, {}
+            held, self._held = self._held, []
+        copy = HostCopy(self.torch, defer=True)
+        for ring in rings.values():
+            ring.host, ring.copy = copy(ring.buf[: ring.used]), copy
+        copy.record()
+        self._shipped_at = time.monotonic()
+        if held:
+            self.run.tensors.extend(held)
+            self._unchecked.append(held)
+
+    def _check_landed(self) -> None:
+        """Shipments from a GPU that have landed, and the one before the last waited for (the
+        CPU runs at most one shipment ahead of the GPU's copies): a step with a NaN or an Inf goes
+        to the SDK-side ExplodingTensor, so an opted-in run stops about ``SHIP_S`` after it."""
+        waiting = self._unchecked
+        while waiting and (len(waiting) > 1 or all(v.landed() for v in waiting[0])):
+            for values in waiting.pop(0):
+                if values.nonfinite():
+                    self.run.on_tensor_record(values())
+
+    def _light(self, key: tuple[str, int], scalars: list[tuple[str, Any]], labels: dict[str, Any]) -> bool:
         """An unsaved step's flush (host floats and host labels only, all finite: 99 steps in 100
         at the defaults) as a ``StepValues`` with no torch call at all; False: not such a step."""
         if not all(type(v) is float and v - v == 0.0 for _, v in scalars):  # a tensor, NaN or Inf
+            return False
+        if not all(type(v) is list for v in labels.values()):  # in a ring
             return False
         run = self.run
         mode, step = key
@@ -622,7 +729,7 @@ class Watcher:
         dead: list[tuple[str, Any]],
         key: tuple[str, int],
         classes: dict[str, Any],
-        labels: dict[str, list[int]],
+        labels: dict[str, Any],
     ) -> None:
         """The step's values to the host, as a ``StepValues`` the collector turns into the record
         (at once when one is NaN or Inf: the SDK-side ExplodingTensor reads it, or for TensorBoard)."""
@@ -632,31 +739,53 @@ class Watcher:
         if self._rank is None or rows:  # a rank lookup costs a loss-only step more than the rest
             self._rank = run.rank()
         values = StepValues(mode, step, global_step, self._rank, now_ns(), types=self._types)
+        copy = HostCopy(torch, defer=not self.tensorboard)
         by_device: dict[Any, list[int]] = {}
         for i, (_, _, (device, _), _) in enumerate(rows):
             by_device.setdefault(device, []).append(i)
+        folded = []
         for idx in by_device.values():  # one fold and one copy to the host per device
-            host = fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64).cpu()
+            host = copy(fold(torch, [p for i in idx for p in rows[i][2][1]]).to(torch.float64))
             negated = [rows[i][3] for i in idx for _ in rows[i][0]]
-            flip = [j for j, neg in enumerate(negated) if neg]
-            if flip:  # rows of negated values: min and max swap and change sign, as the mean does
-                at = torch.tensor(flip)
-                lo, hi, mean = -host[at, 1], -host[at, 0], -host[at, 2]
-                host[at, 0], host[at, 1], host[at, 2] = lo, hi, mean
             names = [(n, s) for i in idx for n, s in zip(rows[i][0], rows[i][1], strict=True)]
-            values.rows.append((names, host[:, :10], host[:, 10 : 10 + N_BINS].to(torch.int64)))
-        if dead:
-            copied = _one_copy(torch, [v for _, v in dead])
-            values.dead = {n: float(v) for (n, _), v in zip(dead, copied, strict=True)}
-        if scalars:
-            on_device = [v for _, v in scalars if not isinstance(v, int | float)]
-            read = iter(_host_floats(torch, on_device) if on_device else ())
-            values.scalars = [(n, float(v) if isinstance(v, int | float) else next(read)) for n, v in scalars]
-        if classes:
-            values.classes = _host_lists(torch, classes)
-        values.label_values = labels
+            folded.append((names, [j for j, neg in enumerate(negated) if neg], host))
+        dead_host = copy.scalars([v for _, v in dead])
+        scalar_host = copy.scalars([v for _, v in scalars if not isinstance(v, int | float | RingRef)])
+        class_host = copy.vectors(classes)
+        refs: list[RingRef] = [v for _, v in scalars if isinstance(v, RingRef)]
+        refs += [v for v in labels.values() if isinstance(v, RingRef)]
+        waits: list[Any] = [copy, *{id(r.ring): r.ring for r in refs}.values()]
+
+        def settle() -> None:  # the host tensors to the record's values, once the copies landed
+            for w in waits:
+                w.wait()
+            for names, flip, host in folded:
+                if flip:  # rows of negated values: min and max swap and change sign, as the mean does
+                    at = torch.tensor(flip)
+                    lo, hi, mean = -host[at, 1], -host[at, 0], -host[at, 2]
+                    host[at, 0], host[at, 1], host[at, 2] = lo, hi, mean
+                values.rows.append((names, host[:, :10], host[:, 10 : 10 + N_BINS].to(torch.int64)))
+            values.dead = {n: float(v) for (n, _), v in zip(dead, dead_host, strict=True)}
+            read = iter(scalar_host)
+            values.scalars = [(n, _host_value(v, read)) for n, v in scalars]
+            for name, ref in labels.items():
+                if isinstance(ref, RingRef):
+                    values.label_values[name] = ref.ints()
+            for name, counts in class_host.items():  # bincount's length: up to the largest class seen
+                listed = counts.tolist()
+                while listed and not listed[-1]:
+                    listed.pop()
+                values.classes[name] = listed
+
+        values.label_values = {n: v for n, v in labels.items() if not isinstance(v, RingRef)}
         shapes = self._label_shapes
         values.label_shapes = {n: shapes[n] for n in (*classes, *labels) if n in shapes}
+        if copy.pending or refs:  # from a GPU: read off the training thread, NaN/Inf checked later
+            copy.record()
+            values.pending, values.copy = settle, _Landed(waits)
+            self._held.append(values)
+            return
+        settle()
         if not (self.tensorboard or values.nonfinite()):
             run.tensors.append(values)
             return

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,43 +38,145 @@ def _to_tensorboard(run: Run, record: dict[str, Any]) -> None:
             run.tensorboard.add_histogram(f"{prefix}{name}", histogram, step)
 
 
-def _one_copy(torch: Any, values: list[Any]) -> list[Any]:
-    """Scalars moved to the host with one copy per device."""
-    by_device: dict[Any, list[int]] = {}
-    for i, v in enumerate(values):
-        by_device.setdefault(v.device, []).append(i)
-    out: list[Any] = [None] * len(values)
-    for idx in by_device.values():
-        host = torch.stack([values[i].to(torch.float64).reshape(()) for i in idx]).to("cpu")  # bf16 too
-        for j, i in enumerate(idx):
-            out[i] = host[j]
-    return out
+DEFERRED = frozenset({"cuda"})
+"""Device types whose values ``HostCopy`` moves without waiting (tests add ``"cpu"`` to run that
+path on a machine without a GPU)."""
 
 
-def _host_floats(torch: Any, values: list[Any]) -> list[float]:
-    """0-d tensors as floats: read in place on the CPU (no copy, no kernel), else one copy per device."""
-    if all(v.device.type == "cpu" for v in values):
-        return [float(v) for v in values]
-    return [float(v) for v in _one_copy(torch, values)]
+class HostCopy:
+    """A step's tensors moved to the host. From a CUDA device each is a non-blocking copy into
+    pinned memory, with one event recorded after them on the device's current stream, so the
+    training thread never waits for the GPU to reach the step's end (a ``.cpu()`` would: the CPU
+    then stops queueing work ahead of the GPU, every step). The host tensors hold the values once
+    ``wait`` returns: the collector's thread calls it when it builds the record, or a later step
+    does (``Watcher._check_landed``). Elsewhere, and with ``defer`` False, a plain copy; values
+    already on the CPU are read in place (no copy, no kernel)."""
+
+    def __init__(self, torch: Any, *, defer: bool) -> None:
+        self.torch = torch
+        self.defer = defer
+        self.devices: set[Any] = set()  # the devices copies were started from
+        self.events: list[Any] = []
+
+    def __call__(self, t: Any) -> Any:
+        if not (self.defer and t.device.type in DEFERRED):
+            return t.to("cpu")
+        host = self.torch.empty(t.shape, dtype=t.dtype, device="cpu", pin_memory=t.device.type == "cuda")
+        host.copy_(t, non_blocking=True)
+        self.devices.add(t.device)
+        return host
+
+    def scalars(self, values: list[Any]) -> list[Any]:
+        """0-d tensors as host 0-d tensors: one stacked copy per device (float64: bf16 too)."""
+        by_device: dict[Any, list[int]] = {}
+        for i, v in enumerate(values):
+            by_device.setdefault(v.device, []).append(i)
+        out: list[Any] = [None] * len(values)
+        for idx in by_device.values():
+            if values[idx[0]].device.type == "cpu":
+                for i in idx:
+                    out[i] = values[i]
+                continue
+            host = self(self.torch.stack([values[i].to(self.torch.float64).reshape(()) for i in idx]))
+            for j, i in enumerate(idx):
+                out[i] = host[j]
+        return out
+
+    def vectors(self, tensors: Mapping[str, Any]) -> dict[str, Any]:
+        """Integer vectors as host int64 tensors: one concatenated copy per device."""
+        by_device: dict[Any, list[str]] = {}
+        for name, t in tensors.items():
+            by_device.setdefault(t.device, []).append(name)
+        out: dict[str, Any] = {}
+        for device, names in by_device.items():
+            if device.type == "cpu":
+                out |= {n: tensors[n] for n in names}
+                continue
+            parts = [tensors[n].to(self.torch.int64) for n in names]
+            flat = self(self.torch.cat(parts))
+            at = 0
+            for name, part in zip(names, parts, strict=True):
+                out[name] = flat[at : at + part.numel()]
+                at += part.numel()
+        return out
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.devices)
+
+    def record(self) -> None:
+        """One event per CUDA device, after the copies (called once all are started)."""
+        cuda = self.torch.cuda
+        for device in self.devices:
+            if device.type == "cuda":
+                event = cuda.Event()
+                event.record(cuda.current_stream(device))
+                self.events.append(event)
+
+    def done(self) -> bool:
+        return all(e.query() for e in self.events)
+
+    def wait(self) -> None:
+        for e in self.events:  # cudaEventSynchronize: from any thread, whatever its current device
+            e.synchronize()
 
 
-def _host_lists(torch: Any, tensors: Mapping[str, Any]) -> dict[str, list[int]]:
-    """Integer vectors as lists: read in place on the CPU, else moved with one copy per device."""
-    by_device: dict[Any, list[str]] = {}
-    for name, t in tensors.items():
-        by_device.setdefault(t.device, []).append(name)
-    out: dict[str, list[int]] = {}
-    for device, names in by_device.items():
-        if device.type == "cpu":
-            out |= {n: tensors[n].tolist() for n in names}
-            continue
-        parts = [tensors[n].to(torch.int64) for n in names]
-        flat = torch.cat(parts).to("cpu").tolist()
-        at = 0
-        for name, part in zip(names, parts, strict=True):
-            out[name] = flat[at : at + part.numel()]
-            at += part.numel()
-    return out
+def deferred(t: Any) -> bool:
+    """Whether ``t``'s values go to the host through ``HostCopy``'s deferred copies and a ``Ring``."""
+    return t.device.type in DEFERRED
+
+
+RING_VALUES = 1 << 16
+"""Values a ``Ring`` holds (float64: 512 KiB of device memory) before it must be shipped."""
+SHIP_S = 0.25
+"""How often the watcher ships its rings to the host (at a step's end): the records, and the
+SDK-side NaN check, lag the GPU by about this much."""
+
+
+class Ring:
+    """One device's small per-step values (the loss, a small batch of labels) gathered on the
+    device, one copy each (a ``.item()`` would wait for the GPU; a copy to the host per step costs
+    five to ten calls of 20-50 us each on an H200's host), until the watcher ships the ring to the
+    host in one copy (``Watcher._ship``); then ``host`` holds its values once ``copy`` has landed.
+    Values are float64: labels as class indices are exact."""
+
+    def __init__(self, torch: Any, device: Any) -> None:
+        self.buf = torch.empty(RING_VALUES, dtype=torch.float64, device=device)
+        self.used = 0
+        self.host: Any = None
+        self.copy: HostCopy | None = None
+
+    def put(self, t: Any) -> RingRef | None:
+        """``t``'s values appended (one copy on the device), or None when the ring is full."""
+        n = t.numel()
+        if self.used + n > self.buf.numel():
+            return None
+        self.buf[self.used : self.used + n].copy_(t.detach().reshape(-1))
+        ref = RingRef(self, self.used, n)
+        self.used += n
+        return ref
+
+    def done(self) -> bool:
+        return self.copy is not None and self.copy.done()
+
+    def wait(self) -> None:
+        assert self.copy is not None, "a ring is read only once shipped"
+        self.copy.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class RingRef:
+    """Where a value (or a vector) sits in a ring."""
+
+    ring: Ring
+    at: int
+    n: int
+
+    def value(self) -> float:
+        return float(self.ring.host[self.at])
+
+    def ints(self) -> list[int]:
+        return [int(v) for v in self.ring.host[self.at : self.at + self.n].tolist()]
 
 
 def _dead_fraction(torch: Any, t: Any) -> Any:
@@ -81,7 +184,7 @@ def _dead_fraction(torch: Any, t: Any) -> Any:
     of units (dimension 1, else elements) with under 1 % of their values > 0."""
     active = t.detach() > 0
     if active.numel() == 0:
-        return torch.tensor(math.nan, device=t.device)
+        return torch.full((), math.nan, device=t.device)  # a fill: no copy from the host
     if active.dim() < 2:
         return (~active).float().mean()
     dims = [d for d in range(active.dim()) if d != 1]

@@ -10,11 +10,17 @@ training thread a few attribute reads and an append, not a record's dozen lists.
 
 A step with a NaN or an Inf is built at once, on the training thread, so the SDK-side
 ``ExplodingTensor`` (``Run.on_tensor_record``) stops an opted-in run at its next ``ph.step``.
+
+From a GPU the copies to the host are started, not waited for (``HostCopy``): the ``StepValues``
+is ``pending`` until they land, and ``settle`` (the collector's thread, when it builds the
+record, or a later step's flush, which looks for a NaN) reads them.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +28,7 @@ from ._reduce import N_BINS, counts_row, scalar_row
 from ._watch_host import _stats
 
 NAN, INF = 6, 7  # the NaN and Inf counts' columns of a row (``_reduce.STATS``)
+_SETTLE = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -44,14 +51,31 @@ class StepValues:
     """Labels read as they are (a small batch on the CPU), counted when the record is built."""
     label_shapes: dict[str, list[int]] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)
+    pending: Callable[[], None] | None = None
+    """Reads the values from the host copies once they have landed (a GPU's step); None: read."""
+    copy: Any = None  # the ``HostCopy`` a pending step waits for
+
+    def settle(self) -> None:
+        """The deferred copies waited for and read, once, by whichever thread asks first."""
+        if self.pending is not None:
+            with _SETTLE:
+                if self.pending is not None:
+                    self.pending()
+                    self.pending = None
+
+    def landed(self) -> bool:
+        """Whether reading the values would not wait (the copies are done, or there were none)."""
+        return self.pending is None or self.copy.done()
 
     def nonfinite(self) -> bool:
         """Whether a value of the step is NaN or Inf (what the SDK-side ExplodingTensor reads)."""
+        self.settle()
         if any(not math.isfinite(v) for _, v in self.scalars):
             return True
         return any(bool(stats[:, NAN : INF + 1].any()) for _, stats, _ in self.rows)
 
     def __call__(self) -> dict[str, Any]:
+        self.settle()
         latest: dict[str, tuple[list[int], list[float], list[int]]] = {}  # shape, statistics, hist
         for names, stats_t, hists_t in self.rows:
             for (name, shape), stat, hist in zip(names, stats_t.tolist(), hists_t.tolist(), strict=True):

@@ -173,12 +173,12 @@ def test_a_failing_hook_is_logged_and_training_goes_on(
     assert create_trial(str(tmp_path / "broken")).tensor("losses/loss").steps() == [0, 1, 2]
 
 
-@pytest.mark.parametrize("path", ["native", "torch", "torch-batched"])
+@pytest.mark.parametrize("path", ["native", "torch", "torch-batched", "rows"])
 def test_the_table_and_the_sdk_agree_on_the_statistics(
     torch: ModuleType, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every reduction path gives numpy's reference rows: the C one (``_native``), and torch's
-    per tensor and batched (what runs without a C compiler, and on a GPU)."""
+    per tensor, batched (what runs without a C compiler) and laid out in rows (on a GPU)."""
     from profilerhub import _native, _reduce
 
     assert TABLE_STATS[: len(_reduce.STATS)] == _reduce.STATS
@@ -207,8 +207,11 @@ def test_the_table_and_the_sdk_agree_on_the_statistics(
     tensors = [torch.tensor(v, dtype=torch.float32) for v in values]
     tensors.append(torch.tensor(values[2], dtype=torch.float32).t()[::2])  # strided, not contiguous
     values.append(tensors[-1].numpy())
-    for v, row in zip(values, _reduce.reduce_rows(torch, tensors, batched=path == "torch-batched").tolist(),
-                      strict=True):  # fmt: skip
+    if path == "rows":  # the GPU's path, run on the CPU
+        got = _reduce.fold(torch, [*_reduce._reduce_rows(torch, tensors)])
+    else:
+        got = _reduce.reduce_rows(torch, tensors, batched=path == "torch-batched")
+    for v, row in zip(values, got.tolist(), strict=True):
         stats, hist = reduce_array(np.asarray(v, np.float32))
         assert np.allclose(row[:10], stats[:10], rtol=2e-5, equal_nan=True), (row[:10], stats[:10])
         assert row[10:] == hist.tolist()

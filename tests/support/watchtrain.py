@@ -19,7 +19,7 @@ STATS = ("min", "max", "mean", "std", "l1", "l2", "nan", "inf", "zero_frac", "nu
 
 def torch_stats(torch: ModuleType, t: Any) -> dict[str, float]:
     """The statistics of ``t`` as a person computes them with torch (finite elements only)."""
-    x = t.detach().double().reshape(-1)
+    x = t.detach().cpu().double().reshape(-1)
     f = x[torch.isfinite(x)]
     out = {
         "nan": float(torch.isnan(x).sum()),
@@ -43,7 +43,7 @@ def torch_stats(torch: ModuleType, t: Any) -> dict[str, float]:
 
 def torch_hist(torch: ModuleType, t: Any) -> list[int]:
     """The log-magnitude histogram of ``t``, with torch's own bucketize over the shared edges."""
-    x = t.detach().float().reshape(-1)
+    x = t.detach().cpu().float().reshape(-1)
     a = x[torch.isfinite(x)].abs()
     bins = torch.bucketize(a, torch.tensor(HIST_EDGES, dtype=torch.float32), right=True) + 1
     bins[a == 0] = 0
@@ -51,15 +51,17 @@ def torch_hist(torch: ModuleType, t: Any) -> list[int]:
 
 
 class Recorder:
-    """The model, optimizer and loss of ``train``, with the test's own copies of the tensors."""
+    """The model, optimizer and loss of ``train``, with the test's own copies of the tensors
+    (the model and its batches on ``device``)."""
 
-    def __init__(self, torch: ModuleType, seed: int = 0) -> None:
+    def __init__(self, torch: ModuleType, seed: int = 0, device: str = "cpu") -> None:
         torch.manual_seed(seed)
         nn = torch.nn
         self.torch = torch
+        self.device = device
         self.model = nn.Sequential(
             nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 3)
-        )
+        ).to(device)
         self.model[2].bias.requires_grad_(False)  # a parameter without a gradient
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
         self.loss_fn = nn.CrossEntropyLoss()
@@ -81,13 +83,17 @@ class Recorder:
         self.seen[("losses/loss", mode, step)] = loss.detach().clone()
         self.seen[("labels/loss", mode, step)] = y.clone()
 
+    def batch(self) -> tuple[Any, Any]:
+        torch, device = self.torch, self.device
+        return torch.randn(8, 6, device=device), torch.randint(0, 3, (8,), device=device)
+
     def train(self, steps: int, *, eval_every: int = 2, nan_at: int | None = None, start: int = 0) -> None:
         """Steps ``start`` … ``start + steps - 1``; eval steps go on counting across calls."""
         torch = self.torch
         eval_step = getattr(self, "_eval_step", -1)
         for i in range(start, start + steps):
             with ph.step(i):
-                x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
+                x, y = self.batch()
                 if nan_at is not None and i >= nan_at:
                     x[0, 0] = math.nan
                 loss = self.loss_fn(self.model(x), y)
@@ -108,7 +114,7 @@ class Recorder:
                 with ph.mode("eval"), torch.no_grad():
                     for _ in range(2):
                         eval_step += 1
-                        vx, vy = torch.randn(8, 6), torch.randint(0, 3, (8,))
+                        vx, vy = self.batch()
                         self._snap("eval", eval_step, self.loss_fn(self.model(vx), vy), vy)
         self._eval_step = eval_step
 
