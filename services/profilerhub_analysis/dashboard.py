@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from profilerhub_analysis import scratch
 from profilerhub_analysis.compare import op_totals
-from profilerhub_analysis.intervals import Coverage, union_length
+from profilerhub_analysis.intervals import Coverage, union, union_length
 from profilerhub_analysis.kernels import gpu_op_mask
 from profilerhub_analysis.lanes import LANE_CPU, LANE_KIND_NAMES
 from profilerhub_analysis.ops import cpu_ops
@@ -75,24 +76,60 @@ def _gpu_active(store: EventStore) -> dict[str, Any]:
     return {"active_us": active / 1e3, "span_us": span / 1e3, "pct": _pct(active, span), "devices": rows}
 
 
-def _cpu_rows(store: EventStore) -> np.ndarray:
+def _cpu_lanes(store: EventStore) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per CPU thread lane with events: the union of its events' intervals (sorted, disjoint).
+
+    Built a lane at a time and ``scratch.CHUNK`` events at a time (the union of each chunk's
+    unions is the lane's), from slices of the store's columns where its rows are in lane order
+    (the reader's order), so no full-length copy of a column is made; nested CPU ops collapse to
+    their top-level ones, a small fraction of the events."""
     lane_kind = store.lane_column("kind")
-    cpu_lane = np.array([k == LANE_KIND_NAMES[LANE_CPU] for k in lane_kind] or [False], dtype=bool)
-    return np.flatnonzero(cpu_lane[store.col("lane_id")]) if len(lane_kind) else np.zeros(0, np.int64)
+    cpu = [ln for ln, k in enumerate(lane_kind) if k == LANE_KIND_NAMES[LANE_CPU]]
+    if not cpu:
+        return {}
+    ts, dur, lane_id = store.col("ts_ns"), store.col("dur_ns"), store.col("lane_id")
+    bounds = _lane_bounds(lane_id, len(lane_kind))
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for ln in cpu:
+        if bounds is not None:
+            rows: Any = slice(int(bounds[ln]), int(bounds[ln + 1]))
+            n = bounds[ln + 1] - bounds[ln]
+        else:  # not in lane order: this lane's rows picked out
+            rows = np.flatnonzero(lane_id == ln)
+            n = len(rows)
+        if not n:
+            continue
+        lane_ts, lane_dur = ts[rows], dur[rows]
+        parts = [
+            union(
+                lane_ts[a : a + scratch.CHUNK],
+                lane_ts[a : a + scratch.CHUNK] + lane_dur[a : a + scratch.CHUNK],
+            )
+            for a in range(0, int(n), scratch.CHUNK)
+        ]
+        out[ln] = union(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    return out
+
+
+def _lane_bounds(lane_id: np.ndarray, lanes: int) -> np.ndarray | None:
+    """Where each lane's rows start (``lanes + 1`` offsets) when rows are in lane order; else None."""
+    last = None
+    for a in range(0, len(lane_id), scratch.CHUNK):
+        part = lane_id[a : a + scratch.CHUNK]
+        if np.any(part[1:] < part[:-1]) or (last is not None and part[0] < last):
+            return None
+        last = part[-1]
+    return np.searchsorted(lane_id, np.arange(lanes + 1), side="left")
 
 
 def _cpu_active(store: EventStore) -> dict[str, Any]:
-    rows = _cpu_rows(store)
-    if not len(rows):
+    lanes = _cpu_lanes(store)
+    if not lanes:
         return {"active_us": 0.0, "span_us": 0.0, "pct": None, "threads": []}
-    start = store.col("ts_ns")[rows]
-    end = start + store.col("dur_ns")[rows]
-    lane = store.col("lane_id")[rows]
-    span = int(end.max() - start.min())
+    span = int(max(e[-1] for _, e in lanes.values()) - min(s[0] for s, _ in lanes.values()))
     threads: list[dict[str, Any]] = []
-    for ln in np.unique(lane).tolist():  # once per thread
-        d = lane == ln
-        active = union_length(start[d], end[d])
+    for ln, (starts, ends) in lanes.items():  # once per thread
+        active = int((ends - starts).sum())
         threads.append(
             {
                 "lane_id": int(ln),
@@ -104,38 +141,34 @@ def _cpu_active(store: EventStore) -> dict[str, Any]:
             }
         )
     threads.sort(key=lambda t: -t["active_us"])
-    active = union_length(start, end)
+    active = union_length(
+        np.concatenate([s for s, _ in lanes.values()]), np.concatenate([e for _, e in lanes.values()])
+    )
     return {"active_us": active / 1e3, "span_us": span / 1e3, "pct": _pct(active, span), "threads": threads}
 
 
 def _cpu_utilization(store: EventStore, buckets: int = UTIL_BUCKETS) -> list[dict[str, Any]]:
     """Per process: in equal buckets over its span, the mean over its threads of the fraction of
     the bucket each thread spent inside any event."""
-    rows = _cpu_rows(store)
-    if not len(rows):
-        return []
-    start = store.col("ts_ns")[rows]
-    end = start + store.col("dur_ns")[rows]
-    lane = store.col("lane_id")[rows]
-    pid = store.lane_column("pid")[lane]
+    lanes = _cpu_lanes(store)
+    pid_of = store.lane_column("pid")
     out = []
-    for p in np.unique(pid).tolist():  # once per process
-        d = pid == p
-        t0, t1 = int(start[d].min()), int(end[d].max())
+    for p in sorted({int(pid_of[ln]) for ln in lanes}):  # once per process
+        mine = [ln for ln in lanes if int(pid_of[ln]) == p]
+        t0 = min(int(lanes[ln][0][0]) for ln in mine)
+        t1 = max(int(lanes[ln][1].max()) for ln in mine)
         width = max((t1 - t0 + buckets - 1) // buckets, 1)
         edges = t0 + width * np.arange(buckets + 1, dtype=np.int64)
-        lanes = np.unique(lane[d])
         busy = np.zeros(buckets, dtype=np.float64)
-        for ln in lanes.tolist():  # once per thread
-            t = d & (lane == ln)
-            busy += Coverage(start[t], end[t]).within(edges[:-1], edges[1:])
+        for ln in mine:  # once per thread
+            busy += Coverage(*lanes[ln]).within(edges[:-1], edges[1:])
         out.append(
             {
                 "pid": int(p),
                 "start_us": t0 / 1e3,
                 "bucket_us": width / 1e3,
-                "threads": int(len(lanes)),
-                "busy_pct": np.round(100.0 * busy / (width * len(lanes)), 2).tolist(),
+                "threads": len(mine),
+                "busy_pct": np.round(100.0 * busy / (width * len(mine)), 2).tolist(),
             }
         )
     return out
