@@ -28,6 +28,7 @@ import tempfile
 from typing import Any
 
 import torch
+from bench_debug_overhead import build  # the same model as the step benchmark
 
 import profilerhub as ph
 from profilerhub import _reduce
@@ -90,12 +91,7 @@ def reductions(tensors: list[Any], label: str, repeat: int) -> None:
 def steps(layers: int, width: int) -> None:
     from torch.profiler import ProfilerActivity, profile
 
-    torch.manual_seed(0)
-    blocks: list[Any] = []
-    for _ in range(layers):
-        blocks += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*blocks, torch.nn.Linear(width, 10)).cuda()
-    opt, loss_fn = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9), torch.nn.CrossEntropyLoss()
+    model, opt, loss_fn = build(layers, width, "cuda")
     x, y = torch.randn(64, width, device="cuda"), torch.randint(0, 10, (64,), device="cuda")
 
     def step(i: int, watched: bool) -> None:
@@ -140,17 +136,8 @@ def unsaved(layers: int, width: int, steps: int) -> None:
     the named collections on, saved every step: what each costs a step, wall and thread CPU."""
     import time
 
-    def build() -> tuple[Any, Any]:
-        torch.manual_seed(0)
-        blocks: list[Any] = []
-        for _ in range(layers):
-            blocks += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-        model = torch.nn.Sequential(*blocks, torch.nn.Linear(width, 10)).cuda()
-        return model, torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-
-    bare, bare_opt = build()
-    model, opt = build()
-    loss_fn = torch.nn.CrossEntropyLoss()
+    bare, bare_opt, _ = build(layers, width, "cuda")
+    model, opt, loss_fn = build(layers, width, "cuda")
     x, y = torch.randn(64, width, device="cuda"), torch.randint(0, 10, (64,), device="cuda")
 
     def one(m: Any, o: Any, i: int | None) -> tuple[float, float]:
