@@ -146,3 +146,12 @@ def test_the_facts_of_a_trace_name_its_collectives_capabilities_and_gpu_memory()
     assert facts["collective_libs"] == ["gloo"] and facts["distributed_data_parallel"] is True
     assert facts["compute_capabilities"] == [[8, 6]]
     assert facts["gpu_memory"] == [{"device": "GPU0", "peak_bytes": 1000.0, "total_bytes": 1100}]
+
+
+def test_tensor_cores_the_plugins_names_miss_count_as_used() -> None:
+    """A Hopper GPU's GEMMs (nvjet) are not on the plugin's list: its figure reads 0 %, the current
+    one does not, and nothing is recommended (``tensor_cores.TC_KERNEL_CURRENT``)."""
+    hopper = brief(tc_used_pct=0.0, tc_used_current_pct=60.0, compute_major=9, device_name="NVIDIA H200")
+    assert statuses(hopper)["TensorCoresUnused"]["status"] == "NoIssuesFound"
+    unused = brief(tc_used_pct=0.0, tc_used_current_pct=0.0, compute_major=9, device_name="NVIDIA H200")
+    assert statuses(unused)["TensorCoresUnused"]["status"] == "IssuesFound"

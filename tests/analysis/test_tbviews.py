@@ -84,6 +84,29 @@ def test_a_trace_whose_launches_carry_their_own_correlation_as_external_id_says_
     assert v["tb_notes"] == [OWN_ID_NOTE]
 
 
+def test_hopper_tensor_core_kernels_the_plugins_names_miss_count_in_the_current_figure_and_a_note() -> None:
+    def launched(name: str, ts: float, corr: int) -> list[dict[str, Any]]:
+        ext = {"External id": corr + 100}  # not the correlation id (OWN_ID_NOTE)
+        return [
+            _x("cpu_op", "aten::mm", ts, 40, **ext),
+            _x("cuda_runtime", "cudaLaunchKernel", ts + 5, 5, correlation=corr, **ext),
+            _x("kernel", name, ts + 20, 30, tid=7, correlation=corr, device=0, **ext),
+        ]
+
+    v = _views(
+        _x("cpu_op", "ProfilerStep#1", 0, 400),
+        *launched("nvjet_sm90_tst_128x64_64x8_1x2_h_bz_NNT", 10, 1),  # cuBLAS on a Hopper GPU
+        *launched("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7", 110, 2),
+        *launched("volta_h884gemm_64x64_ldg8_nn", 210, 3),  # one of the plugin's own
+        *launched("void at::native::vectorized_elementwise_kernel<4>", 310, 4),
+    )
+    facts = v["tb_facts"]
+    assert facts["tc_used_pct"] == pytest.approx(25.0)  # the plugin's figure, as it would show it
+    assert facts["tc_used_current_pct"] == pytest.approx(75.0)
+    assert [r["tensor_cores"] for r in v["tb_kernels"]] == [False, False, True, False]  # the plugin's
+    assert len(v["tb_notes"]) == 1 and "75.0 %" in v["tb_notes"][0] and "25.0 %" in v["tb_notes"][0]
+
+
 def test_a_field_of_an_unexpected_type_costs_that_event_not_the_document() -> None:
     v = _views(
         _x("cpu_op", "aten::add", 0, 10),

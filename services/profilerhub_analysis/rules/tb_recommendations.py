@@ -64,7 +64,8 @@ def _communication(brief: dict[str, Any], params: dict[str, Any]) -> tuple[str, 
 
 def _tensor_cores(brief: dict[str, Any], params: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     f = brief.get("facts") or {}
-    major, used, eligible = f.get("compute_major"), f.get("tc_used_pct"), f.get("tc_eligible_pct")
+    major, eligible = f.get("compute_major"), f.get("tc_eligible_pct")
+    used = f.get("tc_used_current_pct", f.get("tc_used_pct"))  # the plugin's names miss Hopper's
     if major is None or major < 7 or used is None or used > 0 or eligible is None:
         return None
     if any(w in (f.get("device_name") or "") for w in ("AMD", "Instinct", "Radeon")):

@@ -31,6 +31,8 @@ OWN_ID_NOTE = (
     "exports), so launches reach operators only where the numbers happen to match: operators' "
     "device times and kernels by operator are not reliable here."
 )
+#: Points of kernel time by which the current tensor-core names must pass the plugin's to be noted.
+TC_NOTE_POINTS = 0.5
 
 SECTIONS = ("tb_overview", "tb_gpu_summary", "tb_operators", "tb_operators_by_shape", "tb_kernels",
             "tb_kernels_by_op", "tb_memory")  # fmt: skip
@@ -50,7 +52,8 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
     ``tb_modules`` is the module view (``modules.py``), ``None`` for a trace recorded without
     ``with_stack`` and ``with_modules``.
     ``tb_facts`` holds what the plugin's recommendations read beyond the tables (``views.facts``).
-    ``tb_notes`` says what a reader should know (launches that cannot be tied to operators).
+    ``tb_notes`` says what a reader should know (launches that cannot be tied to operators; tensor
+    cores the plugin's kernel names miss).
     ``tb_overview`` is ``None`` where the plugin's window is undefined (no step, operator or python
     event: it would divide by a negative span), and ``tb_gpu_summary`` is then empty.
     """
@@ -62,6 +65,7 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
     kernels, kernels_by_op = views.kernels(forest)
     roles = views.role_ranges(trace, forest)
     curve = memory.memory_curve(trace)
+    facts = views.facts(trace, forest, curve)
     attached = memory.attach(trace, forest)
     views_ = {
         "tb_overview": views.overview(roles, steps) if steps is not None else None,
@@ -75,10 +79,22 @@ def views_and_calls(data: bytes | bytearray | TbTrace) -> tuple[dict[str, Any], 
         "tb_memory_curve": curve,
         "tb_modules": modules(trace, forest),
         "tb_distributed": views.distributed(trace, forest, roles, steps) if steps is not None else None,
-        "tb_notes": _notes(trace, forest),
-        "tb_facts": views.facts(trace, forest, curve),
+        "tb_notes": _notes(trace, forest) + _tensor_core_notes(facts),
+        "tb_facts": facts,
     }
     return views_, calls
+
+
+def _tensor_core_notes(facts: dict[str, Any]) -> list[str]:
+    """A note where the plugin's tensor-core names miss kernels that used them (``tensor_cores``)."""
+    plugin, current = facts.get("tc_used_pct"), facts.get("tc_used_current_pct")
+    if plugin is None or current is None or current - plugin < TC_NOTE_POINTS:
+        return []
+    return [
+        f"Tensor cores: {current:.1f} % of the kernel time ran in tensor-core kernels by current "
+        f"kernel names (cuBLAS nvjet, wgmma, CUTLASS tensorop, flash attention), {plugin:.1f} % by "
+        "the plugin's names, which its Tensor Cores figures use"
+    ]
 
 
 def _notes(trace: TbTrace, forest: Forest) -> list[str]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from profilerhub_analysis import scratch
 from profilerhub_analysis.tbviews.parse import COLLECTIVES, GPU_TYPES, T, TbTrace, is_dataloader
-from profilerhub_analysis.tbviews.tensor_cores import TC_KERNEL, TC_OPERATORS
+from profilerhub_analysis.tbviews.tensor_cores import TC_KERNEL, TC_KERNEL_CURRENT, TC_OPERATORS
 
 _EXCLUDED = frozenset({"DataParallel.forward", "DistributedDataParallel.forward"})
 ROOT_NAME = "CallTreeRoot"
@@ -59,6 +59,8 @@ class NameFlags:
     """An operator of that name is one of the plugin's (``node.is_operator_node``)."""
     tc_operator: np.ndarray
     tc_kernel: np.ndarray
+    tc_kernel_current: np.ndarray
+    """By the plugin's names and those of the GPUs since (``tensor_cores.TC_KERNEL_CURRENT``)."""
     annotation_node: np.ndarray
 
     @classmethod
@@ -74,6 +76,7 @@ class NameFlags:
             operator=~loader & flag(lambda n: not n.startswith("Optimizer.") and n not in _EXCLUDED),
             tc_operator=flag(lambda n: n in TC_OPERATORS),
             tc_kernel=flag(TC_KERNEL),
+            tc_kernel_current=flag(TC_KERNEL_CURRENT),
             annotation_node=collective | loader | flag(lambda n: n.startswith("Optimizer.step")),
         )
 

@@ -109,6 +109,7 @@ class _Kernels:
         self.grid, self.block = cols["grid"][k], cols["block"][k]
         self.regs, self.smem = cols["regs"][k], cols["smem"][k]
         self.tc = forest.flags.tc_kernel[self.name]
+        self.tc_current = forest.flags.tc_kernel_current[self.name]
         self.row_of_gpu = np.full(len(gpu), -1, dtype=np.int64)
         self.row_of_gpu[self.at] = np.arange(len(self.at))
 
@@ -290,7 +291,8 @@ def facts(trace: TbTrace, forest: Forest, curve: list[dict[str, Any]] | None = N
     """What the plugin's recommendations read (its ``RunProfileData.analyze``): whether the model
     ran under ``DataParallel`` / ``DistributedDataParallel``, on how many devices, the first GPU's
     compute capability, the share of kernel time that used tensor cores (``tc_used_pct``, over
-    every kernel) and the share launched by tensor-core eligible operators (``tc_eligible_pct``,
+    every kernel, by the plugin's kernel names; ``tc_used_current_pct`` by those of the GPUs since
+    too: ``tensor_cores``) and the share launched by tensor-core eligible operators (``tc_eligible_pct``,
     over the kernels of operators' launches); ``None`` where the trace has no kernel. Also the
     collective libraries used (``nccl``/``gloo``), every GPU's compute capability, and each GPU's
     peak allocated memory (``curve``: ``memory_curve``) beside its ``totalGlobalMem``."""
@@ -298,6 +300,7 @@ def facts(trace: TbTrace, forest: Forest, curve: list[dict[str, Any]] | None = N
     ks = _Kernels(trace, forest)
     total = float(ks.dur.sum())
     used = float(ks.dur[ks.tc].sum())
+    used_current = float(ks.dur[ks.tc_current].sum())
     k_rows, node = _operator_kernels(forest, ks)
     of_ops = forest.is_operator[node]
     of_operators = float(ks.dur[k_rows[of_ops]].sum())
@@ -312,6 +315,7 @@ def facts(trace: TbTrace, forest: Forest, curve: list[dict[str, Any]] | None = N
         "devices": len(np.unique(trace.pid[forest.gpu_event])),
         "compute_major": major if isinstance(major, int) else None,
         "tc_used_pct": 100.0 * used / total if total > 0 else None,
+        "tc_used_current_pct": 100.0 * used_current / total if total > 0 else None,
         "tc_eligible_pct": 100.0 * eligible / of_operators if of_operators > 0 else None,
         "collective_libs": sorted({n.split(":")[0] for n in tree_names if n in COLLECTIVES}),
         "compute_capabilities": [
