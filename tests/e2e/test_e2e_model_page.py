@@ -99,6 +99,17 @@ def test_the_model_page_draws_the_heat_map_and_a_cell_click_shows_that_tensors_s
         page.keyboard.press("ArrowDown")
         readout = page.locator("#p-heat .heat-readout")
         assert readout.inner_text().startswith("gradients/layers.1.weight"), readout.inner_text()
+        # the run streams more steps: the live refresh redraws the map, and keeps its cell and focus
+        page.evaluate("() => { window.__heat = document.querySelector('#p-heat canvas.heat'); }")
+        with httpx.Client(base_url=stack.url, headers=auth(jobs.token), timeout=60) as http:
+            url = f"{jobs.jobs_url}/{job_id}/files/tensors/000002.jsonl.gz"
+            assert http.put(url, content=tensor_chunk(range(60, 70))).status_code == 201
+        page.wait_for_function(
+            "() => { const c = document.querySelector('#p-heat canvas.heat');"
+            " return c !== null && c !== window.__heat && document.activeElement === c; }",
+            timeout=90_000,
+        )
+        assert readout.inner_text().startswith("gradients/layers.1.weight"), readout.inner_text()
         page.keyboard.press("Enter")
         page.wait_for_selector("#p-series[data-tensor='gradients/layers.1.weight']")
         # losses: train and eval on one chart; its table view has both columns

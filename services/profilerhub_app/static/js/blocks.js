@@ -115,19 +115,28 @@ function queueDraw(fn) {
   if (drawQueue.length === 1) requestAnimationFrame(drawSome);
 }
 
+function drawOne() {
+  const fn = drawQueue.shift();
+  try {
+    fn();
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error; // reported as the page's error, as a failing frame callback was
+    });
+  }
+}
+
 function drawSome() {
   const start = performance.now();
-  while (drawQueue.length && performance.now() - start < FRAME_BUDGET_MS) {
-    const fn = drawQueue.shift();
-    try {
-      fn();
-    } catch (error) {
-      queueMicrotask(() => {
-        throw error; // reported as the page's error, as a failing frame callback was
-      });
-    }
-  }
+  while (drawQueue.length && performance.now() - start < FRAME_BUDGET_MS) drawOne();
   if (drawQueue.length) requestAnimationFrame(drawSome);
+}
+
+/** Draw the queued panels now, in this task: a page that replaces panels under the user's hands
+ * (a live refresh) leaves no frame in which a key press finds the old chart gone and the new one
+ * not drawn yet. */
+export function drawQueuedNow() {
+  while (drawQueue.length) drawOne();
 }
 
 /** Forget the panels not drawn yet (before the page redraws them). */

@@ -7,7 +7,7 @@ import uPlot from "../vendor/uplot/uPlot.esm.js";
 import { dropQueuedDraws } from "./blocks.js";
 import { color, cssVar } from "./common.js";
 
-export { barList, dataTable, panel, stackBar } from "./blocks.js";
+export { barList, dataTable, drawQueuedNow, panel, stackBar } from "./blocks.js";
 
 const charts = new Set();
 const compactFormat = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });

@@ -59,7 +59,7 @@ function extent(values, log) {
  * `onHover(row, col)` as the cursor or the keyboard moves. `colWord` names a column in the
  * readout ("step" by default); `domain` fixes the colour scale's [lo, hi] (else the values'
  * extent); `marks[row]` lists column positions (fractional) where a thin tick is drawn (e.g. the
- * rank's step starts). Returns {highlight, focus}.
+ * rank's step starts). Returns {canvas, rows, cols, cursor, moveTo, highlight}.
  */
 export function heatMap(node, { rows, cols, values, log = true, label = "value", onPick, onHover, cell = 12, colWord = "step", domain = null, marks = null }) {
   const nameWidth = 180;
@@ -208,6 +208,16 @@ export function heatMap(node, { rows, cols, values, log = true, label = "value",
   draw();
   return {
     canvas,
+    rows,
+    cols,
+    /** The keyboard's current cell, [row, col]. */
+    cursor: () => [state.row, state.col],
+    /** Make (row, col) the keyboard's cell (ignored outside the map). */
+    moveTo(r, c) {
+      if (r < 0 || c < 0 || r >= rows.length || c >= cols.length) return;
+      [state.row, state.col] = [r, c];
+      draw();
+    },
     /** Outline the columns whose step is within [s0, s1] (a finding's range). */
     highlight(s0, s1) {
       const a = cols.findIndex((s) => s >= s0);

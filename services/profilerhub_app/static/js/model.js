@@ -6,7 +6,7 @@
 // steps), the model rules' findings with buttons that outline their step range, and two jobs'
 // global gradient norms side by side. Every chart has a Table button. While the job runs the
 // page reads the tensors again every few seconds. The URL keeps the controls and the picked tensor.
-import { lineChart, panel, dataTable } from "./charts.js";
+import { dataTable, drawQueuedNow, lineChart, panel } from "./charts.js";
 import { api, base, el, errorBox, fill, jobId, poll, query, setQuery, statusBadge } from "./common.js";
 import { heatMap } from "./heatmap.js";
 
@@ -269,7 +269,15 @@ async function pickTensor(name) {
   series.querySelector(".panel-head h2")?.focus?.();
 }
 
+/** Heat map `h`'s keyboard cell, by tensor and step (what a redraw keeps), while it has focus. */
+function heatCursor(h) {
+  if (!h || document.activeElement !== h.canvas) return null;
+  const [r, c] = h.cursor();
+  return { row: h.rows[r], step: h.cols[c] };
+}
+
 async function render() {
+  const shown = state.heat; // the map on screen: the new one may draw, detached, before it is swapped in
   const index = state.index;
   const c = chosen();
   setQuery({ collection: c.collection, stat: c.stat, mode: c.mode, rank: c.rank });
@@ -278,7 +286,13 @@ async function render() {
   const tensor = names.includes(state.tensor) ? state.tensor : index.tensors.find((t) => t.collection === c.collection)?.name;
   if (tensor) nodes.push(...(await tensorPanels(tensor, c)));
   nodes.push(await comparePanel(c));
+  const kept = heatCursor(shown);
   fill(panels, nodes);
+  drawQueuedNow(); // the new map drawn now, so that no key press finds neither map
+  if (kept && state.heat && state.heat !== shown) {
+    state.heat.moveTo(state.heat.rows.indexOf(kept.row), state.heat.cols.indexOf(kept.step));
+    state.heat.canvas.focus(); // the keyboard goes on where it was
+  }
   panels.setAttribute("aria-busy", "false");
   panels.dataset.ready = "true";
 }
