@@ -131,7 +131,7 @@ class Settings(BaseSettings):
         ge=0,
         description="Memory one worker's concurrent ingests may hold together (each file reserves 1.5 "
         "times its decompressed size while it is parsed, at most job_ingest_trace_memory_bytes); 0 = half "
-        "the machine's memory.",
+        "the memory limit of the worker's cgroup (a container's), else half the machine's memory.",
     )
     job_ingest_trace_memory_bytes: int = Field(
         default=1 << 30,

@@ -22,6 +22,8 @@ from profilerhub_worker.ingest.limits import (
     RATIO_FREE_BYTES,
     MemoryBudget,
     OverLimit,
+    cgroup_memory_limit,
+    default_memory_budget,
     inflate_limit,
     remove_stale_copies,
 )
@@ -104,6 +106,30 @@ def test_a_file_needing_more_than_the_workers_ingest_memory_fails_instead_of_wai
     assert ingest_job(job_id, ctx) == "Failed"
     assert "more than this worker's ingest memory" in (row(ctx, job_id).failure_reason or "")
     assert ctx.memory.used == 0
+
+
+@pytest.mark.parametrize(
+    ("v2", "v1", "limit"),
+    [
+        ("4294967296\n", None, 4 << 30),  # a pod's resources.limits.memory: 4Gi (cgroup v2)
+        ("max\n", None, None),  # v2, no limit
+        (None, "2147483648\n", 2 << 30),  # cgroup v1
+        (None, "9223372036854771712\n", None),  # v1's "no limit"
+        (None, None, None),  # no cgroup files: not Linux, or not mounted
+    ],
+)
+def test_the_default_ingest_memory_is_half_the_containers_limit_where_it_has_one(
+    tmp_path: Path, v2: str | None, v1: str | None, limit: int | None
+) -> None:
+    import psutil
+
+    files = (tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes")
+    for path, text in zip(files, (v2, v1), strict=True):
+        if text is not None:
+            path.write_text(text)
+    assert cgroup_memory_limit(files) == limit
+    machine = psutil.virtual_memory().total
+    assert default_memory_budget(files) == min(machine, limit or machine) // 2
 
 
 def test_the_memory_budget_makes_a_reservation_wait_for_the_memory_others_hold() -> None:

@@ -109,6 +109,8 @@ PROFILERHUB_S3_ENDPOINT_URL: {{ .Values.settings.s3EndpointUrl | quote }}
 PROFILERHUB_CELERY_QUEUE: {{ .Values.settings.celeryQueue | quote }}
 PROFILERHUB_LOG_LEVEL: {{ .Values.settings.logLevel | quote }}
 PROFILERHUB_APP_POLL_SECONDS: {{ .Values.settings.appPollSeconds | quote }}
+PROFILERHUB_JOB_INGEST_TRACE_MEMORY_BYTES: {{ .Values.ingestWorker.traceMemoryBytes | quote }}
+PROFILERHUB_WORKER_INGEST_MEMORY_BYTES: {{ .Values.ingestWorker.ingestMemoryBytes | quote }}
 PROFILERHUB_SPAWNER: "kubernetes"
 PROFILERHUB_K8S_NAMESPACE: {{ include "profilerhub.apps.namespace" . | quote }}
 PROFILERHUB_K8S_RELEASE: {{ .Release.Name | quote }}

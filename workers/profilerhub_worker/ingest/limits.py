@@ -61,11 +61,35 @@ class OverLimit(ValueError):
     """A file passes a size limit; the message says which and how to raise it."""
 
 
-def default_memory_budget() -> int:
-    """Half the machine's memory: what a worker's concurrent ingests may hold by default."""
+#: Where a cgroup's memory limit is read (v2, then v1), the limit of the container the worker runs in.
+CGROUP_MEMORY_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+)
+
+
+def cgroup_memory_limit(files: tuple[Path, ...] = CGROUP_MEMORY_LIMITS) -> int | None:
+    """The memory limit of this process's cgroup in bytes (a container's ``resources.limits``), or
+    None where there is none (``max``, v1's "unlimited" near 2**63, no file)."""
+    for path in files:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            return int(text)
+        return None
+    return None
+
+
+def default_memory_budget(files: tuple[Path, ...] = CGROUP_MEMORY_LIMITS) -> int:
+    """What a worker's concurrent ingests may hold by default: half its memory, the smaller of the
+    machine's and its cgroup's limit (in a pod psutil sees the node's memory, not the pod's)."""
     import psutil
 
-    return int(psutil.virtual_memory().total // 2)
+    total = int(psutil.virtual_memory().total)
+    limit = cgroup_memory_limit(files)
+    return (min(total, limit) if limit else total) // 2
 
 
 class MemoryBudget:
@@ -194,12 +218,14 @@ def _alive(pid: int) -> bool:
 
 
 __all__ = [
+    "CGROUP_MEMORY_LIMITS",
     "COPY_PREFIX",
     "NO_LIMIT",
     "PARSE_MEMORY_FACTOR",
     "SLOWEST_PARSE_BYTES_PER_SECOND",
     "MemoryBudget",
     "OverLimit",
+    "cgroup_memory_limit",
     "copy_dir",
     "default_memory_budget",
     "inflate_limit",
