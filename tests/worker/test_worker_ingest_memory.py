@@ -1,5 +1,6 @@
 """One trace's ingest memory (``profilerhub_worker.ingest.memory``): the peak RSS a task measures
-of itself, and a trace larger than its budget ingested by a real worker under it."""
+of itself, and an eight-rank job with a trace larger than its budget ingested by two real workers
+under it, one of them killed mid-trace."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -80,6 +82,9 @@ BUDGET = 512 * MIB
 EVENTS = 2_600_000
 #: What the budget must leave above the worker's own RSS for the test to mean anything.
 MARGIN = 192 * MIB
+#: Ranks of the fanned-out job, and the events of each trace but rank 0's (about 60 MiB of JSON).
+RANKS = 8
+SMALL_EVENTS = 200_000
 
 
 def _rss_of(pid: int) -> int:
@@ -89,15 +94,54 @@ def _rss_of(pid: int) -> int:
     raise AssertionError(f"no VmRSS for process {pid}")
 
 
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a worker and its pool's processes at once (what an OOM-killed or evicted pod gets)."""
+    import psutil
+
+    main = psutil.Process(pid)
+    for proc in [*main.children(recursive=True), main]:
+        proc.kill()
+    psutil.wait_procs([main], timeout=30)
+
+
+def _first(check: Any, what: str, timeout: float) -> Any:
+    """What ``check`` returns once it is not None (``wait_for``, with the value)."""
+    found: list[Any] = []
+    wait_for(lambda: found.append(check()) or found[-1] is not None, what, timeout, interval=0.01)
+    return found[-1]
+
+
+def _worker(name: str, tmp_path: Path, hub_db_url: str, env: dict[str, str]) -> Any:
+    return start_profilerhub(
+        "worker", home=tmp_path / f"home-{name}", log=tmp_path / f"worker-{name}.log",
+        database_url=hub_db_url, env=env,
+        args=["--queues", "ingest", "--concurrency", "1", "--loglevel", "info"],
+        wait=False,
+    )  # fmt: skip
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("hub_db_url", ["postgresql"], indirect=True)  # worker and test: two processes
-def test_a_real_worker_ingests_a_trace_larger_than_its_budget_under_it(
+@pytest.mark.parametrize("hub_db_url", ["postgresql"], indirect=True)  # workers and test: processes
+def test_two_real_workers_ingest_an_eight_rank_job_one_killed_mid_trace_each_trace_under_budget(
     ctx: IngestContext, hub_db_url: str, redis_url: str, shared_dir: Path, tmp_path: Path
 ) -> None:
-    trace = tmp_path / "rank0.pt.trace.json.gz"
-    size = write_retimed(shared_dir / SOURCE, trace, EVENTS)
-    assert size > BUDGET * 1.25, f"the trace ({size / MIB:.0f} MiB) must be larger than the budget"
-    files = sdk_files(steps=3) | {"torch/rank0.pt.trace.json.gz": trace.read_bytes()}
+    """Eight ranks: rank 0's trace 1.5 times the per-trace budget, ranks 1-7 smaller. Two worker
+    processes share the ingest queue. The one that takes the job's claim parses rank 0 (the first
+    trace: the claim's own); the other takes the fanned-out tasks, and is killed (SIGKILL, the pool
+    with it) while it parses one. The claim's task parses the rest and, once that trace's lease
+    lapses, the killed one again: the job Ready once, every trace's figures those ``profilerhub
+    analyze`` gives of it alone, every trace's peak RSS (measured by the task) under the budget."""
+    import redis
+
+    from profilerhub_worker.ingest.fanout import LEASE_PREFIX
+
+    traces: dict[str, Path] = {}
+    for rank in range(RANKS):
+        traces[f"torch/rank{rank}.pt.trace.json.gz"] = path = tmp_path / f"rank{rank}.pt.trace.json.gz"
+        size = write_retimed(shared_dir / SOURCE, path, EVENTS if rank == 0 else SMALL_EVENTS)
+        if rank == 0:
+            assert size > BUDGET * 1.25, f"rank 0's trace ({size / MIB:.0f} MiB) must pass the budget"
+    files = sdk_files(steps=3) | {rel: path.read_bytes() for rel, path in traces.items()}
     job_id, place = make_job(ctx, files)
     queue = f"phmem-{uuid.uuid4().hex[:10]}"
     env = {
@@ -105,50 +149,69 @@ def test_a_real_worker_ingests_a_trace_larger_than_its_budget_under_it(
         "PROFILERHUB_CELERY_QUEUE": queue,
         "PROFILERHUB_STORAGE_URL": (tmp_path / "store").as_uri(),  # ctx's store
         "PROFILERHUB_JOB_INGEST_TRACE_MEMORY_BYTES": str(BUDGET),
+        "PROFILERHUB_JOB_INGEST_HEARTBEAT_SECONDS": "1",  # a dead worker's lease lapses in seconds
         "PROFILERHUB_SECRET_KEY": TEST_SECRET_KEY,
     }
-    worker = start_profilerhub(
-        "worker", home=tmp_path / "home", log=tmp_path / "worker.log", database_url=hub_db_url, env=env,
-        args=["--queues", "ingest", "--concurrency", "1", "--loglevel", "info"], wait=False,
-    )  # fmt: skip
+    workers = {name: _worker(name, tmp_path, hub_db_url, env) for name in ("one", "two")}
+    leases = redis.Redis.from_url(redis_url)
     try:
-        wait_for(
-            lambda: " ready." in worker.output() or worker.process.poll() is not None, "worker ready", 180
-        )
-        assert worker.process.poll() is None, worker.output()
-        baseline = _rss_of(worker.process.pid)  # the idle worker: interpreter, libraries, connections
-        assert baseline + MARGIN < BUDGET, f"the worker alone holds {baseline / MIB:.0f} MiB: no room to test"
+        for w in workers.values():
+            wait_for(lambda w=w: " ready." in w.output() or w.process.poll() is not None, "worker ready", 180)
+            assert w.process.poll() is None, w.output()
+        baseline = max(_rss_of(w.process.pid) for w in workers.values())  # idle: interpreter, libraries
+        assert baseline + MARGIN < BUDGET, f"a worker alone holds {baseline / MIB:.0f} MiB: no room to test"
         make_celery(redis_url, queue=queue).send_task(INGEST_JOB, args=[job_id])
+        claimed = _first(
+            lambda: next((n for n, w in workers.items() if f"{INGEST_JOB}[" in w.output()), None),
+            "a worker taking the job's claim", 120,
+        )  # fmt: skip
+        helper = next(n for n in workers if n != claimed)
+
+        def helper_mid_trace() -> int | None:
+            """A trace whose lease is held while the claim's task is still on rank 0: the helper's."""
+            if ctx.store.exists(place.processed_key(layout.trace_part(0))):
+                return None
+            for key in leases.scan_iter(f"{LEASE_PREFIX}{job_id}:*"):
+                n = int(key.decode().rsplit(":", 1)[1])
+                if n and not ctx.store.exists(place.processed_key(layout.trace_part(n))):
+                    return n
+            return None
+
+        killed = _first(helper_mid_trace, "the helper worker parsing a trace", 300)
+        _kill_tree(workers[helper].process.pid)
+        assert not ctx.store.exists(place.processed_key(layout.trace_part(killed))), "killed too late"
         wait_for(
             lambda: job_row(ctx, job_id).status in (JobStatus.Ready, JobStatus.Failed),
-            lambda: f"the job ingested\n{worker.output()[-3000:]}",
-            900,  # a 2-core machine under load: minutes, but memory is what is tested
+            lambda: f"the job ingested\n{workers[claimed].output()[-3000:]}",
+            900,  # a 2-core machine under load: minutes, but memory and recovery are what is tested
         )
-        log = worker.output()
+        claim_log = workers[claimed]
+        wait_for(lambda: "'Ready'" in claim_log.output(), "the claim's task ending Ready in its log", 60)
+        log = claim_log.output()
     finally:
-        worker.stop()
+        leases.close()
+        for w in workers.values():
+            w.stop() if w.process.poll() is None else None
     row = job_row(ctx, job_id)
     assert row.status is JobStatus.Ready, (row.failure_reason, log[-3000:])
-    part = json.loads(ctx.store.get(place.processed_key(layout.trace_part(0))))
-    memory = part["memory"]
-    peak, base = memory["peak_rss_bytes"], memory["base_rss_bytes"]
-    said = (
-        f"trace {size / MIB:.0f} MiB decompressed, {EVENTS} events; worker idle {baseline / MIB:.0f} MiB "
-        f"(measured here), {base / MIB:.0f} MiB when the trace started; peak RSS {peak / MIB:.0f} MiB; "
-        f"budget {BUDGET / MIB:.0f} MiB"
-    )
-    print(said)
-    assert memory["alone"] and not memory["since_start"], memory
-    assert memory["budget_bytes"] == BUDGET
-    assert base <= peak < BUDGET, said
-    assert peak > base + 32 * MIB, said  # the parse did hold memory: the mark was the trace's own
-    assert "rank0.pt.trace.json.gz: ingested" in log and f"of a {BUDGET >> 20} MiB budget" in log
+    assert log.count("'Ready'") == 1, log[-3000:]  # the claim's task ended Ready, once
+    print(f"{claimed} held the claim; {helper} was killed while parsing trace {killed}")
 
     summary = json.loads(ctx.store.get(place.processed_key(layout.SUMMARY)))
-    [ingested] = summary["traces"]
-    alone = analyze_file(trace)  # what `profilerhub analyze` reports of the same file, by itself
-    report = ingested["report"]
-    assert {k: v for k, v in report.items() if k != "source"} == {
-        k: json.loads(json.dumps(alone[k])) for k in report if k != "source"
-    }
-    assert report["events"] >= EVENTS * 0.95
+    assert [t["file"] for t in summary["traces"]] == list(traces) and summary["warnings"] == []
+    for n, (rel, path) in enumerate(traces.items()):
+        memory = json.loads(ctx.store.get(place.processed_key(layout.trace_part(n))))["memory"]
+        peak, base = memory["peak_rss_bytes"], memory["base_rss_bytes"]
+        said = f"{rel}: peak RSS {peak / MIB:.0f} MiB ({base / MIB:.0f} before it) of {BUDGET / MIB:.0f} MiB"
+        print(said)
+        assert memory["budget_bytes"] == BUDGET and not memory["since_start"], memory
+        assert base <= peak < BUDGET, said
+        report = summary["traces"][n]["report"]
+        alone = analyze_file(path)  # what `profilerhub analyze` reports of the same file, by itself
+        assert {k: v for k, v in report.items() if k != "source"} == {
+            k: json.loads(json.dumps(alone[k])) for k in report if k != "source"
+        }, rel
+    big = json.loads(ctx.store.get(place.processed_key(layout.trace_part(0))))["memory"]
+    assert big["alone"] and big["peak_rss_bytes"] > big["base_rss_bytes"] + 32 * MIB  # its own mark
+    assert summary["traces"][0]["report"]["events"] >= EVENTS * 0.95
+    assert f"rank{killed}.pt.trace.json.gz: ingested" in log  # the killed trace, parsed again here
