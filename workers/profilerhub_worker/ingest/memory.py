@@ -76,7 +76,7 @@ def _maxrss_bytes() -> int:
     return int(peak if sys.platform == "darwin" else peak << 10)
 
 
-@dataclass
+@dataclass(eq=False)  # by identity: two traces measured at once may hold the same figures
 class TracePeak:
     """What ``trace_memory`` measured; ``peak_rss`` is set when the block ends."""
 
