@@ -18,9 +18,8 @@ from profilerhub_core.db.models import JobStatus
 from profilerhub_core.storage import layout
 from profilerhub_core.tasks import INGEST_JOB
 from profilerhub_worker.celery_app import make_celery
-from profilerhub_worker.ingest import IngestContext
+from profilerhub_worker.ingest import IngestContext, memory
 from profilerhub_worker.ingest.limits import PARSE_MEMORY_FACTOR
-from profilerhub_worker.ingest import memory
 from profilerhub_worker.ingest.memory import rss_bytes, trace_memory, trim_at
 from profilerhub_worker.ingest.read import trace_reservation
 from tests.support.hub import TEST_SECRET_KEY, start_profilerhub, wait_for
