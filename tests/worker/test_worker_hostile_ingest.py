@@ -88,6 +88,27 @@ def test_a_bomb_beside_good_files_is_left_out_with_a_warning(ctx: IngestContext)
     assert [w.split(":")[0] for w in job.summary["warnings"]] == ["raw/torch/bomb.pt.trace.json.gz"]
 
 
+def test_a_trace_ingest_fails_on_after_reading_it_is_left_out_as_a_bug_not_as_a_bad_file(
+    ctx: IngestContext, shared_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ValueError of ingest's own (the thread pool's TracePeak bug raised one) must not read as
+    the user's broken file: the warning says it is ProfilerHub's, the log has the traceback."""
+    from profilerhub_worker.ingest import summary
+
+    def failing(name: str, store: Any) -> dict[str, Any]:
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(summary, "trace_summary", failing)
+    trace = (shared_dir / "traces/torch-cpu/mlp_cpu_10steps.pt.trace.json").read_bytes()
+    job_id, _ = make_job(ctx, sdk_files() | {"torch/rank0.pt.trace.json": trace})
+    with caplog.at_level("ERROR", logger="profilerhub_worker.ingest"):
+        assert ingest_job(job_id, ctx) == "Ready"  # the SDK's files still make the job
+    [warning] = row(ctx, job_id).summary["warnings"]  # type: ignore[index]
+    assert warning.startswith("raw/torch/rank0.pt.trace.json: read, but ingest failed on it (ValueError: ")
+    assert "a bug in ProfilerHub, not in the file" in warning
+    assert any(r.exc_info and "read, then ingest failed on it" in r.getMessage() for r in caplog.records)
+
+
 def test_files_past_the_per_job_total_are_left_out(ctx: IngestContext) -> None:
     files = sdk_files()
     ctx.max_ingest_bytes = len(files["job.json"]) + 10  # job.json fits, then the budget is spent

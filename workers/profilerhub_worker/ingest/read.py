@@ -217,9 +217,14 @@ def build_summary(
 LEFT_OUT = (OverLimit, RecursionError, TraceError, msgspec.MsgspecError, ValueError)
 
 
+class AnalysisFailed(ValueError):
+    """A trace read, then ingest's own code failed on it (a bug, not the file's fault): left out
+    like an unreadable file, but said as such and logged with its traceback."""
+
+
 def left_out(rel: str, exc: BaseException) -> str:
     """The warning for raw file ``rel`` left out for ``exc`` (one of ``LEFT_OUT``)."""
-    if isinstance(exc, OverLimit):
+    if isinstance(exc, OverLimit | AnalysisFailed):
         return str(exc)
     if isinstance(exc, RecursionError):
         return f"raw/{rel}: JSON nested too deeply to read"
@@ -242,18 +247,29 @@ def read_trace(
     ``save_views``; its summary entry and decompressed size. Raises one of ``LEFT_OUT``."""
     size = _inflate(ctx, key, local, rel, limit)
     reserve = trace_reservation(size, ctx.trace_memory)
-    with ctx.memory.reserve(reserve, f"raw/{rel}"), parsing(size), trace_memory(ctx.trace_memory) as peak:
-        # and building its views: numpy holds the GIL too
-        store = load_trace(local, size)
-        scratch.trim_heap()  # each phase's freed heap given back before the next (``scratch``)
-        entry = sm.trace_summary(rel, store)
-        save(folder, store, entry)
-        kineto = store.meta.producer == "kineto"
-        del store
-        scratch.trim_heap()
-        if kineto:
-            save_views(folder, entry, local, size)
+    read = False  # past the reader, an error is ingest's own (AnalysisFailed), not the file's
+    try:
+        with ctx.memory.reserve(reserve, f"raw/{rel}"), parsing(size), trace_memory(ctx.trace_memory) as peak:
+            # and building its views: numpy holds the GIL too
+            store = load_trace(local, size)
+            read = True
+            scratch.trim_heap()  # each phase's freed heap given back before the next (``scratch``)
+            entry = sm.trace_summary(rel, store)
+            save(folder, store, entry)
+            kineto = store.meta.producer == "kineto"
+            del store
             scratch.trim_heap()
+            if kineto:
+                save_views(folder, entry, local, size)
+                scratch.trim_heap()
+    except LEFT_OUT as exc:
+        if not read or isinstance(exc, OverLimit):
+            raise
+        log.exception("%s: read, then ingest failed on it", key)
+        raise AnalysisFailed(
+            f"raw/{rel}: read, but ingest failed on it ({type(exc).__name__}: {str(exc)[:200]}); a bug "
+            "in ProfilerHub, not in the file: the worker's log has the traceback"
+        ) from exc
     (log.warning if peak.over else log.info)(
         "%s: ingested %.0f MiB decompressed, %s", key, size / 2**20, peak.describe()
     )
@@ -326,6 +342,7 @@ def _job_section(job: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "AnalysisFailed",
     "LEFT_OUT",
     "SUMMARY_FORMAT",
     "FanOut",
