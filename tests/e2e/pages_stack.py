@@ -38,6 +38,8 @@ TRACE_JOBS = {
     "mlp-cpu": [TRACES / "torch-cpu" / "mlp_cpu_10steps.pt.trace.json"],  # memory records, input shapes
     "event-sync": [HTA / "critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"],  # no TC used
     "modules-cpu": [Path(__file__).parents[1] / "data" / "torch" / "modules_cpu_3steps.pt.trace.json.gz"],
+    # a bf16 run on an H200: cuBLAS's nvjet_sm90 GEMMs and cuDNN's wgmma attention kernels
+    "h200-vit": [Path(__file__).parents[1] / "data/cuda/h200_run/torch/vm_540.1.pt.trace.json.gz"],
 }
 
 

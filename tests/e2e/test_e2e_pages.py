@@ -819,6 +819,26 @@ def test_a_recommendation_on_the_overview_links_to_its_evidence(app: Any, jobs: 
     assert "tab=kernels" in app.url
 
 
+def test_the_kernels_tab_of_a_hopper_run_says_what_the_plugins_tensor_core_names_miss(
+    app: Any, jobs: PagesJobs
+) -> None:
+    """The H200 fixture: its GEMMs and attention ran in tensor-core kernels the plugin's list does
+    not name; the Kernels tab keeps the plugin's column and says what current names find."""
+    from profilerhub_analysis.tbviews import views_and_calls
+    from tests.e2e.pages_stack import TRACE_JOBS
+
+    views, _ = views_and_calls(gzip.decompress(TRACE_JOBS["h200-vit"][0].read_bytes()))
+    facts = views["tb_facts"]
+    assert facts["tc_used_current_pct"] > facts["tc_used_pct"] + 0.5, facts
+    [note] = [n for n in views["tb_notes"] if n.startswith("Tensor cores:")]
+    open_page(app, f"jobs/{jobs.ids['h200-vit']}/views?tab=kernels")
+    app.wait_for_selector("#vw-kernels table tbody tr")
+    expect(app.locator("p.vw-note[role='note']").filter(has_text="Tensor cores:")).to_have_text(note)
+    nvjet = app.locator("#vw-kernels table tbody tr").filter(has_text="nvjet_sm90").first
+    expect(nvjet).to_be_visible()  # listed, its Tensor Cores column the plugin's
+    shot(app, "views-kernels-hopper-tensor-cores")
+
+
 def test_the_profile_views_distributed_tab_splits_each_rank_and_lists_its_collectives(
     app: Any, jobs: PagesJobs
 ) -> None:
