@@ -30,6 +30,8 @@ from ._spill import Spill
 from .hubhttp import RETRY
 from .sinks.base import Sink, SinkError
 
+#: The thread ``close`` leaves the closing calls (``complete``) to when its time is up.
+CLOSING_THREAD = "profilerhub-closing"
 #: A queue entry: a file ``(path, data)``, or a call (``complete``) that runs after every file before it.
 _Item = tuple[str, bytes] | Callable[[], None]
 
@@ -196,7 +198,7 @@ class Uploader:
                     logger.debug("profilerhub: closing call failed: %s", exc)
                     return
 
-        thread = threading.Thread(target=run, name="profilerhub-closing", daemon=True)
+        thread = threading.Thread(target=run, name=CLOSING_THREAD, daemon=True)
         thread.start()
         thread.join(max(0.0, deadline - time.monotonic()))
 

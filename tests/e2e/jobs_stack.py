@@ -228,11 +228,12 @@ def migrate_in_process(database_url: str) -> None:
         engine.dispose()
 
 
-def _stop(process: subprocess.Popen[bytes] | None) -> None:
+def _stop(process: subprocess.Popen[bytes] | None, grace: float = 20) -> None:
+    """SIGTERM ``process``, and SIGKILL it if it is still there after ``grace`` seconds."""
     if process is not None and process.poll() is None:
         process.terminate()
         try:
-            process.wait(20)
+            process.wait(grace)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

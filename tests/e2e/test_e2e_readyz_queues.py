@@ -57,10 +57,9 @@ def test_readyz_names_the_queue_no_worker_consumes(stack: JobStack) -> None:
             ingest: "ok: 1 worker",
         }
     finally:
-        # stopped, not killed (_stop kills after 20 s): a killed worker's key is left to expire
-        # (30 s), which is not what is tested here; a loaded machine may take a while to stop
-        ingest_worker.terminate()
-        ingest_worker.wait(120)
+        # stopped, not killed: a killed worker's key is left to expire (30 s), which is not what
+        # is tested here; a loaded machine may take a while over a warm shutdown
+        _stop(ingest_worker, grace=120)
     assert ingest_worker.returncode == 0, f"the ingest worker did not stop cleanly\n{stack.output()}"
     gone = _ready(stack)
     assert gone.status_code == 503 and gone.json()["checks"]["workers"].startswith("none"), gone.json()

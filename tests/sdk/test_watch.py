@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import profilerhub as ph
+from profilerhub._uploader import CLOSING_THREAD
 from profilerhub.debug import TensorUnavailableForStep, create_trial
 from profilerhub_analysis.tensors import STATS as TABLE_STATS
 from tests.support.watchtrain import ALL, Recorder, assert_trial_matches
@@ -242,7 +243,7 @@ def test_the_hub_down_during_the_run_loses_no_tensor(
     # the hub comes back after the run is over: its closing call (complete), left to its thread
     # when finish's time was up, has given up by then (a hub back within that call's own retries
     # took it, and so was completed before the spilled files could reach it: seen once in CI)
-    closing = lambda: [t for t in threading.enumerate() if t.name == "profilerhub-closing"]  # noqa: E731
+    closing = lambda: [t for t in threading.enumerate() if t.name == CLOSING_THREAD]  # noqa: E731
     wait_for(lambda: not closing(), timeout=60, what="the run's closing call giving up")
 
     fakehub.start()

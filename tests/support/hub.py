@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -101,15 +101,18 @@ def own_token(client: Any, admin: dict[str, str], domain: str, user: str) -> str
     return str(answer.json()["token"])
 
 
+T = TypeVar("T")
+
+
 def wait_for(
-    check: Callable[[], bool], what: str | Callable[[], str], timeout: float = 30.0, interval: float = 0.05
-) -> None:
-    """Poll ``check`` until true; fail the test naming ``what`` (or what it returns, asked only
-    then) after ``timeout`` seconds."""
+    check: Callable[[], T], what: str | Callable[[], str], timeout: float = 30.0, interval: float = 0.05
+) -> T:
+    """Poll ``check`` until it returns something true, and return that; fail the test naming
+    ``what`` (or what it returns, asked only then) after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if check():
-            return
+        if got := check():
+            return got
         time.sleep(interval)
     pytest.fail(f"{what() if callable(what) else what} did not happen within {timeout:.0f}s")
 

@@ -121,13 +121,6 @@ def _kill_tree(pid: int) -> None:
     psutil.wait_procs([main], timeout=30)
 
 
-def _first(check: Any, what: str, timeout: float) -> Any:
-    """What ``check`` returns once it is not None (``wait_for``, with the value)."""
-    found: list[Any] = []
-    wait_for(lambda: found.append(check()) or found[-1] is not None, what, timeout, interval=0.01)
-    return found[-1]
-
-
 def _worker(name: str, tmp_path: Path, hub_db_url: str, env: dict[str, str]) -> Any:
     return start_profilerhub(
         "worker", home=tmp_path / f"home-{name}", log=tmp_path / f"worker-{name}.log",
@@ -178,7 +171,7 @@ def test_two_real_workers_ingest_an_eight_rank_job_one_killed_mid_trace_each_tra
         baseline = max(_rss_of(w.process.pid) for w in workers.values())  # idle: interpreter, libraries
         assert baseline + MARGIN < BUDGET, f"a worker alone holds {baseline / MIB:.0f} MiB: no room to test"
         make_celery(redis_url, queue=queue).send_task(INGEST_JOB, args=[job_id])
-        claimed = _first(
+        claimed = wait_for(
             lambda: next((n for n, w in workers.items() if f"{INGEST_JOB}[" in w.output()), None),
             "a worker taking the job's claim", 120,
         )  # fmt: skip
@@ -194,7 +187,7 @@ def test_two_real_workers_ingest_an_eight_rank_job_one_killed_mid_trace_each_tra
                     return n
             return None
 
-        killed = _first(helper_mid_trace, "the helper worker parsing a trace", 300)
+        killed = wait_for(helper_mid_trace, "the helper worker parsing a trace", 300, interval=0.01)
         _kill_tree(workers[helper].process.pid)
         assert not ctx.store.exists(place.processed_key(layout.trace_part(killed))), "killed too late"
         wait_for(

@@ -29,12 +29,11 @@ def TC_KERNEL(name: str) -> bool:  # noqa: N802 - reads as the plugin's allow-li
 #: warpgroup MMA (``wgmma``, Hopper) and tcgen05 (Blackwell), CUTLASS's ``tensorop`` kernels (also
 #: ``cutlass_*_wmma_tensorop``), Ampere's int8 GEMMs (``i16832``, ``imma``) and flash attention's
 #: (FlashAttention, cuDNN's ``flash_fprop``/``flash_bprop``, xFormers' ``fmha``).
-_TC_KERNEL_CURRENT = re.compile(
-    "|".join(map(re.escape, _TC_KERNEL_PATTERNS + (
-        "nvjet", "wgmma", "tcgen05", "tensorop", "i16832", "imma", "flash_fwd", "flash_bwd",
-        "flash_fprop", "flash_bprop", "fmha",
-    )))  # fmt: skip
-)
+_TC_KERNEL_PATTERNS_SINCE = (
+    "nvjet", "wgmma", "tcgen05", "tensorop", "i16832", "imma", "flash_fwd", "flash_bwd",
+    "flash_fprop", "flash_bprop", "fmha",
+)  # fmt: skip
+_TC_KERNEL_CURRENT = re.compile("|".join(map(re.escape, _TC_KERNEL_PATTERNS + _TC_KERNEL_PATTERNS_SINCE)))
 
 
 def TC_KERNEL_CURRENT(name: str) -> bool:  # noqa: N802 - reads as TC_KERNEL
