@@ -12,7 +12,12 @@ import numpy as np
 import orjson
 import pytest
 
+from profilerhub_analysis.reader import file_chunks
 from profilerhub_analysis.tbviews import OWN_ID_NOTE, tb_views
+from profilerhub_analysis.tbviews.parse import parse, parse_chunks
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+CPU_TRACE = TRACES / "torch-cpu" / "mlp_cpu_10steps.pt.trace.json"
 
 
 def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> dict[str, Any]:
@@ -114,6 +119,25 @@ def test_a_field_of_an_unexpected_type_costs_that_event_not_the_document() -> No
         _x("cpu_op", "aten::sub", 30, 5),
     )
     assert {r["name"] for r in v["tb_operators"]} == {"aten::add", "aten::sub"}
+
+
+def test_one_event_whose_args_is_null_costs_no_other_event_of_a_real_trace(tmp_path: Path) -> None:
+    """``"args": null`` sends its slice down the event-by-event path; there every other event is
+    decoded as the fast path decodes it (it once lost each event with shapes: 1431 of the CPU
+    trace's 1620), and the null one is read without arguments, as the main reader reads it."""
+    doc = json.loads(CPU_TRACE.read_text())
+    clean = parse(CPU_TRACE.read_bytes())
+    doc["traceEvents"].insert(5, {**_x("cpu_op", "aten::odd", 0, 1), "args": None})
+    path = tmp_path / "null_args.json"
+    path.write_bytes(orjson.dumps(doc))
+    for got in (parse(path.read_bytes()), parse_chunks(file_chunks(path))):
+        assert (len(got), got.skipped) == (len(clean) + 1, 0)
+        assert sorted(got.names) == sorted([*clean.names, "aten::odd"])
+        assert len(got.raws) == len(clean.raws)  # every shape still read
+    with_null = tb_views(parse_chunks(file_chunks(path)))
+    assert {r["name"] for r in with_null["tb_operators_by_shape"]} - {"aten::odd"} == {
+        r["name"] for r in tb_views(clean)["tb_operators_by_shape"]
+    }
 
 
 def test_the_distributed_view_splits_each_step_into_computation_overlap_communication_and_other() -> None:

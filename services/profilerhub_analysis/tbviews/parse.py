@@ -17,16 +17,19 @@ equality (``1 == 1.0``), so a group-by is a ``bincount`` and a join an array loo
 some events use live in side tables indexed by ``aux``: ``kernel`` for kernels (device, geometry,
 occupancy), ``attrs`` for host ranges (shape, module and Python ids, step number).
 
-A field of an unexpected type costs that field, not the document: the strict decode falls back to
-a generic one and each event is converted on its own.
+A field of an unexpected type costs that event, not the document: a slice the typed decoder
+refuses is decoded event by event (``_each_alone``: ``"args": null`` reads as no arguments).
+Values are coded in C (``Codes.lookup``, a dict lookup per value) and only ``Input type`` of the
+collectives is decoded (a list per operator otherwise); ``docs/analysis.md`` has the figures.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -59,7 +62,7 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     addr: Any = msgspec.field(name="Addr", default=None)
     device_type: Any = msgspec.field(name="Device Type", default=None)
     device_id: Any = msgspec.field(name="Device Id", default=None)
-    input_type: Any = msgspec.field(name="Input type", default=None)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=_RAW_NONE)  # read for collectives only
     total_allocated: Any = msgspec.field(name="Total Allocated", default=None)
     total_reserved: Any = msgspec.field(name="Total Reserved", default=None)
 
@@ -86,7 +89,7 @@ class _Doc(msgspec.Struct):
 
 
 class _LooseDoc(msgspec.Struct):
-    traceEvents: list[Any] = []  # noqa: N815
+    traceEvents: list[msgspec.Raw] = []  # noqa: N815
     deviceProperties: Any = None  # noqa: N815
 
 
@@ -140,15 +143,34 @@ def is_dataloader(name: str) -> bool:
     )
 
 
+class _Index(dict[Any, int]):
+    """A ``Codes`` table's index, where a value not in it yet gets the next code: so ``index[v]``
+    (``Codes.lookup``) codes a hashable value without a Python call unless the value is new."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self, seen: list[Any]) -> None:
+        super().__init__()
+        self.seen = seen  # the table's values, in order of code
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self.seen)
+        self.seen.append(key)
+        return code
+
+
 class Codes:
     """Values to dense codes in order of first sight, with dict equality (``1 == 1.0 == True``);
-    a value that cannot be hashed (a list where a number belongs) gets a code of its own per ``repr``."""
+    a value that cannot be hashed (a list where a number belongs) gets a code of its own per ``repr``
+    (``code``; ``lookup`` raises ``TypeError`` for it)."""
 
-    __slots__ = ("index", "values")
+    __slots__ = ("index", "lookup", "values")
 
     def __init__(self) -> None:
-        self.index: dict[Any, int] = {}
         self.values: list[Any] = []
+        self.index: dict[Any, int] = _Index(self.values)
+        #: ``code`` of a hashable value, in C.
+        self.lookup: Callable[[Any], int] = self.index.__getitem__
 
     def code(self, value: Any) -> int:
         try:
@@ -284,13 +306,26 @@ class _Builder:
             self.kind_of[cat] = got
         return got  # type: ignore[return-value]
 
-    def add(self, events: list[Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one pass per event, kept flat for speed
+    def add(self, events: list[Any]) -> None:
+        """Turn a batch of events into columns. Values are coded in C (``Codes.lookup``); a batch
+        holding a value that cannot be hashed is turned again with ``Codes.code`` for every value
+        (the tables' order of first sight is the same either way)."""
+        mark = (self.skipped, len(self.python[0]), len(self.input_types))
+        try:
+            self._add(events, fast=True)
+        except TypeError:
+            self.skipped = mark[0]
+            del self.python[0][mark[1] :], self.python[1][mark[1] :], self.input_types[mark[2] :]
+            self._add(events, fast=False)
+
+    def _add(self, events: list[Any], fast: bool) -> None:  # noqa: C901, PLR0912, PLR0915 - one pass per event, kept flat for speed
         cols: dict[str, list[Any]] = {k: [] for k in (*_EVENT_COLS, *_KERNEL_COLS, *_ATTR_COLS)}
         mem: dict[str, list[Any]] = {k: [] for k in _MEM_COLS}
         e_types, e_ts, e_end, e_name = cols["types"], cols["ts"], cols["end"], cols["name"]
         e_pid, e_tid, e_ext, e_corr, e_aux = cols["pid"], cols["tid"], cols["ext"], cols["corr"], cols["aux"]
-        name_code, pid_code, tid_code = self.names.code, self.pids.code, self.tids.code
-        id_code, value_code, raw_code = self.ids.code, self.values.code, self.raws.code
+        how = attrgetter("lookup" if fast else "code")
+        name_code, pid_code, tid_code, id_code = map(how, (self.names, self.pids, self.tids, self.ids))
+        value_code, raw_code, device_code = map(how, (self.values, self.raws, self.mem_devices))
         py_ids, py_parents = self.python
         for ev in events:
             ts = ev.ts
@@ -304,7 +339,7 @@ class _Builder:
                 if name == "[memory]":
                     mem["ts"].append(ts)
                     mem["tid"].append(tid_code(ev.tid))
-                    mem["device"].append(self.mem_devices.code(_device_name(args)))
+                    mem["device"].append(device_code(_device_name(args)))
                     mem["nbytes"].append(_number(args.nbytes) or 0)
                     allocated, reserved = _number(args.total_allocated), _number(args.total_reserved)
                     mem["allocated"].append(math.nan if allocated is None else allocated)
@@ -364,7 +399,7 @@ class _Builder:
                 cols["step"].append(step)
                 if name in COLLECTIVES:
                     cols["input_type"].append(len(self.input_types))
-                    self.input_types.append(args.input_type)
+                    self.input_types.append(raw_value(bytes(args.input_type)))
                 else:
                     cols["input_type"].append(-1)
             else:
@@ -409,19 +444,37 @@ TB_DIALECT = Dialect(False, msgspec.json.Decoder(_Doc), msgspec.json.Decoder(lis
 """How the streamed reader decodes these events (``parse_chunks``)."""
 
 
+_EVENT = msgspec.json.Decoder(Event)
+
+
+def _each_alone(raw: list[msgspec.Raw]) -> tuple[list[Event], int]:
+    """The events of a slice the typed decoder refused, each decoded alone (typed: shapes and
+    grids stay raw), and how many were skipped. What it refuses is an event that is no object or
+    whose ``args`` is none: ``"args": null`` is read as no arguments (as the main reader reads it),
+    another ``args`` costs its event."""
+    events, skipped = [], 0
+    for r in raw:
+        try:
+            events.append(_EVENT.decode(r))
+            continue
+        except msgspec.ValidationError:
+            loose = msgspec.json.decode(r)
+        if isinstance(loose, dict) and "args" in loose and loose["args"] is None:
+            events.append(_EVENT.decode(msgspec.json.encode({k: v for k, v in loose.items() if k != "args"})))
+        else:
+            skipped += 1
+    return events, skipped
+
+
 def parse_chunks(chunks: Iterable[bytes]) -> TbTrace:
     """``parse`` of a document arriving in pieces (``reader.file_chunks``), read as a stream
     (``profilerhub_analysis.stream``): the document is never in memory whole, nor its events'
     list; the same trace comes out."""
     builder = _Builder()
 
-    def lenient(raw: list[msgspec.Raw]) -> list[Any]:  # as parse's fallback: each event alone
-        events = []
-        for r in raw:
-            try:
-                events.append(msgspec.convert(msgspec.json.decode(r), Event))
-            except msgspec.ValidationError:
-                builder.skipped += 1
+    def lenient(raw: list[msgspec.Raw]) -> list[Event]:
+        events, skipped = _each_alone(raw)
+        builder.skipped += skipped
         return events
 
     decoded = decode_stream(chunks, "trace", dialect=TB_DIALECT, lenient=lenient)
@@ -440,12 +493,7 @@ def parse(data: bytes | bytearray) -> TbTrace:
     except msgspec.ValidationError:
         loose = msgspec.json.decode(data, type=_LooseDoc)
         props = loose.deviceProperties
-        events = []
-        for raw in loose.traceEvents:
-            try:
-                events.append(msgspec.convert(raw, Event))
-            except msgspec.ValidationError:
-                builder.skipped += 1
+        events, builder.skipped = _each_alone(loose.traceEvents)
     for i in range(0, len(events), 1 << 16):
         builder.add(events[i : i + (1 << 16)])
     del events
