@@ -82,3 +82,21 @@ def test_the_stored_calls_hold_no_pickle_and_a_trace_without_operators_packs_emp
     with np.load(io.BytesIO(blob), allow_pickle=False) as npz:  # refuses object arrays
         assert set(npz.files) >= {"ts", "name", "shape", "labels"}
     assert operators_between(unpack(blob)) == ([], [], 0)
+
+
+def test_calls_kept_before_the_pairs_were_answer_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``tb_calls.npz`` from an ingest before the (name, shape) pairs were kept is numbered when
+    read; and the tables do not depend on how many calls a chunk holds."""
+    calls = operator_calls(_forest(MODULES))
+    older = {k: v for k, v in calls.items() if not k.startswith("pair")}
+    t0 = float(np.quantile(calls["ts"], 0.2))
+    want = operators_between(calls, t0)
+    assert want[2] > 0 and len(want[1]) > 1
+    assert operators_between(unpack(pack(older)), t0) == want
+    monkeypatch.setattr("profilerhub_analysis.scratch.CHUNK", 7)  # many chunks, each pair split across them
+    chunked = operators_between(unpack(pack(older)), t0)
+    assert [(r["name"], r["input_shape"], r["calls"]) for r in chunked[1]] == [
+        (r["name"], r["input_shape"], r["calls"]) for r in want[1]
+    ]
+    for got, expect in zip(chunked[0], want[0], strict=True):
+        assert got["host_self_us"] == pytest.approx(expect["host_self_us"], rel=1e-12)

@@ -54,7 +54,23 @@ def operator_calls(forest: Forest) -> dict[str, Any]:
     out["names"] = [trace.names[c] for c in name_old.tolist()]
     raws = [trace.raws[c] for c in shape_old.tolist()]
     out["shapes"] = [json.loads(s) if s else [] for s in raws]
+    _add_pairs(out)
     return out
+
+
+def _add_pairs(calls: dict[str, Any]) -> None:
+    """Column ``pair``: each call's (name, input shape) as a dense code into ``pair_name`` and
+    ``pair_shape`` (the Operators view by input shape groups by it). Numbered once, at ingest or
+    when an older ``tb_calls.npz`` without it is read, so a time range only counts codes."""
+    names, shapes = calls["name"], calls["shape"]
+    n, n_shapes = len(names), max(len(calls["shapes"]), 1)
+    key = lambda a, b: names[a:b].astype(np.int64) * n_shapes + shapes[a:b]  # noqa: E731
+    parts = [np.unique(key(a, a + scratch.CHUNK)) for a in range(0, n, scratch.CHUNK)]
+    keys = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+    del parts
+    calls["pair"] = _each(n, np.int32, lambda a, b: np.searchsorted(keys, key(a, b)))
+    calls["pair_name"] = (keys // n_shapes).astype(np.int32)
+    calls["pair_shape"] = (keys % n_shapes).astype(np.int32)
 
 
 def _each(n: int, dtype: Any, value: Callable[[int, int], Any]) -> np.ndarray:
@@ -100,6 +116,8 @@ def unpack(data: bytes) -> dict[str, Any]:
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         out: dict[str, Any] = {k: npz[k] for k in npz.files if k != "labels"}
         out.update(json.loads(npz["labels"].tobytes()))
+    if "pair" not in out:  # kept by an ingest before the pairs were
+        _add_pairs(out)
     return out
 
 
@@ -107,7 +125,7 @@ def operators_between(
     calls: dict[str, Any], t0: float | None = None, t1: float | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """(by name, by name + input shape, calls counted) over the calls starting in ``[t0, t1)``;
-    summed a chunk of calls at a time, in call order (the sums ``np.bincount`` makes)."""
+    summed a chunk of calls at a time (``_tables``)."""
     ts = calls["ts"]
 
     def starts_inside(a: int, b: int) -> np.ndarray:
@@ -119,60 +137,70 @@ def operators_between(
         return keep
 
     rows = scratch.select(len(ts), starts_inside)
-    names, shapes = calls["name"], calls["shape"]
-    named = lambda g: {"name": calls["names"][g]}  # noqa: E731
-    by_name = _table(calls, rows, lambda r: names[r], named)
-    n_shapes = max(len(calls["shapes"]), 1)
-    pair = lambda r: names[r].astype(np.int64) * n_shapes + shapes[r]  # noqa: E731
-    shaped = lambda g: {"name": calls["names"][g // n_shapes], "input_shape": calls["shapes"][g % n_shapes]}  # noqa: E731
-    by_shape = _table(calls, rows, pair, shaped)
+    names, shapes = calls["names"], calls["shapes"]
+    pair_name, pair_shape = calls["pair_name"], calls["pair_shape"]
+    named = lambda g: {"name": names[g]}  # noqa: E731
+    shaped = lambda g: {"name": names[pair_name[g]], "input_shape": shapes[pair_shape[g]]}  # noqa: E731
+    by_name, by_shape = _tables(
+        calls, rows, [(calls["name"], len(names), named), (calls["pair"], len(pair_name), shaped)]
+    )
     return by_name, by_shape, len(rows)
 
 
-def _table(
-    calls: dict[str, Any],
-    rows: np.ndarray,
-    group_of: Callable[[np.ndarray], np.ndarray],
-    label: Any,
-) -> list[dict[str, Any]]:
-    """One row per group (``group_of(rows)``: integer codes) in order of its first
-    call (``views.operators``' dict order), sorted as there: device self time, else host self
-    time, largest first (stable). Sums are numpy's, so they may differ from the plugin's
-    call-order sums in the last bit. Two passes over ``rows`` a chunk at a time: the groups there
-    are, then their sums."""
+Group = tuple[np.ndarray, int, Callable[[int], dict[str, Any]]]
+"""How ``_tables`` groups calls: each call's code (dense, in ``[0, n)``), ``n``, a group's label."""
+
+
+def _tables(calls: dict[str, Any], rows: np.ndarray, groups: list[Group]) -> list[list[dict[str, Any]]]:
+    """For each of ``groups``, one row per group of ``rows`` in order of its first call
+    (``views.operators``' dict order), sorted as there: device self time, else host self time,
+    largest first (stable). Sums are numpy's (``bincount``, a chunk of calls at a time), so they
+    may differ from the plugin's call-order sums in the last bit. One pass over ``rows``, each
+    figure gathered once for every table."""
     if not len(rows):
-        return []
-    keys_parts = []
-    for a in range(0, len(rows), scratch.CHUNK):
-        keys_parts.append(np.unique(group_of(rows[a : a + scratch.CHUNK])))
-    keys = np.unique(np.concatenate(keys_parts))
-    del keys_parts
-    n_keys = len(keys)
-    counts = np.zeros(n_keys, dtype=np.int64)
-    first = np.full(n_keys, len(rows), dtype=np.int64)
-    sums = {k: np.zeros(n_keys) for k in FIGURES}
+        return [[] for _ in groups]
+    counts = [np.zeros(n, dtype=np.int64) for _, n, _ in groups]
+    first = [np.full(n, len(rows), dtype=np.int64) for _, n, _ in groups]
+    sums = [{k: np.zeros(n) for k in FIGURES} for _, n, _ in groups]
     for a in range(0, len(rows), scratch.CHUNK):
         r = rows[a : a + scratch.CHUNK]
-        g = np.searchsorted(keys, group_of(r))
-        np.add.at(counts, g, 1)
-        np.minimum.at(first, g, np.arange(a, a + len(r)))
+        at = np.arange(a, a + len(r))
+        codes = [column[r] for column, _, _ in groups]
+        for i, (g, (_, n, _)) in enumerate(zip(codes, groups, strict=True)):
+            counts[i] += np.bincount(g, minlength=n)
+            np.minimum.at(first[i], g, at)
         for k in FIGURES:
-            np.add.at(sums[k], g, calls[k][r])
-    order = np.argsort(first, kind="stable")  # groups by first appearance
-    lists = {k: v.tolist() for k, v in sums.items()}
+            weights = calls[k][r]
+            for i, (g, (_, n, _)) in enumerate(zip(codes, groups, strict=True)):
+                sums[i][k] += np.bincount(g, weights=weights, minlength=n)
+    return [_rows(calls, rows, counts[i], first[i], sums[i], label) for i, (_, _, label) in enumerate(groups)]
+
+
+def _rows(
+    calls: dict[str, Any],
+    rows: np.ndarray,
+    counts: np.ndarray,
+    first: np.ndarray,
+    sums: dict[str, np.ndarray],
+    label: Callable[[int], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    keys = np.flatnonzero(counts)
+    order = keys[np.argsort(first[keys], kind="stable")]  # groups by first appearance
+    lists = {k: v[order].tolist() for k, v in sums.items()}
+    eligible = calls["tc_eligible"][rows[first[order]]].tolist()
     out = []
-    for g in order.tolist():
-        dev_self, dev_total = lists["device_self_us"][g], lists["device_total_us"][g]
+    for i, (g, n) in enumerate(zip(order.tolist(), counts[order].tolist(), strict=True)):
+        dev_self, dev_total = lists["device_self_us"][i], lists["device_total_us"][i]
         out.append({
-            **label(int(keys[g])),
-            "calls": int(counts[g]),
+            **label(g),
+            "calls": n,
             "device_self_us": dev_self,
             "device_total_us": dev_total,
-            "host_self_us": lists["host_self_us"][g],
-            "host_total_us": lists["host_total_us"][g],
-            "tc_eligible": bool(calls["tc_eligible"][rows[first[g]]]),
-            "tc_self_pct": 100.0 * lists["tc_self_us"][g] / dev_self if dev_self > 0 else 0,
-            "tc_total_pct": 100.0 * lists["tc_total_us"][g] / dev_total if dev_total > 0 else 0,
+            "host_self_us": lists["host_self_us"][i],
+            "host_total_us": lists["host_total_us"][i],
+            "tc_eligible": bool(eligible[i]),
+            "tc_self_pct": 100.0 * lists["tc_self_us"][i] / dev_self if dev_self > 0 else 0,
+            "tc_total_pct": 100.0 * lists["tc_total_us"][i] / dev_total if dev_total > 0 else 0,
         })  # fmt: skip
     out.sort(key=lambda r: -r["device_self_us"] if r["device_self_us"] else -r["host_self_us"])
     return out
