@@ -171,6 +171,22 @@ def test_exploding_tensor_catches_a_nan_loss_and_gradients_and_only_nan_ignores_
     )
 
 
+def test_a_finding_on_another_ranks_series_names_that_rank() -> None:
+    """A rank job's table may hold only the other rank's rows so far (rank 0's job while its own
+    series have not arrived, rank 1's merged in): its finding says rank 1, and so does the
+    webhook, not the rank of the job that read it (seen in CI: ``ranks: [0]`` for rank 1's NaN)."""
+    from profilerhub_worker.ingest.actions import rule_payload
+
+    rows = [
+        record("train", s, {"gradients/w": np.array([np.nan if s >= 5 else 1.0])}, rank=1) for s in range(8)
+    ]
+    out = run("ExplodingTensor", RuleData(tensors=TensorTable.from_records(rows)))
+    assert _first(out)["figures"]["rank"] == 1
+    run_of_two = {"world_size": 2, "jobs": [{"rank": 0, "job_id": "j0"}, {"rank": 1, "job_id": "j1"}]}
+    assert rule_payload({"job_id": "j0"}, out, False, run_of_two)["rule"]["ranks"] == [1]
+    assert "rank" not in _first(run("ExplodingTensor", Run(nan_loss=60).data()))["figures"]  # one process
+
+
 def test_overfit_when_the_validation_loss_pulls_away_after_the_start_step() -> None:
     data = Run(val_rise=50).data()
     f = _first(run("Overfit", data))

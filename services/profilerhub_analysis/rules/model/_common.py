@@ -184,7 +184,7 @@ def finding(
 ) -> Finding:
     """A model finding over steps ``first``..``last`` of ``tensors`` (the first gives the times)."""
     start, end = step_times(data, table, tensors[0], mode, rank, first, last) if tensors else (None, None)
-    if len(table.ranks()) > 1:
+    if table.ranks() != [0]:  # a rank of several (a rank job's table may hold only another's rows)
         figures = {"rank": rank, **figures}
     if mode != "train" and tensors:  # where on the train axis: the train step current then
         steps, _ = table.series(tensors[0], "numel", mode, rank)
