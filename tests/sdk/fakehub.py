@@ -114,6 +114,18 @@ class FakeHub:
         return f"hub/{self.domain}/{self.user}/jobs/{job.job_id}/raw/{path}"
 
 
+def after_closing_calls() -> None:
+    """Wait until a finished run's closing call (``complete``, left to its thread when
+    ``ph.finish``'s time was up) has ended. A test that brings a hub back after such a run does
+    so after this: a try of that call already under way when the run closed its client may still
+    reach a hub back by then (seen in CI under load: the job completed behind the run's back,
+    before its spilled files could reach it)."""
+    from profilerhub._uploader import CLOSING_THREAD
+
+    closing = lambda: [t for t in threading.enumerate() if t.name == CLOSING_THREAD]  # noqa: E731
+    wait_for(lambda: not closing(), timeout=60, what="the run's closing call to end")
+
+
 def wait_for(condition: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
     """Poll ``condition`` until it is truthy; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -11,12 +10,11 @@ import numpy as np
 import pytest
 
 import profilerhub as ph
-from profilerhub._uploader import CLOSING_THREAD
 from profilerhub.debug import TensorUnavailableForStep, create_trial
 from profilerhub_analysis.tensors import STATS as TABLE_STATS
 from tests.support.watchtrain import ALL, Recorder, assert_trial_matches
 
-from .fakehub import FakeHub, wait_for
+from .fakehub import FakeHub, after_closing_calls, wait_for
 
 
 def _run(torch: ModuleType, out: Path, **watch: object) -> Recorder:
@@ -240,12 +238,7 @@ def test_the_hub_down_during_the_run_loses_no_tensor(
     rec.train(3, start=2)
     summary = ph.finish(timeout=1.0)
     assert summary["spilled_files"].get("tensors"), summary
-    # the hub comes back after the run is over: its closing call (complete), left to its thread
-    # when finish's time was up, has given up by then (a hub back within that call's own retries
-    # took it, and so was completed before the spilled files could reach it: seen once in CI)
-    closing = lambda: [t for t in threading.enumerate() if t.name == CLOSING_THREAD]  # noqa: E731
-    wait_for(lambda: not closing(), timeout=60, what="the run's closing call giving up")
-
+    after_closing_calls()  # the hub comes back once the run's closing call has given up
     fakehub.start()
     run = ph.init(job="after")
     assert run.delivery is not None
