@@ -184,6 +184,8 @@ def _rows(
     sums: dict[str, np.ndarray],
     label: Callable[[int], dict[str, Any]],
 ) -> list[dict[str, Any]]:
+    """One table's rows from its per-code ``counts``, ``first`` call (a position in ``rows``) and
+    ``sums``: the codes with calls, by first call, then sorted as ``views.operators`` sorts."""
     keys = np.flatnonzero(counts)
     order = keys[np.argsort(first[keys], kind="stable")]  # groups by first appearance
     lists = {k: v[order].tolist() for k, v in sums.items()}
