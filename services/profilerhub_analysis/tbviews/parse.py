@@ -309,13 +309,11 @@ class _Builder:
     def add(self, events: list[Any]) -> None:
         """Turn a batch of events into columns. Values are coded in C (``Codes.lookup``); a batch
         holding a value that cannot be hashed is turned again with ``Codes.code`` for every value
-        (the tables' order of first sight is the same either way)."""
-        mark = (self.skipped, len(self.python[0]), len(self.input_types))
+        (``_add`` keeps nothing of a batch it did not finish; the tables' order of first sight is
+        the same either way)."""
         try:
             self._add(events, fast=True)
         except TypeError:
-            self.skipped = mark[0]
-            del self.python[0][mark[1] :], self.python[1][mark[1] :], self.input_types[mark[2] :]
             self._add(events, fast=False)
 
     def _add(self, events: list[Any], fast: bool) -> None:  # noqa: C901, PLR0912, PLR0915 - one pass per event, kept flat for speed
@@ -326,12 +324,15 @@ class _Builder:
         how = attrgetter("lookup" if fast else "code")
         name_code, pid_code, tid_code, id_code = map(how, (self.names, self.pids, self.tids, self.ids))
         value_code, raw_code, device_code = map(how, (self.values, self.raws, self.mem_devices))
-        py_ids, py_parents = self.python
+        py_ids: list[int] = []
+        py_parents: list[int] = []
+        input_types: list[Any] = []
+        skipped = 0
         for ev in events:
             ts = ev.ts
             name = ev.name
             if type(ts) not in _NUMBER or type(name) is not str or _number(ts) is None:
-                self.skipped += 1
+                skipped += 1
                 continue
             args = ev.args
             ph = ev.ph
@@ -359,14 +360,14 @@ class _Builder:
                 continue
             dur = _number(ev.dur)
             if dur is None:
-                self.skipped += 1
+                skipped += 1
                 continue
             step = -1
             if (kind == T.OPERATOR or kind == T.ANNOTATION) and name.startswith("ProfilerStep#"):
                 try:
                     step = int(name.split("#")[1])
                 except ValueError:
-                    self.skipped += 1
+                    skipped += 1
                     continue
                 kind = T.STEP
             e_types.append(kind)
@@ -398,14 +399,18 @@ class _Builder:
                 cols["pyparent"].append(value_code(args.python_parent_id))
                 cols["step"].append(step)
                 if name in COLLECTIVES:
-                    cols["input_type"].append(len(self.input_types))
-                    self.input_types.append(raw_value(bytes(args.input_type)))
+                    cols["input_type"].append(len(self.input_types) + len(input_types))
+                    input_types.append(raw_value(bytes(args.input_type)))
                 else:
                     cols["input_type"].append(-1)
             else:
                 e_aux.append(-1)
         self.n_kernels += len(cols["device"])
         self.n_attrs += len(cols["dims"])
+        self.skipped += skipped
+        self.python[0].extend(py_ids)
+        self.python[1].extend(py_parents)
+        self.input_types += input_types
         for key, col in cols.items():
             self.parts.add(key, np.asarray(col, dtype=_DTYPES.get(key, np.int32)))
         for key, col in mem.items():
@@ -460,7 +465,7 @@ def _each_alone(raw: list[msgspec.Raw]) -> tuple[list[Event], int]:
         except msgspec.ValidationError:
             loose = msgspec.json.decode(r)
         if isinstance(loose, dict) and "args" in loose and loose["args"] is None:
-            events.append(_EVENT.decode(msgspec.json.encode({k: v for k, v in loose.items() if k != "args"})))
+            events.append(msgspec.convert({k: v for k, v in loose.items() if k != "args"}, Event))
         else:
             skipped += 1
     return events, skipped
