@@ -25,8 +25,9 @@ FIGURES = ("host_self_us", "host_total_us", "device_self_us", "device_total_us",
 
 
 def operator_calls(forest: Forest) -> dict[str, Any]:
-    """Columns ``ts, name, shape, tc_eligible`` and ``FIGURES`` (one row per call, the plugin's
-    order), and the ``names`` and ``shapes`` the two index columns point into.
+    """Columns ``ts, name, pair, tc_eligible`` and ``FIGURES`` (one row per call, the plugin's
+    order), the ``names`` that ``name`` points into and the (name, shape) pairs of ``pair``
+    (``_add_pairs``).
 
     Built a chunk of calls at a time into ``scratch`` arrays (file-backed when large): names and
     shapes are numbered through tables as long as the trace's names and shapes, not its calls."""
@@ -59,10 +60,11 @@ def operator_calls(forest: Forest) -> dict[str, Any]:
 
 
 def _add_pairs(calls: dict[str, Any]) -> None:
-    """Column ``pair``: each call's (name, input shape) as a dense code into ``pair_name`` and
-    ``pair_shape`` (the Operators view by input shape groups by it). Numbered once, at ingest or
-    when an older ``tb_calls.npz`` without it is read, so a time range only counts codes."""
-    names, shapes = calls["name"], calls["shape"]
+    """Column ``shape`` (a code into ``shapes``) replaced by ``pair``: each call's (name, input
+    shape) as a dense code into ``pair_name`` (into ``names``) and ``pair_shape`` (into
+    ``shapes``), what the Operators view by input shape groups by. Numbered once, at ingest or
+    when an older ``tb_calls.npz`` (with ``shape``) is read, so a time range only counts codes."""
+    names, shapes = calls["name"], calls.pop("shape")
     n, n_shapes = len(names), max(len(calls["shapes"]), 1)
     key = lambda a, b: names[a:b].astype(np.int64) * n_shapes + shapes[a:b]  # noqa: E731
     parts = [np.unique(key(a, a + scratch.CHUNK)) for a in range(0, n, scratch.CHUNK)]
